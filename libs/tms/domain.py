@@ -1,0 +1,135 @@
+"""Domain records shared by the API, the scheduler and the executor.
+
+Field names match the Postgres columns so rows map onto them without translation code.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+class OperationState(enum.StrEnum):
+    QUEUED = "QUEUED"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (OperationState.SUCCEEDED, OperationState.FAILED, OperationState.CANCELLED)
+
+
+class TableState(enum.StrEnum):
+    ACTIVE = "ACTIVE"
+    PAUSED = "PAUSED"
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """What a client registers: everything about a table except bookkeeping."""
+
+    table_id: str
+    format: str
+    catalog: str = ""
+    namespace: str = ""
+    table_name: str = ""
+    base_path: str = ""
+    catalog_properties: dict[str, str] = field(default_factory=dict)
+    owner: str = ""
+    queue: str = "default"
+    priority: int = 0
+    policy: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TableRecord:
+    id: int
+    table_id: str
+    format: str
+    catalog: str
+    namespace: str
+    table_name: str
+    base_path: str
+    catalog_properties: dict[str, str]
+    owner: str
+    queue: str
+    priority: int
+    policy: dict[str, str]
+    state: TableState
+    commit_seq: int
+    decided_seq: int
+    last_commit_id: str | None
+    last_commit_time: datetime | None
+    next_check_at: datetime
+    created_at: datetime
+    updated_at: datetime
+
+    @property
+    def name(self) -> str:
+        return f"tables/{self.table_id}"
+
+
+@dataclass(frozen=True)
+class CommitEvent:
+    table_id: str
+    commit_id: str
+    commit_time: datetime | None = None
+    files_added: int | None = None
+    bytes_added: int | None = None
+    operation_type: str = ""
+
+
+@dataclass(frozen=True)
+class OperationRecord:
+    id: int
+    table_pk: int
+    action: str
+    state: OperationState
+    attempt: int
+    max_attempts: int
+    priority: int
+    trigger: str
+    reason: str
+    params: dict[str, Any]
+    metrics: dict[str, Any]
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    lease_owner: str | None
+    lease_expires_at: datetime | None
+    engine_handle: str | None
+    exit_code: int | None
+    result: dict[str, Any] | None
+    error: str | None
+    log_tail: str | None
+    table_id: str = ""
+
+    @property
+    def name(self) -> str:
+        return f"tables/{self.table_id}/operations/{self.id}"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A format plugin's verdict on one action of one table, with its reason in words."""
+
+    action: str
+    should_run: bool
+    reason: str
+    metrics: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How an attempt ended, as the executor records it."""
+
+    state: OperationState
+    result: dict[str, Any] | None = None
+    error: str | None = None
+    log_tail: str | None = None
+    exit_code: int | None = None

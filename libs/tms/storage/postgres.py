@@ -1,0 +1,171 @@
+"""PostgreSQL implementation of :class:`tms.storage.base.Store` (psycopg 3 + a connection pool).
+
+All SQL is in ``sql/queries.sql``; this module only binds parameters and maps rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, fields
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+from psycopg_pool import ConnectionPool
+
+from tms.domain import (
+    CommitEvent,
+    Decision,
+    OperationRecord,
+    OperationState,
+    Outcome,
+    TableRecord,
+    TableSpec,
+    TableState,
+)
+from tms.storage.queries import q
+
+POOL_MIN_SIZE = 1
+POOL_MAX_SIZE = 10
+POOL_TIMEOUT_S = 10.0
+_OP_FIELDS = {f.name for f in fields(OperationRecord)}
+
+
+def _table(row: dict[str, Any]) -> TableRecord:
+    row["state"] = TableState(row["state"])
+    return TableRecord(**row)
+
+
+def _op(row: dict[str, Any]) -> OperationRecord:
+    data = {k: v for k, v in row.items() if k in _OP_FIELDS}
+    data["state"] = OperationState(data["state"])
+    return OperationRecord(**data)
+
+
+class PostgresStore:
+    """Thread-safe: every call borrows a pooled connection for one transaction."""
+
+    def __init__(self, dsn: str, *, min_size: int = POOL_MIN_SIZE,
+                 max_size: int = POOL_MAX_SIZE) -> None:
+        self._pool = ConnectionPool(
+            dsn, min_size=min_size, max_size=max_size, timeout=POOL_TIMEOUT_S, open=True,
+            kwargs={"row_factory": dict_row, "autocommit": False},
+        )
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def check(self) -> None:
+        """Raise when the database cannot be reached (used by health checks)."""
+        with self._pool.connection() as conn:
+            conn.execute(q("ping"))
+
+    def _one(self, name: str, params: dict[str, Any]) -> dict[str, Any] | None:
+        with self._pool.connection() as conn:
+            return conn.execute(q(name), params).fetchone()  # type: ignore[return-value]
+
+    def _all(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        with self._pool.connection() as conn:
+            return conn.execute(q(name), params).fetchall()  # type: ignore[return-value]
+
+    # tables ---------------------------------------------------------------------------------
+    def register_table(self, spec: TableSpec) -> TableRecord | None:
+        params = asdict(spec)
+        params["catalog_properties"] = Jsonb(spec.catalog_properties)
+        params["policy"] = Jsonb(spec.policy)
+        row = self._one("insert_table", params)
+        return _table(row) if row else None
+
+    def get_table(self, table_id: str) -> TableRecord | None:
+        row = self._one("get_table", {"table_id": table_id})
+        return _table(row) if row else None
+
+    def get_table_by_pk(self, pk: int) -> TableRecord | None:
+        row = self._one("get_table_by_pk", {"pk": pk})
+        return _table(row) if row else None
+
+    def list_tables(self, after: str, limit: int, fmt: str | None) -> list[TableRecord]:
+        rows = self._all("list_tables", {"after": after, "limit": limit, "format": fmt})
+        return [_table(r) for r in rows]
+
+    # commits --------------------------------------------------------------------------------
+    def notify_commit(self, event: CommitEvent) -> bool | None:
+        row = self._one("notify_commit", asdict(event))
+        if row is None or row["table_pk"] is None:
+            return None
+        return bool(row["inserted"])
+
+    # scheduling -----------------------------------------------------------------------------
+    def due_tables(self, limit: int) -> list[tuple[int, int]]:
+        return [(r["id"], r["commit_seq"]) for r in self._all("due_tables", {"limit": limit})]
+
+    def finish_decision(self, pk: int, seq: int, next_check_s: float) -> None:
+        self._one("finish_decision", {"pk": pk, "seq": seq, "next_check_s": next_check_s})
+
+    def record_decision(self, pk: int, decision: Decision, operation_id: int | None,
+                        scheduler_id: str) -> None:
+        with self._pool.connection() as conn:
+            conn.execute(q("upsert_decision"), {
+                "table_pk": pk, "action": decision.action, "should_run": decision.should_run,
+                "reason": decision.reason, "metrics": Jsonb(decision.metrics),
+                "operation_id": operation_id, "scheduler_id": scheduler_id,
+            })
+
+    def enqueue(self, table: TableRecord, decision: Decision, trigger: str,
+                max_attempts: int) -> int | None:
+        row = self._one("insert_operation", {
+            "table_pk": table.id, "action": decision.action, "priority": table.priority,
+            "trigger": trigger, "reason": decision.reason, "params": Jsonb(decision.params),
+            "metrics": Jsonb(decision.metrics), "max_attempts": max_attempts,
+        })
+        return int(row["id"]) if row else None
+
+    def last_succeeded(self, pk: int, action: str) -> OperationRecord | None:
+        row = self._one("last_finished_operation", {"table_pk": pk, "action": action})
+        return _op(row) if row else None
+
+    # execution ------------------------------------------------------------------------------
+    def claim(self, owner: str, lease_s: float) -> OperationRecord | None:
+        try:
+            row = self._one("claim_operation", {"owner": owner, "lease_s": lease_s})
+        except psycopg.errors.UniqueViolation:
+            # Another executor started an operation of the same table in the same instant;
+            # the one-RUNNING-per-table index refused ours. Nothing claimed; try again later.
+            return None
+        return _op(row) if row else None
+
+    def _fenced(self, name: str, op: OperationRecord, owner: str, **extra: Any) -> bool:
+        params = {"id": op.id, "attempt": op.attempt, "owner": owner, **extra}
+        return self._one(name, params) is not None
+
+    def renew_lease(self, op: OperationRecord, owner: str, lease_s: float) -> bool:
+        return self._fenced("renew_lease", op, owner, lease_s=lease_s)
+
+    def set_engine_handle(self, op: OperationRecord, owner: str, handle: str) -> bool:
+        return self._fenced("set_engine_handle", op, owner, engine_handle=handle)
+
+    def finish(self, op: OperationRecord, owner: str, outcome: Outcome) -> bool:
+        return self._fenced(
+            "finish_operation", op, owner, state=outcome.state.value,
+            result=Jsonb(outcome.result) if outcome.result is not None else None,
+            error=outcome.error, log_tail=outcome.log_tail, exit_code=outcome.exit_code,
+        )
+
+    def reap_expired(self) -> tuple[list[int], list[int]]:
+        requeued = [r["id"] for r in self._all("requeue_expired", {})]
+        failed = [r["id"] for r in self._all("fail_expired", {})]
+        return requeued, failed
+
+    # queries --------------------------------------------------------------------------------
+    def get_operation(self, table_id: str, op_id: int) -> OperationRecord | None:
+        row = self._one("get_operation", {"table_id": table_id, "id": op_id})
+        return _op(row) if row else None
+
+    def list_operations(self, table_id: str | None, state: OperationState | None,
+                        action: str | None, before_id: int, limit: int
+                        ) -> list[OperationRecord]:
+        rows = self._all("list_operations", {
+            "table_id": table_id, "state": state.value if state else None, "action": action,
+            "before_id": before_id, "limit": limit,
+        })
+        return [_op(r) for r in rows]

@@ -1,0 +1,188 @@
+-- Named queries used by tms.storage.postgres. Each starts with "-- name: <name>".
+-- Parameters are always psycopg named placeholders; no SQL is built in Python.
+
+-- name: insert_table
+INSERT INTO tms_tables (table_id, format, catalog, namespace, table_name, base_path,
+                        catalog_properties, owner, queue, priority, policy)
+VALUES (%(table_id)s, %(format)s, %(catalog)s, %(namespace)s, %(table_name)s, %(base_path)s,
+        %(catalog_properties)s, %(owner)s, %(queue)s, %(priority)s, %(policy)s)
+ON CONFLICT (table_id) DO NOTHING
+RETURNING *;
+
+-- name: get_table
+SELECT * FROM tms_tables WHERE table_id = %(table_id)s;
+
+-- name: get_table_by_pk
+SELECT * FROM tms_tables WHERE id = %(pk)s;
+
+-- name: list_tables
+SELECT * FROM tms_tables
+WHERE table_id > %(after)s
+  AND (%(format)s::text IS NULL OR format = %(format)s)
+ORDER BY table_id
+LIMIT %(limit)s;
+
+-- name: notify_commit
+-- One statement: record the event (idempotent on table + commit id) and, only when it is new,
+-- bump the table's commit sequence so the scheduler sees it.
+WITH t AS (
+    SELECT id FROM tms_tables WHERE table_id = %(table_id)s
+), ins AS (
+    INSERT INTO tms_commit_events (table_pk, commit_id, commit_time, files_added, bytes_added,
+                                   operation_type)
+    SELECT t.id, %(commit_id)s, %(commit_time)s, %(files_added)s, %(bytes_added)s,
+           %(operation_type)s
+    FROM t
+    ON CONFLICT (table_pk, commit_id) DO NOTHING
+    RETURNING table_pk, commit_id, commit_time
+), upd AS (
+    UPDATE tms_tables tt
+    SET commit_seq = tt.commit_seq + 1,
+        last_commit_id = ins.commit_id,
+        last_commit_time = coalesce(ins.commit_time, now()),
+        updated_at = now()
+    FROM ins
+    WHERE tt.id = ins.table_pk
+    RETURNING tt.id
+)
+SELECT (SELECT id FROM t) AS table_pk, (SELECT count(*) FROM upd) AS inserted;
+
+-- name: due_tables
+-- Tables with commits not yet decided on, then tables whose pull check is due.
+(SELECT id, commit_seq FROM tms_tables
+  WHERE state = 'ACTIVE' AND commit_seq > decided_seq
+  ORDER BY id LIMIT %(limit)s)
+UNION
+(SELECT id, commit_seq FROM tms_tables
+  WHERE state = 'ACTIVE' AND next_check_at <= now()
+  ORDER BY next_check_at LIMIT %(limit)s);
+
+-- name: finish_decision
+UPDATE tms_tables
+SET decided_seq = GREATEST(decided_seq, %(seq)s),
+    next_check_at = now() + make_interval(secs => %(next_check_s)s)
+WHERE id = %(pk)s
+RETURNING decided_seq;
+
+-- name: upsert_decision
+INSERT INTO tms_decisions (table_pk, action, decided_at, should_run, reason, metrics,
+                           operation_id, scheduler_id)
+VALUES (%(table_pk)s, %(action)s, now(), %(should_run)s, %(reason)s, %(metrics)s,
+        %(operation_id)s, %(scheduler_id)s)
+ON CONFLICT (table_pk, action) DO UPDATE
+SET decided_at = excluded.decided_at, should_run = excluded.should_run,
+    reason = excluded.reason, metrics = excluded.metrics,
+    operation_id = excluded.operation_id, scheduler_id = excluded.scheduler_id;
+
+-- name: list_decisions
+SELECT * FROM tms_decisions WHERE table_pk = %(table_pk)s ORDER BY action;
+
+-- name: insert_operation
+-- The partial unique index refuses a second active operation for (table, action): a
+-- duplicate decision, even from a split-brain scheduler, inserts nothing.
+INSERT INTO tms_operations (table_pk, action, priority, trigger, reason, params, metrics,
+                            max_attempts)
+VALUES (%(table_pk)s, %(action)s, %(priority)s, %(trigger)s, %(reason)s, %(params)s,
+        %(metrics)s, %(max_attempts)s)
+ON CONFLICT (table_pk, action) WHERE state IN ('QUEUED', 'RUNNING') DO NOTHING
+RETURNING id;
+
+-- name: active_operation
+SELECT id FROM tms_operations
+WHERE table_pk = %(table_pk)s AND action = %(action)s AND state IN ('QUEUED', 'RUNNING');
+
+-- name: last_finished_operation
+SELECT * FROM tms_operations
+WHERE table_pk = %(table_pk)s AND action = %(action)s AND state = 'SUCCEEDED'
+ORDER BY finished_at DESC
+LIMIT 1;
+
+-- name: claim_operation
+-- Highest priority first; skip rows other executors hold and tables that already run
+-- something. The one-RUNNING-per-table index is the final guard if two claims race.
+WITH c AS (
+    SELECT o.id FROM tms_operations o
+    WHERE o.state = 'QUEUED'
+      AND NOT EXISTS (SELECT 1 FROM tms_operations r
+                      WHERE r.table_pk = o.table_pk AND r.state = 'RUNNING')
+    ORDER BY o.priority DESC, o.id
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE tms_operations o
+SET state = 'RUNNING', attempt = o.attempt + 1, lease_owner = %(owner)s,
+    lease_expires_at = now() + make_interval(secs => %(lease_s)s), started_at = now(),
+    error = NULL, log_tail = NULL, exit_code = NULL, engine_handle = NULL
+FROM c
+WHERE o.id = c.id AND o.state = 'QUEUED'
+RETURNING o.*;
+
+-- name: renew_lease
+UPDATE tms_operations
+SET lease_expires_at = now() + make_interval(secs => %(lease_s)s)
+WHERE id = %(id)s AND state = 'RUNNING' AND attempt = %(attempt)s AND lease_owner = %(owner)s
+RETURNING id;
+
+-- name: set_engine_handle
+UPDATE tms_operations SET engine_handle = %(engine_handle)s
+WHERE id = %(id)s AND state = 'RUNNING' AND attempt = %(attempt)s AND lease_owner = %(owner)s
+RETURNING id;
+
+-- name: finish_operation
+-- Fenced by id, state, attempt and owner: a stale attempt's late write changes nothing.
+UPDATE tms_operations
+SET state = %(state)s, finished_at = now(), lease_expires_at = NULL, result = %(result)s,
+    error = %(error)s, log_tail = %(log_tail)s, exit_code = %(exit_code)s
+WHERE id = %(id)s AND state = 'RUNNING' AND attempt = %(attempt)s AND lease_owner = %(owner)s
+RETURNING id;
+
+-- name: requeue_expired
+-- Reaper: RUNNING past its lease goes back to the queue while attempts remain.
+UPDATE tms_operations
+SET state = 'QUEUED', lease_owner = NULL, lease_expires_at = NULL,
+    error = 'lease expired (executor lost) on attempt ' || attempt
+WHERE state = 'RUNNING' AND lease_expires_at < now() AND attempt < max_attempts
+RETURNING id, attempt;
+
+-- name: fail_expired
+UPDATE tms_operations
+SET state = 'FAILED', finished_at = now(), lease_expires_at = NULL,
+    error = 'lease expired (executor lost) on the last attempt ' || attempt
+WHERE state = 'RUNNING' AND lease_expires_at < now() AND attempt >= max_attempts
+RETURNING id, attempt;
+
+-- name: get_operation
+SELECT o.*, t.table_id FROM tms_operations o JOIN tms_tables t ON t.id = o.table_pk
+WHERE t.table_id = %(table_id)s AND o.id = %(id)s;
+
+-- name: list_operations
+-- Newest first; keyset pagination on id.
+SELECT o.*, t.table_id FROM tms_operations o JOIN tms_tables t ON t.id = o.table_pk
+WHERE (%(table_id)s::text IS NULL OR t.table_id = %(table_id)s)
+  AND (%(state)s::tms_operation_state IS NULL OR o.state = %(state)s::tms_operation_state)
+  AND (%(action)s::text IS NULL OR o.action = %(action)s)
+  AND o.id < %(before_id)s
+ORDER BY o.id DESC
+LIMIT %(limit)s;
+
+-- name: advisory_lock
+SELECT pg_advisory_lock(%(key)s);
+
+-- name: advisory_unlock
+SELECT pg_advisory_unlock(%(key)s);
+
+-- name: create_migrations_table
+CREATE TABLE IF NOT EXISTS tms_schema_migrations (
+    version     integer PRIMARY KEY,
+    name        text NOT NULL,
+    applied_at  timestamptz NOT NULL DEFAULT now()
+);
+
+-- name: applied_migrations
+SELECT version FROM tms_schema_migrations ORDER BY version;
+
+-- name: record_migration
+INSERT INTO tms_schema_migrations (version, name) VALUES (%(version)s, %(name)s);
+
+-- name: ping
+SELECT 1;

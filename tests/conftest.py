@@ -1,0 +1,86 @@
+"""Shared fixtures: a real PostgreSQL and a real ZooKeeper on loopback, one per test session.
+
+Each test that wants a clean database gets its own (``db_dsn``), migrated with the project's
+own runner, so tests never see each other's rows.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tms.local.postgres import LocalPostgres
+from tms.local.zookeeper import LocalZooKeeper
+
+REPO = Path(__file__).resolve().parent.parent
+_db_counter = itertools.count()
+
+
+@dataclass(frozen=True)
+class PgHandle:
+    server: LocalPostgres
+    dbname: str
+
+    @property
+    def dsn(self) -> str:
+        return self.server.dsn(self.dbname)
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    @property
+    def user(self) -> str:
+        return "postgres"
+
+
+@pytest.fixture(scope="session")
+def tms_home() -> Path:
+    return Path(os.environ.get("TMS_HOME", REPO / ".tms"))
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[LocalPostgres]:
+    # Not under pytest's tmp dir: that one is private to us, and the server may run as the
+    # postgres system user, which must be able to reach its directory.
+    root = Path(tempfile.mkdtemp(prefix="tms-pg-"))
+    root.chmod(0o755)
+    server = LocalPostgres(root / "pg").start()
+    try:
+        yield server
+    finally:
+        server.stop("immediate")
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def pg(pg_server: LocalPostgres) -> PgHandle:
+    """A fresh, empty database on the shared server."""
+    name = f"t{os.getpid()}_{next(_db_counter)}"
+    pg_server.create_database(name)
+    return PgHandle(pg_server, name)
+
+
+@pytest.fixture
+def db_dsn(pg: PgHandle) -> str:
+    """A fresh database with the TMS schema applied."""
+    from tms.storage.migrate import migrate
+
+    migrate(pg.dsn)
+    return pg.dsn
+
+
+@pytest.fixture(scope="session")
+def zk_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalZooKeeper]:
+    server = LocalZooKeeper(tmp_path_factory.mktemp("zk")).start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -1,0 +1,93 @@
+"""The schema's invariants and the store's fenced writes, on a real PostgreSQL."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from tms.domain import CommitEvent, Decision, OperationState, Outcome, TableSpec
+from tms.storage.migrate import migrate
+from tms.storage.postgres import PostgresStore
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def store(db_dsn: str):
+    s = PostgresStore(db_dsn)
+    yield s
+    s.close()
+
+
+def _table(store: PostgresStore, table_id: str = "t1"):
+    rec = store.register_table(TableSpec(table_id=table_id, format="iceberg", catalog="c",
+                                         namespace="ns", table_name=table_id))
+    assert rec is not None
+    return rec
+
+
+def test_migrate_is_idempotent(pg) -> None:
+    first = migrate(pg.dsn)
+    assert [m.version for m in first] == [1]
+    assert migrate(pg.dsn) == []
+
+
+def test_register_twice_returns_none(store: PostgresStore) -> None:
+    _table(store)
+    assert store.register_table(TableSpec(table_id="t1", format="iceberg", table_name="x")) is None
+
+
+def test_notify_commit_is_idempotent(store: PostgresStore) -> None:
+    t = _table(store)
+    assert store.notify_commit(CommitEvent("t1", "s1")) is True
+    assert store.notify_commit(CommitEvent("t1", "s1")) is False
+    assert store.notify_commit(CommitEvent("t1", "s2")) is True
+    assert store.notify_commit(CommitEvent("nope", "s1")) is None
+    again = store.get_table("t1")
+    assert again is not None and again.commit_seq == t.commit_seq + 2
+    assert again.last_commit_id == "s2"
+
+
+def test_one_active_operation_per_table_action(store: PostgresStore) -> None:
+    t = _table(store)
+    d = Decision("compaction", True, "because")
+    first = store.enqueue(t, d, "policy", 3)
+    assert first is not None
+    assert store.enqueue(t, d, "policy", 3) is None
+
+
+def test_database_refuses_second_running_per_table(store: PostgresStore, db_dsn: str) -> None:
+    t = _table(store)
+    store.enqueue(t, Decision("compaction", True, "r"), "policy", 3)
+    store.enqueue(t, Decision("expire_snapshots", True, "r"), "policy", 3)
+    assert store.claim("e1", 30) is not None
+    # the claim query skips the table; the index refuses even a direct write
+    assert store.claim("e2", 30) is None
+    with psycopg.connect(db_dsn) as conn, pytest.raises(psycopg.errors.UniqueViolation):
+        conn.execute("UPDATE tms_operations SET state = 'RUNNING', lease_owner = 'x', "
+                     "lease_expires_at = now(), attempt = 1 WHERE state = 'QUEUED'")
+
+
+def test_stale_attempt_cannot_write(store: PostgresStore, db_dsn: str) -> None:
+    t = _table(store)
+    store.enqueue(t, Decision("compaction", True, "r"), "policy", 3)
+    op = store.claim("e1", 30)
+    assert op is not None
+    with psycopg.connect(db_dsn) as conn:  # the lease runs out
+        conn.execute("UPDATE tms_operations SET lease_expires_at = now() - interval '1 s'")
+    assert store.reap_expired() == ([op.id], [])
+    op2 = store.claim("e2", 30)
+    assert op2 is not None and op2.id == op.id and op2.attempt == 2
+    assert store.finish(op, "e1", Outcome(OperationState.SUCCEEDED, result={})) is False
+    assert store.renew_lease(op, "e1", 30) is False
+    assert store.finish(op2, "e2", Outcome(OperationState.SUCCEEDED, result={"n": 1})) is True
+    done = store.get_operation("t1", op.id)
+    assert done is not None and done.state is OperationState.SUCCEEDED
+    assert done.result == {"n": 1} and done.finished_at is not None
+
+
+def test_terminal_state_requires_finish_time(store: PostgresStore, db_dsn: str) -> None:
+    t = _table(store)
+    store.enqueue(t, Decision("compaction", True, "r"), "policy", 3)
+    with psycopg.connect(db_dsn) as conn, pytest.raises(psycopg.errors.CheckViolation):
+        conn.execute("UPDATE tms_operations SET state = 'SUCCEEDED'")
