@@ -1,0 +1,1 @@
+"""The gRPC API: validation, conversion, pagination and the servicer."""

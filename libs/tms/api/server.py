@@ -1,0 +1,77 @@
+"""Builds and runs the gRPC server: the service, health checking and server reflection.
+
+Health follows the database: SERVING while Postgres answers, NOT_SERVING when it does not and
+from the moment shutdown begins, so load balancers drain the node before it stops.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent import futures
+
+import grpc
+import structlog
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from tms.api.servicer import TableManagementServicer
+from tms.formats.base import TableFormatPlugin
+from tms.storage.postgres import PostgresStore
+from tms.v1 import tms_pb2, tms_pb2_grpc
+
+SERVER_THREADS = 32
+HEALTH_CHECK_INTERVAL_S = 2.0
+SHUTDOWN_GRACE_S = 10.0
+MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+SERVICE_NAME = tms_pb2.DESCRIPTOR.services_by_name["TableManagementService"].full_name
+
+log = structlog.get_logger("tms.api")
+
+
+class ApiServer:
+    def __init__(self, store: PostgresStore, formats: dict[str, TableFormatPlugin],
+                 listen: str, *, reflection_enabled: bool = True) -> None:
+        self._store = store
+        self._stop = threading.Event()
+        self.server = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=SERVER_THREADS),
+            options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                     ("grpc.so_reuseport", 0)],
+        )
+        tms_pb2_grpc.add_TableManagementServiceServicer_to_server(
+            TableManagementServicer(store, formats), self.server)
+        self.health = health.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
+        if reflection_enabled:
+            reflection.enable_server_reflection(
+                (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self.server)
+        self.port = self.server.add_insecure_port(listen)
+        if self.port == 0:
+            raise RuntimeError(f"cannot listen on {listen}")
+
+    def _set_health(self, serving: bool) -> None:
+        status = (health_pb2.HealthCheckResponse.SERVING if serving
+                  else health_pb2.HealthCheckResponse.NOT_SERVING)
+        for name in ("", SERVICE_NAME):
+            self.health.set(name, status)
+
+    def _watch_health(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._store.check()
+                self._set_health(True)
+            except Exception as e:  # any failure to reach the database means not serving
+                log.warning("database check failed", error=str(e))
+                self._set_health(False)
+            self._stop.wait(HEALTH_CHECK_INTERVAL_S)
+
+    def start(self) -> None:
+        self._set_health(False)
+        self.server.start()
+        threading.Thread(target=self._watch_health, name="health", daemon=True).start()
+        log.info("api listening", port=self.port)
+
+    def stop(self, grace_s: float = SHUTDOWN_GRACE_S) -> None:
+        self._stop.set()
+        self._set_health(False)
+        self.server.stop(grace_s).wait()

@@ -1,0 +1,1 @@
+"""Execution engines: run a job, report its handle, stop it on request."""

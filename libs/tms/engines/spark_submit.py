@@ -1,0 +1,116 @@
+"""The default engine: ``spark-submit`` as a child process in its own process group.
+
+The argument list is built without a shell (SparkSettings.submit_argv), the job's spec travels
+as a JSON file, and stopping kills the whole process group so no JVM outlives its operation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import structlog
+
+from tms.engines.base import EngineResult, read_tail
+from tms.formats.base import JobSpec
+from tms.spark.settings import SparkSettings
+
+POLL_INTERVAL_S = 0.5
+KILL_GRACE_S = 5.0
+ERROR_MAX_CHARS = 4000
+_APP_ID_RE = re.compile(rb"\b(local-\d{10,}|application_\d+_\d+|app-\d{14}-\d{4}|spark-[0-9a-f]{32})\b")
+
+log = structlog.get_logger("tms.engines.spark_submit")
+
+
+class SparkSubmitEngine:
+    name = "spark-submit"
+
+    def __init__(self, settings: SparkSettings) -> None:
+        self.settings = settings
+
+    def argv(self, job: JobSpec, spec_path: Path, result_path: Path) -> list[str]:
+        if job.kind != "pyspark":
+            raise ValueError(f"spark-submit engine cannot run a {job.kind!r} job yet")
+        return self.settings.submit_argv(
+            job.app, ["--spec", str(spec_path), "--result", str(result_path)])
+
+    def run(self, job: JobSpec, workdir: Path, stop: threading.Event,
+            on_handle: Callable[[str], None]) -> EngineResult:
+        workdir.mkdir(parents=True, exist_ok=True)
+        spec_path, result_path = workdir / "spec.json", workdir / "result.json"
+        log_path = workdir / "driver.log"
+        spec_path.write_text(json.dumps(job.spec))
+        result_path.unlink(missing_ok=True)
+        argv = self.argv(job, spec_path, result_path)
+        with log_path.open("wb") as out:
+            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, cwd=workdir,
+                                    env=self.settings.submit_env(dict(os.environ)),
+                                    start_new_session=True)
+        handle = None
+        stopped = False
+        while True:
+            try:
+                code = proc.wait(POLL_INTERVAL_S)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            if handle is None:
+                handle = self._find_handle(log_path)
+                if handle:
+                    on_handle(handle)
+            if stop.is_set() and not stopped:
+                stopped = True
+                self._kill_group(proc)
+        handle = handle or self._find_handle(log_path)
+        tail = read_tail(log_path)
+        result = self._read_result(result_path)
+        if stopped:
+            return EngineResult(False, None, "stopped", tail, code, handle, stopped=True)
+        if code == 0 and result and result.get("ok"):
+            handle = result.get("spark_app_id") or handle
+            return EngineResult(True, result.get("result") or {}, None, tail, code, handle)
+        error = (result or {}).get("error") or self._error_from_log(tail, code)
+        if result and result.get("error_type"):
+            error = f"{result['error_type']}: {error}"
+        return EngineResult(False, result.get("result") if result else None,
+                            error[:ERROR_MAX_CHARS], tail, code, handle)
+
+    @staticmethod
+    def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(KILL_GRACE_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    @staticmethod
+    def _find_handle(log_path: Path) -> str | None:
+        try:
+            m = _APP_ID_RE.search(log_path.read_bytes()[:1_000_000])
+        except OSError:
+            return None
+        return m.group(1).decode() if m else None
+
+    @staticmethod
+    def _read_result(path: Path) -> dict | None:
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    @staticmethod
+    def _error_from_log(tail: str, code: int) -> str:
+        lines = [ln for ln in tail.splitlines() if "Exception" in ln or "Error" in ln]
+        last = lines[-1].strip() if lines else "no error line in the driver log"
+        return f"spark-submit exited with code {code}: {last}"

@@ -1,0 +1,1 @@
+"""The executor: claims queued operations and drives an engine to run them."""

@@ -1,0 +1,122 @@
+"""The executor loop: claim, hold the lease by heartbeat, run, record — every write fenced.
+
+The lease outlives several missed heartbeats (LEASE_TIMEOUT_S >= 3 x HEARTBEAT_INTERVAL_S). If a
+renewal finds the operation no longer ours (the reaper took it back, or it was cancelled) the
+engine is stopped at once and nothing this attempt says afterwards is written.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import structlog
+
+from tms.domain import OperationRecord, OperationState, Outcome
+from tms.engines.base import EngineResult, ExecutionEngine
+from tms.formats.base import TableFormatPlugin
+from tms.storage.base import Store
+
+HEARTBEAT_INTERVAL_S = 10.0
+LEASE_TIMEOUT_S = 30.0
+POLL_INTERVAL_S = 1.0
+assert LEASE_TIMEOUT_S >= 3 * HEARTBEAT_INTERVAL_S
+
+log = structlog.get_logger("tms.executor")
+
+
+class Executor:
+    def __init__(self, store: Store, formats: dict[str, TableFormatPlugin],
+                 engine: ExecutionEngine, executor_id: str, workdir: Path, *,
+                 lease_s: float = LEASE_TIMEOUT_S, heartbeat_s: float = HEARTBEAT_INTERVAL_S,
+                 poll_interval_s: float = POLL_INTERVAL_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if lease_s < 3 * heartbeat_s:
+            raise ValueError("lease_s must be at least 3 x heartbeat_s")
+        self.store = store
+        self.formats = formats
+        self.engine = engine
+        self.executor_id = executor_id
+        self.workdir = workdir
+        self.lease_s = lease_s
+        self.heartbeat_s = heartbeat_s
+        self.poll_interval_s = poll_interval_s
+        self._clock = clock
+        self.finished = threading.Event()  # set after each recorded outcome: a test signal
+
+    def run(self, stop: threading.Event) -> None:
+        log.info("executor started", executor=self.executor_id)
+        while not stop.is_set():
+            try:
+                worked = self.run_once(stop)
+            except Exception:
+                log.exception("executor pass failed")
+                worked = False
+            if not worked:
+                stop.wait(self.poll_interval_s)
+
+    def run_once(self, stop: threading.Event | None = None) -> bool:
+        op = self.store.claim(self.executor_id, self.lease_s)
+        if op is None:
+            return False
+        self.execute(op, stop or threading.Event())
+        return True
+
+    def execute(self, op: OperationRecord, shutdown: threading.Event) -> None:
+        bound = log.bind(operation=op.id, table_pk=op.table_pk, action=op.action,
+                         attempt=op.attempt)
+        bound.info("operation started")
+        lost = threading.Event()
+        done = threading.Event()
+        beat = threading.Thread(target=self._heartbeat, args=(op, lost, done), daemon=True,
+                                name=f"heartbeat-{op.id}")
+        beat.start()
+        try:
+            outcome = self._run(op, lost)
+        except Exception as e:  # a bug or bad configuration: record it, never leave RUNNING
+            bound.exception("operation crashed")
+            outcome = Outcome(OperationState.FAILED, error=f"{type(e).__name__}: {e}"[:4000])
+        finally:
+            done.set()
+            beat.join()
+        if lost.is_set():
+            bound.warning("lease lost; outcome discarded")
+            return
+        if self.store.finish(op, self.executor_id, outcome):
+            bound.info("operation finished", state=outcome.state.value, error=outcome.error)
+        else:
+            bound.warning("outcome refused: this attempt no longer owns the operation")
+        self.finished.set()
+
+    def _run(self, op: OperationRecord, lost: threading.Event) -> Outcome:
+        table = self.store.get_table_by_pk(op.table_pk)
+        if table is None:
+            return Outcome(OperationState.FAILED, error="table was deregistered")
+        plugin = self.formats.get(table.format)
+        if plugin is None:
+            return Outcome(OperationState.FAILED, error=f"no plugin for format {table.format!r}")
+        job = plugin.build_job(table, op)
+        workdir = self.workdir / f"op-{op.id}-attempt-{op.attempt}"
+        res: EngineResult = self.engine.run(
+            job, workdir, lost,
+            lambda handle: self.store.set_engine_handle(op, self.executor_id, handle) and None)
+        if res.succeeded:
+            shutil.rmtree(workdir, ignore_errors=True)
+        state = OperationState.SUCCEEDED if res.succeeded else OperationState.FAILED
+        return Outcome(state, result=res.result, error=res.error, log_tail=res.log_tail,
+                       exit_code=res.exit_code)
+
+    def _heartbeat(self, op: OperationRecord, lost: threading.Event,
+                   done: threading.Event) -> None:
+        while not done.wait(self.heartbeat_s):
+            try:
+                still_ours = self.store.renew_lease(op, self.executor_id, self.lease_s)
+            except Exception as e:  # database blip: the lease has slack for a few misses
+                log.warning("heartbeat failed", operation=op.id, error=str(e))
+                continue
+            if not still_ours:
+                lost.set()
+                return

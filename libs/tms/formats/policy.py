@@ -1,0 +1,56 @@
+"""Typed reading of per-table policy overrides (string maps, Amoro-style dotted keys)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off"}
+
+
+@dataclass(frozen=True)
+class PolicyKey:
+    """One overridable setting: its key, its type and its documented default."""
+
+    key: str
+    kind: type
+    default: int | bool
+    minimum: int = 0
+
+    def parse(self, raw: str) -> int | bool:
+        """Parse a string value; ValueError says what was expected."""
+        if self.kind is bool:
+            low = raw.strip().lower()
+            if low in _TRUE:
+                return True
+            if low in _FALSE:
+                return False
+            raise ValueError(f"{self.key} must be true or false, got {raw!r}")
+        try:
+            value = int(raw.strip())
+        except ValueError:
+            raise ValueError(f"{self.key} must be an integer, got {raw!r}") from None
+        if value < self.minimum:
+            raise ValueError(f"{self.key} must be >= {self.minimum}, got {value}")
+        return value
+
+    def get(self, overrides: Mapping[str, str]) -> int | bool:
+        raw = overrides.get(self.key)
+        return self.default if raw is None else self.parse(raw)
+
+
+def validate_policy(keys: Mapping[str, PolicyKey], overrides: Mapping[str, str],
+                    field: str = "table.policy") -> list[tuple[str, str]]:
+    """Problems with a policy map: unknown keys and unparsable values, each with its field."""
+    problems = []
+    for k, v in overrides.items():
+        spec = keys.get(k)
+        if spec is None:
+            problems.append((f"{field}[{k}]", f"unknown policy key; known: {', '.join(sorted(keys))}"))
+            continue
+        try:
+            spec.parse(v)
+        except ValueError as e:
+            problems.append((f"{field}[{k}]", str(e)))
+    return problems

@@ -1,0 +1,1 @@
+"""The scheduler: decides what each table needs, and when."""

@@ -1,0 +1,124 @@
+"""The scheduler loop: find tables that are due, decide for each under its ZooKeeper lock,
+queue what the format plugin calls for, and record every decision with its reason.
+
+A table is due when commits arrived that no decision has seen (commit_seq > decided_seq) or its
+pull check is due (next_check_at), so a lost notification delays maintenance but never stops
+it. The loop also runs the lease reaper.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import structlog
+
+from tms.coordination import Coordinator
+from tms.domain import Decision, TableRecord, TableState
+from tms.formats.base import TableFormatPlugin
+from tms.storage.base import Store
+
+POLL_INTERVAL_S = 0.5
+PULL_INTERVAL_S = 600.0
+INSPECT_FAILURE_RETRY_S = 60.0
+DUE_BATCH_SIZE = 100
+REAP_INTERVAL_S = 5.0
+DEFAULT_MAX_ATTEMPTS = 3
+
+log = structlog.get_logger("tms.scheduler")
+
+
+class Scheduler:
+    def __init__(self, store: Store, coordinator: Coordinator,
+                 formats: dict[str, TableFormatPlugin], scheduler_id: str, *,
+                 poll_interval_s: float = POLL_INTERVAL_S,
+                 pull_interval_s: float = PULL_INTERVAL_S,
+                 clock: Callable[[], float] = time.monotonic,
+                 now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+        self.store = store
+        self.coordinator = coordinator
+        self.formats = formats
+        self.scheduler_id = scheduler_id
+        self.poll_interval_s = poll_interval_s
+        self.pull_interval_s = pull_interval_s
+        self._clock = clock
+        self._now = now
+        self._last_reap = float("-inf")
+        self.decided = threading.Event()  # set after each decision: a signal for tests
+
+    def run(self, stop: threading.Event) -> None:
+        log.info("scheduler started", scheduler=self.scheduler_id)
+        while not stop.is_set():
+            try:
+                busy = self.run_once()
+            except Exception:
+                log.exception("scheduler pass failed")
+                busy = 0
+            if not busy:
+                stop.wait(self.poll_interval_s)
+
+    def run_once(self) -> int:
+        """One pass over the due tables; returns how many decisions it took."""
+        if self._clock() - self._last_reap >= REAP_INTERVAL_S:
+            self._last_reap = self._clock()
+            requeued, failed = self.store.reap_expired()
+            if requeued or failed:
+                log.warning("expired leases reaped", requeued=requeued, failed=failed)
+        if not self.coordinator.healthy:
+            return 0
+        taken = 0
+        for pk, _seq in self.store.due_tables(DUE_BATCH_SIZE):
+            if self.decide(pk):
+                taken += 1
+        return taken
+
+    def decide(self, pk: int) -> bool:
+        with self.coordinator.table_lock(pk) as held:
+            if not held:
+                return False
+            table = self.store.get_table_by_pk(pk)  # re-read under the lock
+            if table is None or table.state is not TableState.ACTIVE:
+                return False
+            now = self._now()
+            if table.commit_seq <= table.decided_seq and table.next_check_at > now:
+                return False  # another scheduler decided while we waited for the lock
+            self._decide_locked(table, now)
+        self.decided.set()
+        return True
+
+    def _decide_locked(self, table: TableRecord, now: datetime) -> None:
+        bound = log.bind(table=table.table_id, commit_seq=table.commit_seq)
+        plugin = self.formats.get(table.format)
+        if plugin is None:
+            bound.error("no plugin for format", format=table.format)
+            self.store.finish_decision(table.id, table.commit_seq, INSPECT_FAILURE_RETRY_S)
+            return
+        try:
+            metrics = plugin.inspect(table)
+        except Exception as e:
+            bound.warning("inspection failed", error=str(e))
+            for action in plugin.actions:
+                self.store.record_decision(
+                    table.id, Decision(action, False, f"inspection failed: {e}"[:2000]), None,
+                    self.scheduler_id)
+            self.store.finish_decision(table.id, table.commit_seq, INSPECT_FAILURE_RETRY_S)
+            return
+        last_runs = {a: self.store.last_succeeded(table.id, a) for a in plugin.actions}
+        for decision in plugin.evaluate(table, metrics, last_runs, now):
+            op_id = None
+            if decision.should_run:
+                if not self.coordinator.healthy:
+                    bound.warning("zookeeper session lost mid-decision; not queueing")
+                    return
+                op_id = self.store.enqueue(table, decision, "policy", DEFAULT_MAX_ATTEMPTS)
+                if op_id is None:
+                    decision = Decision(decision.action, False,
+                                        f"{decision.reason}; an operation is already active",
+                                        decision.metrics)
+                else:
+                    bound.info("operation queued", action=decision.action, operation=op_id,
+                               reason=decision.reason)
+            self.store.record_decision(table.id, decision, op_id, self.scheduler_id)
+        self.store.finish_decision(table.id, table.commit_seq, self.pull_interval_s)

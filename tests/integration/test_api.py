@@ -1,0 +1,189 @@
+"""The gRPC API against a real PostgreSQL: the happy paths and every bad-input status code."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import grpc
+import pytest
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+
+from tms.api.server import ApiServer
+from tms.formats.registry import load_formats
+from tms.local.ports import free_port
+from tms.storage.postgres import PostgresStore
+from tms.v1 import tms_pb2, tms_pb2_grpc
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def stub(db_dsn: str) -> Iterator[tms_pb2_grpc.TableManagementServiceStub]:
+    store = PostgresStore(db_dsn)
+    server = ApiServer(store, load_formats(), f"127.0.0.1:{free_port()}")
+    server.start()
+    channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")
+    yield tms_pb2_grpc.TableManagementServiceStub(channel)
+    channel.close()
+    server.stop(0)
+    store.close()
+
+
+def iceberg_table(**over: object) -> tms_pb2.Table:
+    fields: dict = dict(format="iceberg", catalog="cat", namespace="ns", table_name="events",
+                        catalog_properties={"type": "sql", "uri": "postgresql+psycopg://x/y"})
+    fields.update(over)
+    return tms_pb2.Table(**fields)
+
+
+def register(stub, table_id: str = "events", **over: object) -> tms_pb2.Table:
+    return stub.RegisterTable(tms_pb2.RegisterTableRequest(table_id=table_id,
+                                                           table=iceberg_table(**over)))
+
+
+def error_of(call) -> tuple[grpc.StatusCode, list[str]]:
+    """Run a failing call; return its code and the fields its BadRequest names."""
+    with pytest.raises(grpc.RpcError) as info:
+        call()
+    err = info.value
+    fields: list[str] = []
+    status = rpc_status.from_call(err)
+    if status is not None:
+        for detail in status.details:
+            if detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
+                br = error_details_pb2.BadRequest()
+                detail.Unpack(br)
+                fields += [fv.field for fv in br.field_violations]
+    return err.code(), fields
+
+
+def test_register_get_list(stub) -> None:
+    t = register(stub, catalog_properties={"type": "sql", "uri": "u", "jdbc.password": "s3cr3t"})
+    assert t.name == "tables/events" and t.state == tms_pb2.Table.ACTIVE
+    assert t.catalog_properties["jdbc.password"] == "****"
+    got = stub.GetTable(tms_pb2.GetTableRequest(name="tables/events"))
+    assert got.table_name == "events" and got.queue == "default"
+    for i in range(5):
+        register(stub, f"t{i}", table_name=f"t{i}")
+    seen, token = [], ""
+    while True:
+        page = stub.ListTables(tms_pb2.ListTablesRequest(page_size=2, page_token=token))
+        seen += [t.name for t in page.tables]
+        token = page.next_page_token
+        if not token:
+            break
+    assert seen == ["tables/events"] + [f"tables/t{i}" for i in range(5)]
+
+
+def test_register_conflict(stub) -> None:
+    register(stub)
+    code, _ = error_of(lambda: register(stub))
+    assert code == grpc.StatusCode.ALREADY_EXISTS
+
+
+@pytest.mark.parametrize("table_id,over,field", [
+    ("", {}, "table_id"),
+    ("Bad Id", {}, "table_id"),
+    ("x" * 64, {}, "table_id"),
+    ("ok", {"format": ""}, "table.format"),
+    ("ok", {"format": "delta-lake"}, "table.format"),
+    ("ok", {"table_name": "", "base_path": ""}, "table.table_name"),
+    ("ok", {"owner": "o" * 257}, "table.owner"),
+    ("ok", {"namespace": "n" * 1025}, "table.namespace"),
+    ("ok", {"base_path": "s3://b/../etc"}, "table.base_path"),
+    ("ok", {"priority": 5000}, "table.priority"),
+    ("ok", {"queue": "Q!"}, "table.queue"),
+    ("ok", {"owner": "a\x00b"}, "table.owner"),
+    ("ok", {"policy": {f"k{i}": "v" for i in range(65)}}, "table.policy"),
+    ("ok", {"policy": {"compaction.min-small-files": "lots"}},
+     "table.policy[compaction.min-small-files]"),
+    ("ok", {"policy": {"no.such.key": "1"}}, "table.policy[no.such.key]"),
+    ("ok", {"catalog_properties": {}}, "table.catalog_properties"),
+])
+def test_register_invalid(stub, table_id: str, over: dict, field: str) -> None:
+    code, fields = error_of(lambda: register(stub, table_id, **over))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert field in fields
+
+
+def test_register_without_table(stub) -> None:
+    code, fields = error_of(lambda: stub.RegisterTable(
+        tms_pb2.RegisterTableRequest(table_id="x")))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "table" in fields
+
+
+def test_notify_commit_idempotent_and_concurrent(stub) -> None:
+    register(stub)
+    first = stub.NotifyCommit(tms_pb2.NotifyCommitRequest(table="tables/events", commit_id="1"))
+    again = stub.NotifyCommit(tms_pb2.NotifyCommitRequest(table="tables/events", commit_id="1"))
+    assert (first.duplicate, again.duplicate) == (False, True)
+
+    def notify(i: int) -> bool:
+        return stub.NotifyCommit(tms_pb2.NotifyCommitRequest(
+            table="tables/events", commit_id=str(100 + i % 20),
+            stats=tms_pb2.CommitStats(files_added=1, bytes_added=10, operation="append"),
+        )).duplicate
+
+    with ThreadPoolExecutor(8) as pool:
+        dups = list(pool.map(notify, range(60)))
+    assert dups.count(False) == 20  # 20 distinct commits, each new exactly once
+    assert stub.GetTable(tms_pb2.GetTableRequest(name="tables/events")).commit_count == 21
+
+
+@pytest.mark.parametrize("req,field", [
+    (tms_pb2.NotifyCommitRequest(table="tables/events"), "commit_id"),
+    (tms_pb2.NotifyCommitRequest(table="", commit_id="1"), "table"),
+    (tms_pb2.NotifyCommitRequest(table="events", commit_id="1"), "table"),
+    (tms_pb2.NotifyCommitRequest(table="tables/events", commit_id="c" * 257), "commit_id"),
+    (tms_pb2.NotifyCommitRequest(table="tables/events", commit_id="a\nb"), "commit_id"),
+    (tms_pb2.NotifyCommitRequest(table="tables/events", commit_id="1",
+                                 stats=tms_pb2.CommitStats(files_added=-1)), "stats.files_added"),
+    (tms_pb2.NotifyCommitRequest(table="tables/events", commit_id="1",
+                                 commit_time={"seconds": 10**12}), "commit_time"),
+])
+def test_notify_invalid(stub, req, field: str) -> None:
+    register(stub)
+    code, fields = error_of(lambda: stub.NotifyCommit(req))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and field in fields
+
+
+def test_unknown_table_is_not_found(stub) -> None:
+    for call in (
+        lambda: stub.NotifyCommit(tms_pb2.NotifyCommitRequest(table="tables/nope", commit_id="1")),
+        lambda: stub.GetTable(tms_pb2.GetTableRequest(name="tables/nope")),
+        lambda: stub.ListOperations(tms_pb2.ListOperationsRequest(parent="tables/nope")),
+        lambda: stub.GetOperation(tms_pb2.GetOperationRequest(
+            name="tables/nope/operations/1")),
+    ):
+        code, _ = error_of(call)
+        assert code == grpc.StatusCode.NOT_FOUND
+
+
+@pytest.mark.parametrize("call,field", [
+    (lambda s: s.ListTables(tms_pb2.ListTablesRequest(page_token="%%%not-base64")), "page_token"),
+    (lambda s: s.ListTables(tms_pb2.ListTablesRequest(page_token="eyJ2IjogMX0")), "page_token"),
+    (lambda s: s.ListTables(tms_pb2.ListTablesRequest(page_size=-1)), "page_size"),
+    (lambda s: s.ListOperations(tms_pb2.ListOperationsRequest(parent="tables/-",
+                                                              page_token="AAAA")), "page_token"),
+    (lambda s: s.ListOperations(tms_pb2.ListOperationsRequest(parent="")), "parent"),
+    (lambda s: s.ListOperations(tms_pb2.ListOperationsRequest(parent="tables/-", state=42)),
+     "state"),
+    (lambda s: s.GetOperation(tms_pb2.GetOperationRequest(name="tables/x/operations/abc")),
+     "name"),
+    (lambda s: s.GetTable(tms_pb2.GetTableRequest(name="")), "name"),
+])
+def test_list_and_get_invalid(stub, call, field: str) -> None:
+    code, fields = error_of(lambda: call(stub))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and field in fields
+
+
+def test_page_token_of_another_query_is_refused(stub) -> None:
+    for i in range(3):
+        register(stub, f"t{i}", table_name=f"t{i}")
+    token = stub.ListTables(tms_pb2.ListTablesRequest(page_size=1)).next_page_token
+    assert token
+    code, fields = error_of(lambda: stub.ListTables(
+        tms_pb2.ListTablesRequest(page_size=1, page_token=token, format="hudi")))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "page_token" in fields
