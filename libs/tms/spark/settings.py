@@ -1,0 +1,212 @@
+"""How TMS runs spark-submit: master, memory, jars or Maven packages, and extra Spark conf.
+
+Settings come from ``TMS_SPARK_*`` environment variables so that one deployment can point at a
+local Spark (the default, using the jars ``tms.spark.provision`` put in ``$TMS_HOME/jars``) and
+another at a cluster that fetches Iceberg from Maven (``TMS_SPARK_PACKAGES``). Everything is
+validated up front, because a bad value would otherwise surface minutes later as an obscure
+spark-submit failure inside a maintenance job. The argument list is meant for ``subprocess``
+without a shell, so no quoting is involved.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tms.spark.provision import ICEBERG_RUNTIME_JAR, POSTGRES_JDBC_JAR, default_jars
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MASTER = "local[2]"
+DEFAULT_DEPLOY_MODE = "client"
+DEFAULT_DRIVER_MEMORY = "1g"  # JVM size string: digits with an optional k/m/g/t unit
+DEFAULT_EXECUTOR_MEMORY = "1g"
+# Our tables are small and local runs have two cores; Spark's default of 200 shuffle partitions
+# would only add task overhead.
+LOCAL_SHUFFLE_PARTITIONS = 4
+LOCAL_BIND_ADDRESS = "127.0.0.1"
+
+ENV_MASTER = "TMS_SPARK_MASTER"
+ENV_DEPLOY_MODE = "TMS_SPARK_DEPLOY_MODE"
+ENV_DRIVER_MEMORY = "TMS_SPARK_DRIVER_MEMORY"
+ENV_EXECUTOR_MEMORY = "TMS_SPARK_EXECUTOR_MEMORY"
+ENV_JARS = "TMS_SPARK_JARS"
+ENV_PACKAGES = "TMS_SPARK_PACKAGES"
+ENV_CONF = "TMS_SPARK_CONF"
+
+_MASTER_RE = re.compile(
+    r"^(local(\[(\*|[1-9]\d*)(,[1-9]\d*)?\])?|yarn|(spark|k8s|mesos)://[^\s,]+)$"
+)
+_MEMORY_RE = re.compile(r"^[1-9]\d*[kmgtKMGT]?$")
+_MAVEN_PART = r"[A-Za-z0-9_.\-]+"
+_PACKAGE_RE = re.compile(rf"^{_MAVEN_PART}:{_MAVEN_PART}:{_MAVEN_PART}$")
+_CONF_KEY_RE = re.compile(r"^[A-Za-z0-9_.\-\[\]]+$")
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+DEPLOY_MODES = ("client", "cluster")
+
+
+def spark_home() -> Path:
+    """The Spark distribution inside the pip-installed pyspark package."""
+    import pyspark
+
+    return Path(pyspark.__file__).parent
+
+
+def spark_submit_path() -> str:
+    return str(spark_home() / "bin" / "spark-submit")
+
+
+def _split_list(raw: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in raw.split(",") if item.strip())
+
+
+def _parse_conf(raw: str) -> dict[str, str]:
+    conf: dict[str, str] = {}
+    for item in _split_list(raw):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"{ENV_CONF}: expected key=value, got {item!r}")
+        conf[key.strip()] = value.strip()
+    return conf
+
+
+def _derive_java_home() -> str | None:
+    """JAVA_HOME from the ``java`` on PATH (following Debian's alternatives symlinks)."""
+    java = shutil.which("java")
+    if not java:
+        return None
+    real = Path(java).resolve()
+    if real.parent.name != "bin":
+        return None
+    return str(real.parent.parent)
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    """Everything spark-submit needs besides the application and its arguments."""
+
+    master: str = DEFAULT_MASTER
+    deploy_mode: str = DEFAULT_DEPLOY_MODE
+    driver_memory: str = DEFAULT_DRIVER_MEMORY
+    executor_memory: str = DEFAULT_EXECUTOR_MEMORY
+    jars: tuple[str, ...] = ()
+    packages: tuple[str, ...] = ()
+    conf: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not _MASTER_RE.match(self.master):
+            raise ValueError(f"{ENV_MASTER}: unsupported Spark master {self.master!r}")
+        if self.deploy_mode not in DEPLOY_MODES:
+            raise ValueError(f"{ENV_DEPLOY_MODE}: must be one of {DEPLOY_MODES}, "
+                             f"got {self.deploy_mode!r}")
+        if self.is_local and self.deploy_mode == "cluster":
+            raise ValueError(f"{ENV_DEPLOY_MODE}: 'cluster' cannot be used with a local master")
+        for env, value in ((ENV_DRIVER_MEMORY, self.driver_memory),
+                           (ENV_EXECUTOR_MEMORY, self.executor_memory)):
+            if not _MEMORY_RE.match(value):
+                raise ValueError(f"{env}: expected a size like 512m or 2g, got {value!r}")
+        for jar in self.jars:
+            self._check_jar(jar)
+        for package in self.packages:
+            if not _PACKAGE_RE.match(package):
+                raise ValueError(f"{ENV_PACKAGES}: expected group:artifact:version, "
+                                 f"got {package!r}")
+        for key, value in self.conf.items():
+            if not _CONF_KEY_RE.match(key):
+                raise ValueError(f"{ENV_CONF}: invalid conf key {key!r}")
+            if _CONTROL_RE.search(value):
+                raise ValueError(f"{ENV_CONF}: value of {key!r} contains control characters "
+                                 "(newline?)")
+
+    @staticmethod
+    def _check_jar(jar: str) -> None:
+        if not jar or "," in jar or _CONTROL_RE.search(jar):
+            raise ValueError(f"{ENV_JARS}: invalid jar entry {jar!r}")
+        if "://" in jar:  # hdfs://, s3a://, file:// ... are resolved by Spark itself
+            return
+        if not Path(jar).is_file():
+            raise ValueError(f"{ENV_JARS}: jar not found: {jar}")
+
+    @classmethod
+    def from_env(cls, home: Path, environ: Mapping[str, str] = os.environ) -> SparkSettings:
+        """Read ``TMS_SPARK_*``; unset or empty variables take the defaults.
+
+        Without ``TMS_SPARK_JARS`` the jars are the provisioned ones in ``home/jars``; when
+        ``TMS_SPARK_PACKAGES`` is set (Maven reachable) only the PostgreSQL JDBC driver is kept,
+        since the Iceberg runtime then comes from Maven and two copies would clash.
+        """
+
+        def get(name: str, default: str) -> str:
+            return environ.get(name, "").strip() or default
+
+        packages = _split_list(environ.get(ENV_PACKAGES, ""))
+        if environ.get(ENV_JARS, "").strip():
+            jars = _split_list(environ[ENV_JARS])
+        elif packages:
+            jars = (str(POSTGRES_JDBC_JAR),) if POSTGRES_JDBC_JAR.is_file() else ()
+        else:
+            jars = tuple(default_jars(home))
+            if not any(Path(j).name == ICEBERG_RUNTIME_JAR for j in jars):
+                log.warning("no Iceberg runtime jar in %s and %s unset: Spark jobs will fail; "
+                            "run scripts/setup", home / "jars", ENV_PACKAGES)
+        return cls(
+            master=get(ENV_MASTER, DEFAULT_MASTER),
+            deploy_mode=get(ENV_DEPLOY_MODE, DEFAULT_DEPLOY_MODE),
+            driver_memory=get(ENV_DRIVER_MEMORY, DEFAULT_DRIVER_MEMORY),
+            executor_memory=get(ENV_EXECUTOR_MEMORY, DEFAULT_EXECUTOR_MEMORY),
+            jars=jars,
+            packages=packages,
+            conf=_parse_conf(environ.get(ENV_CONF, "")),
+        )
+
+    @property
+    def is_local(self) -> bool:
+        return self.master.startswith("local")
+
+    def effective_conf(self) -> dict[str, str]:
+        """Spark conf passed with ``--conf``: local-mode defaults, overridden by user conf."""
+        conf: dict[str, str] = {"spark.executor.memory": self.executor_memory}
+        if self.is_local:
+            conf.update({
+                "spark.ui.enabled": "false",
+                "spark.sql.shuffle.partitions": str(LOCAL_SHUFFLE_PARTITIONS),
+                "spark.driver.bindAddress": LOCAL_BIND_ADDRESS,
+                "spark.driver.host": LOCAL_BIND_ADDRESS,
+            })
+        conf.update(self.conf)
+        return conf
+
+    def submit_argv(self, app_path: str, app_args: list[str]) -> list[str]:
+        """The full spark-submit command line, for ``subprocess`` without a shell."""
+        argv = [spark_submit_path(), "--master", self.master, "--deploy-mode", self.deploy_mode,
+                "--driver-memory", self.driver_memory]
+        if self.jars:
+            argv += ["--jars", ",".join(self.jars)]
+        if self.packages:
+            argv += ["--packages", ",".join(self.packages)]
+        for key, value in self.effective_conf().items():
+            argv += ["--conf", f"{key}={value}"]
+        return [*argv, app_path, *app_args]
+
+    def submit_env(self, base_env: Mapping[str, str]) -> dict[str, str]:
+        """Environment for spark-submit: this venv's Python on both driver and executors.
+
+        pip-installed spark-submit otherwise starts whatever ``python3`` is on PATH, which lacks
+        pyspark. SPARK_HOME is pinned to the pyspark package so a stray SPARK_HOME for another
+        Spark version cannot redirect the launcher.
+        """
+        env = dict(base_env)
+        env["PYSPARK_PYTHON"] = sys.executable
+        env["PYSPARK_DRIVER_PYTHON"] = sys.executable
+        env["SPARK_HOME"] = str(spark_home())
+        if not env.get("JAVA_HOME"):
+            java_home = _derive_java_home()
+            if java_home:
+                env["JAVA_HOME"] = java_home
+        return env
