@@ -10,13 +10,14 @@ import itertools
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tms.local.postgres import LocalPostgres
+from tms.local.stack import LocalStack
 from tms.local.zookeeper import LocalZooKeeper
 
 REPO = Path(__file__).resolve().parent.parent
@@ -84,3 +85,27 @@ def zk_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalZooKeep
         yield server
     finally:
         server.stop()
+
+
+StackFactory = Callable[..., LocalStack]
+
+
+@pytest.fixture
+def make_stack(tms_home: Path) -> Iterator[StackFactory]:
+    """Build a LocalStack whose servers are started; services are started by the test."""
+    stacks: list[LocalStack] = []
+    roots: list[Path] = []
+
+    def factory(**kwargs: object) -> LocalStack:
+        root = Path(tempfile.mkdtemp(prefix="tms-e2e-"))
+        roots.append(root)
+        stack = LocalStack(root, tms_home, **kwargs)  # type: ignore[arg-type]
+        stacks.append(stack)
+        stack.start_servers()
+        return stack
+
+    yield factory
+    for stack in stacks:
+        stack.stop()
+    for root in roots:
+        shutil.rmtree(root, ignore_errors=True)

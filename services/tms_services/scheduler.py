@@ -9,7 +9,13 @@ from tms.formats.registry import load_formats
 from tms.observability import configure_logging
 from tms.scheduler.loop import POLL_INTERVAL_S, PULL_INTERVAL_S, Scheduler
 from tms.storage.postgres import PostgresStore
-from tms_services.common import ENV_ZOOKEEPER, base_parser, member_id, require, stop_event_on_signals
+from tms_services.common import (
+    ENV_ZOOKEEPER,
+    base_parser,
+    member_id,
+    require,
+    stop_event_on_signals,
+)
 
 
 def main(argv: list[str] | None = None) -> None:

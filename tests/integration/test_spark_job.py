@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
+
 from tms.jobs import ICEBERG_MAINTENANCE_APP
 from tms.spark.provision import ICEBERG_RUNTIME_JAR
 from tms.spark.settings import SparkSettings

@@ -24,7 +24,8 @@ from tms.spark.settings import SparkSettings
 POLL_INTERVAL_S = 0.5
 KILL_GRACE_S = 5.0
 ERROR_MAX_CHARS = 4000
-_APP_ID_RE = re.compile(rb"\b(local-\d{10,}|application_\d+_\d+|app-\d{14}-\d{4}|spark-[0-9a-f]{32})\b")
+_APP_ID_RE = re.compile(
+    rb"\b(local-\d{10,}|application_\d+_\d+|app-\d{14}-\d{4}|spark-[0-9a-f]{32})\b")
 
 log = structlog.get_logger("tms.engines.spark_submit")
 

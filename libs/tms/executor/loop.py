@@ -100,9 +100,11 @@ class Executor:
             return Outcome(OperationState.FAILED, error=f"no plugin for format {table.format!r}")
         job = plugin.build_job(table, op)
         workdir = self.workdir / f"op-{op.id}-attempt-{op.attempt}"
-        res: EngineResult = self.engine.run(
-            job, workdir, lost,
-            lambda handle: self.store.set_engine_handle(op, self.executor_id, handle) and None)
+
+        def on_handle(handle: str) -> None:
+            self.store.set_engine_handle(op, self.executor_id, handle)
+
+        res: EngineResult = self.engine.run(job, workdir, lost, on_handle)
         if res.succeeded:
             shutil.rmtree(workdir, ignore_errors=True)
         state = OperationState.SUCCEEDED if res.succeeded else OperationState.FAILED

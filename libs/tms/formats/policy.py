@@ -47,7 +47,8 @@ def validate_policy(keys: Mapping[str, PolicyKey], overrides: Mapping[str, str],
     for k, v in overrides.items():
         spec = keys.get(k)
         if spec is None:
-            problems.append((f"{field}[{k}]", f"unknown policy key; known: {', '.join(sorted(keys))}"))
+            known = ", ".join(sorted(keys))
+            problems.append((f"{field}[{k}]", f"unknown policy key; known: {known}"))
             continue
         try:
             spec.parse(v)

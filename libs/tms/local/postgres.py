@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tms.local.ports import free_port
 
-PG_BIN_DIRS = ("/usr/lib/postgresql/15/bin", "/usr/lib/postgresql/16/bin", "/usr/lib/postgresql/17/bin")
+PG_BIN_DIRS = tuple(f"/usr/lib/postgresql/{v}/bin" for v in (15, 16, 17))
 PG_START_TIMEOUT_S = 30
 PG_SUPERUSER = "postgres"
 
@@ -110,7 +110,8 @@ class LocalPostgres:
         from psycopg import sql
 
         with psycopg.connect(self.dsn(), autocommit=True) as conn:
-            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s",
+                                  (name,)).fetchone()
             if not exists:
                 conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
         return self.dsn(name)

@@ -1,0 +1,69 @@
+"""Two real tms-scheduler processes, one ZooKeeper, one PostgreSQL: 50 concurrent commit
+notifications for one table produce exactly the operations the policy calls for."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import psycopg
+import pytest
+
+from tests.helpers import iceberg_catalog, stub_for, wait_for
+from tms.local import iceberg_data
+from tms.v1 import tms_pb2
+
+pytestmark = pytest.mark.integration
+
+CATALOG = "tms_it"
+
+
+def _register(stub, props: dict[str, str], name: str) -> None:
+    stub.RegisterTable(tms_pb2.RegisterTableRequest(table_id=name, table=tms_pb2.Table(
+        format="iceberg", catalog=CATALOG, namespace="it", table_name=name,
+        catalog_properties=props)), timeout=10)
+
+
+def _all_decided(dsn: str) -> bool:
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute("SELECT commit_seq, decided_seq FROM tms_tables").fetchall()
+    return bool(rows) and all(c == d and c > 0 for c, d in rows)
+
+
+def test_two_schedulers_fifty_concurrent_commits(make_stack) -> None:
+    stack = make_stack()
+    stack.start_api()
+    schedulers = [stack.start_scheduler(0), stack.start_scheduler(1)]
+    catalog, props = iceberg_catalog(stack, CATALOG)
+    busy = iceberg_data.create_table(catalog, "it", "busy")
+    busy_snaps = iceberg_data.append_batches(busy, 20, rows_per_commit=3)
+    quiet = iceberg_data.create_table(catalog, "it", "quiet")
+    quiet_snaps = iceberg_data.append_batches(quiet, 5, rows_per_commit=3)
+    stub = stub_for(stack)
+    _register(stub, props, "busy")
+    _register(stub, props, "quiet")
+
+    # 50 notifications for "busy" at once: its 20 real snapshots and 30 more commit ids
+    commit_ids = [str(s) for s in busy_snaps] + [f"extra-{i}" for i in range(30)]
+    requests = [tms_pb2.NotifyCommitRequest(table="tables/busy", commit_id=c)
+                for c in commit_ids]
+    requests += [tms_pb2.NotifyCommitRequest(table="tables/quiet", commit_id=str(s))
+                 for s in quiet_snaps]
+    with ThreadPoolExecutor(16) as pool:
+        replies = list(pool.map(lambda r: stub.NotifyCommit(r, timeout=30), requests))
+    assert not any(r.duplicate for r in replies)
+
+    wait_for(lambda: _all_decided(stack.database_url), "both tables to be decided")
+    with psycopg.connect(stack.database_url) as conn:
+        ops = conn.execute(
+            "SELECT t.table_id, o.action, o.state::text, o.reason FROM tms_operations o "
+            "JOIN tms_tables t ON t.id = o.table_pk ORDER BY o.id").fetchall()
+        decisions = dict(conn.execute(
+            "SELECT t.table_id, d.should_run FROM tms_decisions d "
+            "JOIN tms_tables t ON t.id = d.table_pk").fetchall())
+        seqs = dict(conn.execute("SELECT table_id, commit_seq FROM tms_tables").fetchall())
+    # the policy calls for one compaction of "busy" (20 small files >= 12) and none of "quiet"
+    assert [(t, a, s) for t, a, s, _ in ops] == [("busy", "compaction", "QUEUED")]
+    assert "20 of 20 data files" in ops[0][3]
+    assert decisions["quiet"] is False
+    assert seqs == {"busy": 50, "quiet": 5}
+    assert all(s.alive for s in schedulers)
