@@ -1,0 +1,150 @@
+"""In-memory fakes of the store, coordinator, format plugin and engine, for loop unit tests.
+Integration tests use the real ones."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from tms.domain import Decision, OperationRecord, OperationState, Outcome, TableRecord, TableState
+from tms.engines.base import EngineResult
+from tms.formats.base import JobSpec, TableFormatPlugin
+
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
+
+
+def make_table(pk: int = 1, commit_seq: int = 1, decided_seq: int = 0,
+               state: TableState = TableState.ACTIVE) -> TableRecord:
+    return TableRecord(
+        id=pk, table_id=f"t{pk}", format="fake", catalog="", namespace="", table_name="t",
+        base_path="", catalog_properties={}, owner="", queue="default", priority=0, policy={},
+        state=state, commit_seq=commit_seq, decided_seq=decided_seq, last_commit_id=None,
+        last_commit_time=None, next_check_at=NOW + timedelta(hours=1), created_at=NOW,
+        updated_at=NOW)
+
+
+def make_op(op_id: int = 1, attempt: int = 1) -> OperationRecord:
+    return OperationRecord(
+        id=op_id, table_pk=1, action="compaction", state=OperationState.RUNNING,
+        attempt=attempt, max_attempts=3, priority=0, trigger="policy", reason="r", params={},
+        metrics={}, created_at=NOW, started_at=NOW, finished_at=None, lease_owner="e1",
+        lease_expires_at=NOW, engine_handle=None, exit_code=None, result=None, error=None,
+        log_tail=None)
+
+
+@dataclass
+class FakeStore:
+    tables: dict[int, TableRecord] = field(default_factory=dict)
+    ops: list[tuple[int, Decision]] = field(default_factory=list)
+    decisions: list[tuple[int, Decision, int | None]] = field(default_factory=list)
+    finished_decisions: list[tuple[int, int, float]] = field(default_factory=list)
+    to_claim: list[OperationRecord] = field(default_factory=list)
+    finished: list[tuple[OperationRecord, Outcome]] = field(default_factory=list)
+    renew_result: bool = True
+    renewals: int = 0
+    handles: list[str] = field(default_factory=list)
+
+    def due_tables(self, limit: int) -> list[tuple[int, int]]:
+        return [(t.id, t.commit_seq) for t in self.tables.values()][:limit]
+
+    def reap_expired(self) -> tuple[list[int], list[int]]:
+        return [], []
+
+    def get_table_by_pk(self, pk: int) -> TableRecord | None:
+        return self.tables.get(pk)
+
+    def last_succeeded(self, pk: int, action: str) -> OperationRecord | None:
+        return None
+
+    def enqueue(self, table: TableRecord, decision: Decision, trigger: str,
+                max_attempts: int) -> int | None:
+        if any(pk == table.id and d.action == decision.action for pk, d in self.ops):
+            return None
+        self.ops.append((table.id, decision))
+        return len(self.ops)
+
+    def record_decision(self, pk: int, decision: Decision, operation_id: int | None,
+                        scheduler_id: str) -> None:
+        self.decisions.append((pk, decision, operation_id))
+
+    def finish_decision(self, pk: int, seq: int, next_check_s: float) -> None:
+        self.finished_decisions.append((pk, seq, next_check_s))
+        t = self.tables[pk]
+        self.tables[pk] = replace(t, decided_seq=seq)
+
+    def claim(self, owner: str, lease_s: float) -> OperationRecord | None:
+        return self.to_claim.pop(0) if self.to_claim else None
+
+    def renew_lease(self, op: OperationRecord, owner: str, lease_s: float) -> bool:
+        self.renewals += 1
+        return self.renew_result
+
+    def set_engine_handle(self, op: OperationRecord, owner: str, handle: str) -> bool:
+        self.handles.append(handle)
+        return True
+
+    def finish(self, op: OperationRecord, owner: str, outcome: Outcome) -> bool:
+        self.finished.append((op, outcome))
+        return True
+
+
+class FakeCoordinator:
+    def __init__(self, healthy: bool = True, locked_by_other: set[int] | None = None) -> None:
+        self.healthy = healthy
+        self.locked_by_other = locked_by_other or set()
+
+    @contextmanager
+    def table_lock(self, table_pk: int) -> Iterator[bool]:
+        yield self.healthy and table_pk not in self.locked_by_other
+
+
+class FakeFormat(TableFormatPlugin):
+    name = "fake"
+    actions = ("compaction",)
+
+    def __init__(self, small_files: int = 20, fail: bool = False) -> None:
+        self.small_files = small_files
+        self.fail = fail
+        self.inspected: list[int] = []
+
+    def inspect(self, table: TableRecord) -> dict[str, Any]:
+        self.inspected.append(table.id)
+        if self.fail:
+            raise OSError("catalog unreachable")
+        return {"small_files": self.small_files}
+
+    def evaluate(self, table: TableRecord, metrics: Mapping[str, Any],
+                 last_runs: Mapping[str, OperationRecord | None], now: datetime
+                 ) -> list[Decision]:
+        run = metrics["small_files"] >= 10
+        return [Decision("compaction", run, f"{metrics['small_files']} small files",
+                         dict(metrics))]
+
+    def build_job(self, table: TableRecord, operation: OperationRecord) -> JobSpec:
+        return JobSpec(kind="pyspark", app="job.py", spec={"table": table.table_id})
+
+
+class FakeEngine:
+    name = "fake"
+
+    def __init__(self, result: EngineResult | None = None, raises: Exception | None = None,
+                 block_until_stopped: bool = False) -> None:
+        self.result = result or EngineResult(True, {"rewritten": 3}, None, "log", 0, "app-1")
+        self.raises = raises
+        self.block_until_stopped = block_until_stopped
+        self.jobs: list[JobSpec] = []
+
+    def run(self, job: JobSpec, workdir: Any, stop: threading.Event, on_handle: Any
+            ) -> EngineResult:
+        self.jobs.append(job)
+        on_handle("app-1")
+        if self.raises:
+            raise self.raises
+        if self.block_until_stopped:
+            assert stop.wait(10), "engine was never told to stop"
+            return EngineResult(False, None, "stopped", "", -15, "app-1", stopped=True)
+        return self.result

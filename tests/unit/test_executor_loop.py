@@ -1,0 +1,69 @@
+"""The executor loop's bookkeeping, with a fake store and a fake engine."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from tests.unit.fakes import FakeEngine, FakeFormat, FakeStore, make_op, make_table
+from tms.domain import OperationState
+from tms.engines.base import EngineResult
+from tms.executor.loop import Executor
+
+
+def executor(store: FakeStore, engine: FakeEngine, tmp_path: Path, **kw: float) -> Executor:
+    return Executor(store, {"fake": FakeFormat()}, engine,  # type: ignore[arg-type]
+                    "e1", tmp_path, **kw)
+
+
+def test_success_is_recorded(tmp_path: Path) -> None:
+    store = FakeStore(tables={1: make_table()}, to_claim=[make_op()])
+    engine = FakeEngine()
+    assert executor(store, engine, tmp_path).run_once()
+    (_, outcome), = store.finished
+    assert outcome.state is OperationState.SUCCEEDED and outcome.result == {"rewritten": 3}
+    assert store.handles == ["app-1"] and engine.jobs[0].spec == {"table": "t1"}
+
+
+def test_nothing_to_claim(tmp_path: Path) -> None:
+    assert not executor(FakeStore(), FakeEngine(), tmp_path).run_once()
+
+
+def test_engine_failure_keeps_error_and_log(tmp_path: Path) -> None:
+    store = FakeStore(tables={1: make_table()}, to_claim=[make_op()])
+    engine = FakeEngine(EngineResult(False, None, "boom", "last lines", 1, "app-1"))
+    executor(store, engine, tmp_path).run_once()
+    (_, outcome), = store.finished
+    assert (outcome.state, outcome.error, outcome.log_tail, outcome.exit_code) == (
+        OperationState.FAILED, "boom", "last lines", 1)
+
+
+def test_engine_crash_never_leaves_running(tmp_path: Path) -> None:
+    store = FakeStore(tables={1: make_table()}, to_claim=[make_op()])
+    executor(store, FakeEngine(raises=RuntimeError("bad config")), tmp_path).run_once()
+    (_, outcome), = store.finished
+    assert outcome.state is OperationState.FAILED and "bad config" in (outcome.error or "")
+
+
+def test_deregistered_table_fails(tmp_path: Path) -> None:
+    store = FakeStore(to_claim=[make_op()])
+    executor(store, FakeEngine(), tmp_path).run_once()
+    assert store.finished[0][1].error == "table was deregistered"
+
+
+def test_lost_lease_stops_engine_and_writes_nothing(tmp_path: Path) -> None:
+    store = FakeStore(tables={1: make_table()}, to_claim=[make_op()], renew_result=False)
+    engine = FakeEngine(block_until_stopped=True)
+    ex = executor(store, engine, tmp_path, heartbeat_s=0.01, lease_s=0.03)
+    t = threading.Thread(target=ex.run_once)
+    t.start()
+    t.join(10)
+    assert not t.is_alive()
+    assert store.renewals >= 1 and store.finished == []
+
+
+def test_lease_must_cover_three_heartbeats(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="3 x"):
+        executor(FakeStore(), FakeEngine(), tmp_path, heartbeat_s=10, lease_s=20)

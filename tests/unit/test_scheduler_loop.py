@@ -1,0 +1,68 @@
+"""The scheduler loop's decisions, with fakes for the store, ZooKeeper and the format."""
+
+from __future__ import annotations
+
+from tests.unit.fakes import NOW, FakeCoordinator, FakeFormat, FakeStore, make_table
+from tms.domain import TableState
+from tms.scheduler.loop import INSPECT_FAILURE_RETRY_S, Scheduler
+
+
+def scheduler(store: FakeStore, coord: FakeCoordinator | None = None,
+              fmt: FakeFormat | None = None) -> Scheduler:
+    return Scheduler(store, coord or FakeCoordinator(),  # type: ignore[arg-type]
+                     {"fake": fmt or FakeFormat()}, "s1", pull_interval_s=123.0,
+                     now=lambda: NOW)
+
+
+def test_queues_and_records_the_decision() -> None:
+    store = FakeStore(tables={1: make_table(commit_seq=7)})
+    s = scheduler(store)
+    assert s.run_once() == 1
+    assert [d.action for _, d in store.ops] == ["compaction"]
+    assert store.decisions[0][2] == 1 and store.decisions[0][1].reason == "20 small files"
+    assert store.finished_decisions == [(1, 7, 123.0)]
+    assert s.decided.is_set()
+
+
+def test_already_decided_table_is_skipped() -> None:
+    store = FakeStore(tables={1: make_table(commit_seq=3, decided_seq=3)})
+    fmt = FakeFormat()
+    assert scheduler(store, fmt=fmt).run_once() == 0
+    assert fmt.inspected == [] and store.ops == []
+
+
+def test_lock_held_elsewhere_means_no_decision() -> None:
+    store = FakeStore(tables={1: make_table(), 2: make_table(pk=2)})
+    assert scheduler(store, FakeCoordinator(locked_by_other={1})).run_once() == 1
+    assert [pk for pk, _ in store.ops] == [2]
+
+
+def test_no_zookeeper_session_no_decisions() -> None:
+    store = FakeStore(tables={1: make_table()})
+    assert scheduler(store, FakeCoordinator(healthy=False)).run_once() == 0
+    assert store.ops == [] and store.decisions == []
+
+
+def test_paused_table_gets_nothing() -> None:
+    store = FakeStore(tables={1: make_table(state=TableState.PAUSED)})
+    assert scheduler(store).run_once() == 0
+    assert store.ops == []
+
+
+def test_second_decision_while_active_records_why_not() -> None:
+    store = FakeStore(tables={1: make_table(commit_seq=1)})
+    s = scheduler(store)
+    s.run_once()
+    store.tables[1] = make_table(commit_seq=2, decided_seq=1)
+    s.run_once()
+    assert len(store.ops) == 1
+    last = store.decisions[-1][1]
+    assert not last.should_run and "already active" in last.reason
+
+
+def test_inspection_failure_is_recorded_and_retried_later() -> None:
+    store = FakeStore(tables={1: make_table(commit_seq=4)})
+    scheduler(store, fmt=FakeFormat(fail=True)).run_once()
+    assert store.ops == []
+    assert "catalog unreachable" in store.decisions[0][1].reason
+    assert store.finished_decisions == [(1, 4, INSPECT_FAILURE_RETRY_S)]
