@@ -29,7 +29,7 @@ CATALOG_NAME = "tms_demo"
 TABLE_ID = "demo.events"
 
 
-def _sigterm(_signum: int, _frame: object) -> None:
+def _interrupt(_signum: int, _frame: object) -> None:
     raise KeyboardInterrupt
 
 
@@ -126,7 +126,9 @@ def run(commits: int, state_dir: Path) -> int:
         return 0
     finally:
         say("stopping everything")
+        t0 = time.monotonic()
         stack.stop()
+        say(f"stopped in {time.monotonic() - t0:.1f} s")
 
 
 def main() -> None:
@@ -136,7 +138,9 @@ def main() -> None:
     args = p.parse_args()
     if args.commits < 1:
         p.error("--commits must be positive")
-    signal.signal(signal.SIGTERM, _sigterm)
+    # Explicit handlers: a demo started in the background inherits an ignored SIGINT.
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
     try:
         sys.exit(run(args.commits, args.state_dir))
     except KeyboardInterrupt:

@@ -6,7 +6,13 @@ import os
 from pathlib import Path
 
 from tms.engines.spark_submit import SparkSubmitEngine
-from tms.executor.loop import HEARTBEAT_INTERVAL_S, LEASE_TIMEOUT_S, POLL_INTERVAL_S, Executor
+from tms.executor.loop import (
+    HEARTBEAT_INTERVAL_S,
+    LEASE_TIMEOUT_S,
+    POLL_INTERVAL_S,
+    SHUTDOWN_GRACE_S,
+    Executor,
+)
 from tms.formats.registry import load_formats
 from tms.observability import configure_logging
 from tms.spark.settings import SparkSettings
@@ -19,9 +25,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--id", default=member_id("executor"))
     parser.add_argument("--home", default=os.environ.get("TMS_HOME", ".tms"),
                         help="TMS home: Spark jars and job work directories (env TMS_HOME)")
+    parser.add_argument("--workdir", default=None,
+                        help="job work directories (default: HOME/work/ID)")
     parser.add_argument("--lease-s", type=float, default=LEASE_TIMEOUT_S)
     parser.add_argument("--heartbeat-s", type=float, default=HEARTBEAT_INTERVAL_S)
     parser.add_argument("--poll-interval-s", type=float, default=POLL_INTERVAL_S)
+    parser.add_argument("--shutdown-grace-s", type=float, default=SHUTDOWN_GRACE_S,
+                        help="on SIGTERM, let a running job finish this long, then hand it back")
     args = parser.parse_args(argv)
     require(args, parser, "database_url")
     configure_logging("tms-executor")
@@ -34,8 +44,9 @@ def main(argv: list[str] | None = None) -> None:
     store = PostgresStore(args.database_url, max_size=4)
     try:
         Executor(store, load_formats(), SparkSubmitEngine(settings), args.id,
-                 home / "work" / args.id, lease_s=args.lease_s, heartbeat_s=args.heartbeat_s,
-                 poll_interval_s=args.poll_interval_s).run(stop)
+                 Path(args.workdir) if args.workdir else home / "work" / args.id, lease_s=args.lease_s, heartbeat_s=args.heartbeat_s,
+                 poll_interval_s=args.poll_interval_s,
+                 shutdown_grace_s=args.shutdown_grace_s).run(stop)
     finally:
         store.close()
 

@@ -47,6 +47,7 @@ class FakeStore:
     renew_result: bool = True
     renewals: int = 0
     handles: list[str] = field(default_factory=list)
+    released: list[tuple[OperationRecord, str]] = field(default_factory=list)
 
     def due_tables(self, limit: int) -> list[tuple[int, int]]:
         return [(t.id, t.commit_seq) for t in self.tables.values()][:limit]
@@ -85,6 +86,10 @@ class FakeStore:
 
     def set_engine_handle(self, op: OperationRecord, owner: str, handle: str) -> bool:
         self.handles.append(handle)
+        return True
+
+    def release(self, op: OperationRecord, owner: str, reason: str) -> bool:
+        self.released.append((op, reason))
         return True
 
     def finish(self, op: OperationRecord, owner: str, outcome: Outcome) -> bool:

@@ -67,3 +67,25 @@ def test_lost_lease_stops_engine_and_writes_nothing(tmp_path: Path) -> None:
 def test_lease_must_cover_three_heartbeats(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="3 x"):
         executor(FakeStore(), FakeEngine(), tmp_path, heartbeat_s=10, lease_s=20)
+
+
+def test_shutdown_past_grace_hands_the_operation_back(tmp_path: Path) -> None:
+    store = FakeStore(tables={1: make_table()}, to_claim=[make_op()])
+    engine = FakeEngine(block_until_stopped=True)
+    ex = executor(store, engine, tmp_path, shutdown_grace_s=0.05)
+    shutdown = threading.Event()
+    t = threading.Thread(target=ex.run_once, args=(shutdown,))
+    t.start()
+    shutdown.set()
+    t.join(10)
+    assert not t.is_alive()
+    assert store.finished == [] and len(store.released) == 1
+    assert "on shutdown" in store.released[0][1]
+
+
+def test_shutdown_lets_a_quick_job_finish(tmp_path: Path) -> None:
+    store = FakeStore(tables={1: make_table()}, to_claim=[make_op()])
+    shutdown = threading.Event()
+    shutdown.set()
+    executor(store, FakeEngine(), tmp_path, shutdown_grace_s=5).run_once(shutdown)
+    assert store.released == [] and store.finished[0][1].state is OperationState.SUCCEEDED

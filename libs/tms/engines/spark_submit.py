@@ -6,6 +6,7 @@ as a JSON file, and stopping kills the whole process group so no JVM outlives it
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
@@ -28,6 +29,18 @@ _APP_ID_RE = re.compile(
     rb"\b(local-\d{10,}|application_\d+_\d+|app-\d{14}-\d{4}|spark-[0-9a-f]{32})\b")
 
 log = structlog.get_logger("tms.engines.spark_submit")
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: ask Linux to SIGKILL it when the executor dies, so a
+    ``kill -9`` of the executor cannot leave a Spark driver running on its own (the child has
+    its own process group, which a group kill of the executor does not reach)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: the lease still protects the table
+        pass
 
 
 class SparkSubmitEngine:
@@ -54,7 +67,7 @@ class SparkSubmitEngine:
             proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, cwd=workdir,
                                     env=self.settings.submit_env(dict(os.environ)),
-                                    start_new_session=True)
+                                    start_new_session=True, preexec_fn=_die_with_parent)
         handle = None
         stopped = False
         while True:

@@ -23,6 +23,8 @@ from tms.storage.base import Store
 HEARTBEAT_INTERVAL_S = 10.0
 LEASE_TIMEOUT_S = 30.0
 POLL_INTERVAL_S = 1.0
+SHUTDOWN_GRACE_S = 10.0  # a running job may finish within this after SIGTERM, else hand back
+SHUTDOWN_POLL_S = 0.2
 assert LEASE_TIMEOUT_S >= 3 * HEARTBEAT_INTERVAL_S
 
 log = structlog.get_logger("tms.executor")
@@ -33,6 +35,7 @@ class Executor:
                  engine: ExecutionEngine, executor_id: str, workdir: Path, *,
                  lease_s: float = LEASE_TIMEOUT_S, heartbeat_s: float = HEARTBEAT_INTERVAL_S,
                  poll_interval_s: float = POLL_INTERVAL_S,
+                 shutdown_grace_s: float = SHUTDOWN_GRACE_S,
                  clock: Callable[[], float] = time.monotonic) -> None:
         if lease_s < 3 * heartbeat_s:
             raise ValueError("lease_s must be at least 3 x heartbeat_s")
@@ -44,6 +47,7 @@ class Executor:
         self.lease_s = lease_s
         self.heartbeat_s = heartbeat_s
         self.poll_interval_s = poll_interval_s
+        self.shutdown_grace_s = shutdown_grace_s
         self._clock = clock
         self.finished = threading.Event()  # set after each recorded outcome: a test signal
 
@@ -69,29 +73,51 @@ class Executor:
         bound = log.bind(operation=op.id, table_pk=op.table_pk, action=op.action,
                          attempt=op.attempt)
         bound.info("operation started")
-        lost = threading.Event()
+        lost = threading.Event()  # the lease is no longer ours
+        handback = threading.Event()  # shutdown grace ran out: return the operation
+        stop_engine = threading.Event()
         done = threading.Event()
-        beat = threading.Thread(target=self._heartbeat, args=(op, lost, done), daemon=True,
-                                name=f"heartbeat-{op.id}")
-        beat.start()
+        watchers = [
+            threading.Thread(target=self._heartbeat, args=(op, lost, stop_engine, done),
+                             daemon=True, name=f"heartbeat-{op.id}"),
+            threading.Thread(target=self._watch_shutdown,
+                             args=(shutdown, handback, stop_engine, done), daemon=True,
+                             name=f"shutdown-{op.id}"),
+        ]
+        for w in watchers:
+            w.start()
         try:
-            outcome = self._run(op, lost)
+            outcome = self._run(op, stop_engine)
         except Exception as e:  # a bug or bad configuration: record it, never leave RUNNING
             bound.exception("operation crashed")
             outcome = Outcome(OperationState.FAILED, error=f"{type(e).__name__}: {e}"[:4000])
         finally:
             done.set()
-            beat.join()
+            for w in watchers:
+                w.join()
         if lost.is_set():
             bound.warning("lease lost; outcome discarded")
-            return
-        if self.store.finish(op, self.executor_id, outcome):
+        elif handback.is_set():
+            released = self.store.release(op, self.executor_id,
+                                          f"handed back by {self.executor_id} on shutdown")
+            bound.warning("operation handed back on shutdown", released=released)
+        elif self.store.finish(op, self.executor_id, outcome):
             bound.info("operation finished", state=outcome.state.value, error=outcome.error)
         else:
             bound.warning("outcome refused: this attempt no longer owns the operation")
         self.finished.set()
 
-    def _run(self, op: OperationRecord, lost: threading.Event) -> Outcome:
+    def _watch_shutdown(self, shutdown: threading.Event, handback: threading.Event,
+                        stop_engine: threading.Event, done: threading.Event) -> None:
+        """On shutdown, give the running job ``shutdown_grace_s`` to end, then stop it."""
+        while not done.is_set():
+            if shutdown.wait(SHUTDOWN_POLL_S):
+                if not done.wait(self.shutdown_grace_s):
+                    handback.set()
+                    stop_engine.set()
+                return
+
+    def _run(self, op: OperationRecord, stop_engine: threading.Event) -> Outcome:
         table = self.store.get_table_by_pk(op.table_pk)
         if table is None:
             return Outcome(OperationState.FAILED, error="table was deregistered")
@@ -104,7 +130,7 @@ class Executor:
         def on_handle(handle: str) -> None:
             self.store.set_engine_handle(op, self.executor_id, handle)
 
-        res: EngineResult = self.engine.run(job, workdir, lost, on_handle)
+        res: EngineResult = self.engine.run(job, workdir, stop_engine, on_handle)
         if res.succeeded:
             shutil.rmtree(workdir, ignore_errors=True)
         state = OperationState.SUCCEEDED if res.succeeded else OperationState.FAILED
@@ -112,7 +138,7 @@ class Executor:
                        exit_code=res.exit_code)
 
     def _heartbeat(self, op: OperationRecord, lost: threading.Event,
-                   done: threading.Event) -> None:
+                   stop_engine: threading.Event, done: threading.Event) -> None:
         while not done.wait(self.heartbeat_s):
             try:
                 still_ours = self.store.renew_lease(op, self.executor_id, self.lease_s)
@@ -121,4 +147,5 @@ class Executor:
                 continue
             if not still_ours:
                 lost.set()
+                stop_engine.set()
                 return

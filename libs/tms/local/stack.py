@@ -19,7 +19,7 @@ from tms.local.ports import free_port
 from tms.local.postgres import LocalPostgres
 from tms.local.zookeeper import LocalZooKeeper
 
-PROCESS_STOP_TIMEOUT_S = 15.0
+PROCESS_STOP_TIMEOUT_S = 30.0  # > the executor's shutdown grace + engine kill grace
 API_READY_TIMEOUT_S = 60.0
 TMS_DATABASE = "tms"
 
@@ -117,7 +117,11 @@ class LocalStack:
 
     def start_executor(self, index: int = 0) -> ServiceProcess:
         return self._service(f"executor-{index}", "tms_services.executor",
-                             ["--id", f"executor-{index}", *self.executor_args])
+                             ["--id", f"executor-{index}", "--workdir",
+                              str(self.workdir(index)), *self.executor_args])
+
+    def workdir(self, index: int) -> Path:
+        return self.state_dir / "work" / f"executor-{index}"
 
     def start(self) -> LocalStack:
         try:

@@ -56,6 +56,9 @@ class Store(Protocol):
     def finish(self, op: OperationRecord, owner: str, outcome: Outcome) -> bool:
         """Fenced terminal write; False when this attempt no longer owns the operation."""
 
+    def release(self, op: OperationRecord, owner: str, reason: str) -> bool:
+        """Fenced hand-back to the queue (graceful shutdown)."""
+
     def reap_expired(self) -> tuple[list[int], list[int]]:
         """(requeued ids, failed ids) of RUNNING operations whose lease expired."""
 

@@ -151,6 +151,9 @@ class PostgresStore:
             error=outcome.error, log_tail=outcome.log_tail, exit_code=outcome.exit_code,
         )
 
+    def release(self, op: OperationRecord, owner: str, reason: str) -> bool:
+        return self._fenced("release_operation", op, owner, error=reason)
+
     def reap_expired(self) -> tuple[list[int], list[int]]:
         requeued = [r["id"] for r in self._all("requeue_expired", {})]
         failed = [r["id"] for r in self._all("fail_expired", {})]

@@ -186,3 +186,11 @@ INSERT INTO tms_schema_migrations (version, name) VALUES (%(version)s, %(name)s)
 
 -- name: ping
 SELECT 1;
+
+-- name: release_operation
+-- Graceful hand-back (executor shutting down): the operation returns to the queue at once
+-- instead of waiting for its lease to expire. The attempt number stays, so fencing holds.
+UPDATE tms_operations
+SET state = 'QUEUED', lease_owner = NULL, lease_expires_at = NULL, error = %(error)s
+WHERE id = %(id)s AND state = 'RUNNING' AND attempt = %(attempt)s AND lease_owner = %(owner)s
+RETURNING id;

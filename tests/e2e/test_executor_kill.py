@@ -1,0 +1,66 @@
+"""kill -9 of an executor in the middle of a compaction: its Spark driver dies with it, the
+lease expires, the reaper requeues the operation, and a second executor completes it."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+
+import pytest
+
+from tests.helpers import iceberg_catalog, stub_for, wait_for
+from tms.local import iceberg_data
+from tms.v1 import tms_pb2
+
+pytestmark = pytest.mark.e2e
+
+CATALOG = "tms_kill"
+FAST_LEASE = ["--lease-s", "3", "--heartbeat-s", "1", "--poll-interval-s", "0.3"]
+
+
+def _op(stub) -> tms_pb2.Operation | None:
+    ops = stub.ListOperations(tms_pb2.ListOperationsRequest(parent="tables/killed"),
+                              timeout=10).operations
+    assert len(ops) <= 1
+    return ops[0] if ops else None
+
+
+def _spark_pids(marker: str) -> list[str]:
+    out = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout
+    return out.split()
+
+
+def test_kill_9_executor_mid_compaction(make_stack) -> None:
+    stack = make_stack(executor_args=FAST_LEASE)
+    stack.start_api()
+    stack.start_scheduler()
+    catalog, props = iceberg_catalog(stack, CATALOG)
+    table = iceberg_data.create_table(catalog, "it", "killed")
+    snaps = iceberg_data.append_batches(table, 14, rows_per_commit=7)
+    before = iceberg_data.stats(table)
+    stub = stub_for(stack)
+    stub.RegisterTable(tms_pb2.RegisterTableRequest(table_id="killed", table=tms_pb2.Table(
+        format="iceberg", catalog=CATALOG, namespace="it", table_name="killed",
+        catalog_properties=props)), timeout=10)
+    for s in snaps:
+        stub.NotifyCommit(tms_pb2.NotifyCommitRequest(table="tables/killed", commit_id=str(s)))
+
+    first = stack.start_executor(0)
+    running = wait_for(lambda: (o := _op(stub)) and o.state == tms_pb2.Operation.RUNNING and o,
+                       "the first executor to start the job", step_s=0.05)
+    marker = f"op-{running.name.rsplit('/', 1)[1]}-attempt-1"
+    wait_for(lambda: _spark_pids(marker), "spark-submit to start")
+    assert first.proc is not None
+    first.proc.send_signal(signal.SIGKILL)  # the executor alone, not its process group
+    first.proc.wait()
+    wait_for(lambda: not _spark_pids(marker), "the orphaned Spark driver to die", 30)
+    # had the driver outlived its executor, it would have finished and written its result
+    assert (stack.workdir(0) / marker / "spec.json").exists()
+    assert not (stack.workdir(0) / marker / "result.json").exists()
+
+    stack.start_executor(1)
+    done = wait_for(lambda: (o := _op(stub)) and o.state == tms_pb2.Operation.SUCCEEDED and o,
+                    "the second executor to complete the operation")
+    assert done.attempt == 2 and done.executor_id == "executor-1"
+    after = iceberg_data.stats(table)
+    assert after["data_files"] == 1 and after["rows_scanned"] == before["rows_scanned"]
