@@ -42,9 +42,10 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(str(e))
     stop = stop_event_on_signals()
     store = PostgresStore(args.database_url, max_size=4)
+    workdir = Path(args.workdir) if args.workdir else home / "work" / args.id
     try:
-        Executor(store, load_formats(), SparkSubmitEngine(settings), args.id,
-                 Path(args.workdir) if args.workdir else home / "work" / args.id, lease_s=args.lease_s, heartbeat_s=args.heartbeat_s,
+        Executor(store, load_formats(), SparkSubmitEngine(settings), args.id, workdir,
+                 lease_s=args.lease_s, heartbeat_s=args.heartbeat_s,
                  poll_interval_s=args.poll_interval_s,
                  shutdown_grace_s=args.shutdown_grace_s).run(stop)
     finally:

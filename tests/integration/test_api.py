@@ -187,3 +187,45 @@ def test_page_token_of_another_query_is_refused(stub) -> None:
     code, fields = error_of(lambda: stub.ListTables(
         tms_pb2.ListTablesRequest(page_size=1, page_token=token, format="hudi")))
     assert code == grpc.StatusCode.INVALID_ARGUMENT and "page_token" in fields
+
+
+def test_health_and_reflection(db_dsn: str) -> None:
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+    from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+    from tests.helpers import wait_for
+
+    store = PostgresStore(db_dsn)
+    server = ApiServer(store, load_formats(), f"127.0.0.1:{free_port()}")
+    server.start()
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{server.port}") as ch:
+            health = health_pb2_grpc.HealthStub(ch)
+            wait_for(lambda: health.Check(health_pb2.HealthCheckRequest(
+                service="tms.v1.TableManagementService")).status
+                == health_pb2.HealthCheckResponse.SERVING, "SERVING")
+            refl = reflection_pb2_grpc.ServerReflectionStub(ch)
+            reply = next(refl.ServerReflectionInfo(iter([
+                reflection_pb2.ServerReflectionRequest(list_services="")])))
+            names = {s.name for s in reply.list_services_response.service}
+            assert {"tms.v1.TableManagementService", "grpc.health.v1.Health"} <= names
+        server.stop(0)
+        assert health_pb2.HealthCheckResponse.NOT_SERVING == server.health.Check(
+            health_pb2.HealthCheckRequest(), None).status
+    finally:
+        server.stop(0)
+        store.close()
+
+
+def test_tms_migrate_command(pg) -> None:
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "tms_services.cli", "migrate", "--database-url", pg.dsn]
+    first = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    assert "applied 0001_init" in first.stdout
+    second = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    assert "up to date" in second.stdout
+    missing = subprocess.run(cmd[:4], capture_output=True, text=True,
+                             env={"PATH": "/usr/bin:/bin"})
+    assert missing.returncode == 2 and "--database-url" in missing.stderr

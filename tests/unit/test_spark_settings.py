@@ -1,0 +1,61 @@
+"""spark-submit command lines: built without a shell, validated before anything runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tms.engines.spark_submit import SparkSubmitEngine
+from tms.formats.base import JobSpec
+from tms.spark.settings import SparkSettings
+
+
+def settings(**env: str) -> SparkSettings:
+    return SparkSettings.from_env(Path("/nonexistent-home"), env)
+
+
+def test_packages_for_users_with_maven() -> None:
+    argv = settings(TMS_SPARK_PACKAGES="org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.2",
+                    TMS_SPARK_MASTER="yarn", TMS_SPARK_DEPLOY_MODE="cluster").submit_argv(
+        "job.py", ["--spec", "s.json"])
+    i = argv.index("--packages")
+    assert argv[i + 1] == "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.2"
+    assert argv[argv.index("--master") + 1] == "yarn"
+    assert "spark.driver.bindAddress=127.0.0.1" not in argv  # only for local masters
+    assert argv[-3:] == ["job.py", "--spec", "s.json"]
+
+
+def test_local_defaults_and_user_conf_override() -> None:
+    argv = settings(TMS_SPARK_CONF="spark.sql.shuffle.partitions=8,spark.x=y").submit_argv(
+        "a.py", [])
+    confs = [argv[i + 1] for i, a in enumerate(argv) if a == "--conf"]
+    assert "spark.sql.shuffle.partitions=8" in confs and "spark.x=y" in confs
+    assert "spark.driver.host=127.0.0.1" in confs
+    assert argv[argv.index("--master") + 1] == "local[2]"
+
+
+@pytest.mark.parametrize("env,var", [
+    ({"TMS_SPARK_MASTER": "local[2] --jars evil.jar"}, "TMS_SPARK_MASTER"),
+    ({"TMS_SPARK_PACKAGES": "not-a-coordinate"}, "TMS_SPARK_PACKAGES"),
+    ({"TMS_SPARK_DRIVER_MEMORY": "lots"}, "TMS_SPARK_DRIVER_MEMORY"),
+    ({"TMS_SPARK_CONF": "novalue"}, "TMS_SPARK_CONF"),
+    ({"TMS_SPARK_CONF": "bad key=1"}, "TMS_SPARK_CONF"),
+    ({"TMS_SPARK_JARS": "/no/such.jar"}, "TMS_SPARK_JARS"),
+    ({"TMS_SPARK_DEPLOY_MODE": "cluster"}, "TMS_SPARK_DEPLOY_MODE"),
+])
+def test_bad_settings_name_their_variable(env: dict[str, str], var: str) -> None:
+    with pytest.raises(ValueError, match=var):
+        settings(**env)
+
+
+def test_table_names_never_reach_the_command_line(tmp_path: Path) -> None:
+    engine = SparkSubmitEngine(settings())
+    job = JobSpec("pyspark", "job.py", {"table": "ns.t --conf spark.evil=1"})
+    argv = engine.argv(job, tmp_path / "spec.json", tmp_path / "result.json")
+    assert not any("evil" in a for a in argv)
+
+
+def test_engine_refuses_jobs_it_cannot_run(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="jvm"):
+        SparkSubmitEngine(settings()).argv(JobSpec("jvm", "Main"), tmp_path, tmp_path)
