@@ -223,7 +223,7 @@ def test_tms_migrate_command(pg) -> None:
 
     cmd = [sys.executable, "-m", "tms_services.cli", "migrate", "--database-url", pg.dsn]
     first = subprocess.run(cmd, capture_output=True, text=True, check=True)
-    assert "applied 0001_init" in first.stdout
+    assert "applied 0001_init" in first.stdout and "applied 0002_api" in first.stdout
     second = subprocess.run(cmd, capture_output=True, text=True, check=True)
     assert "up to date" in second.stdout
     missing = subprocess.run(cmd[:4], capture_output=True, text=True,

@@ -28,7 +28,7 @@ def _table(store: PostgresStore, table_id: str = "t1"):
 
 def test_migrate_is_idempotent(pg) -> None:
     first = migrate(pg.dsn)
-    assert [m.version for m in first] == [1]
+    assert [m.version for m in first] == [1, 2]
     assert migrate(pg.dsn) == []
 
 
@@ -39,10 +39,10 @@ def test_register_twice_returns_none(store: PostgresStore) -> None:
 
 def test_notify_commit_is_idempotent(store: PostgresStore) -> None:
     t = _table(store)
-    assert store.notify_commit(CommitEvent("t1", "s1")) is True
-    assert store.notify_commit(CommitEvent("t1", "s1")) is False
-    assert store.notify_commit(CommitEvent("t1", "s2")) is True
-    assert store.notify_commit(CommitEvent("nope", "s1")) is None
+    assert store.notify_commits([CommitEvent("t1", "s1")]) == [True]
+    assert store.notify_commits([CommitEvent("t1", "s1")]) == [False]
+    assert store.notify_commits([CommitEvent("t1", "s2")]) == [True]
+    assert store.notify_commits([CommitEvent("nope", "s1")]) == [None]
     again = store.get_table("t1")
     assert again is not None and again.commit_seq == t.commit_seq + 2
     assert again.last_commit_id == "s2"
@@ -91,3 +91,34 @@ def test_terminal_state_requires_finish_time(store: PostgresStore, db_dsn: str) 
     store.enqueue(t, Decision("compaction", True, "r"), "policy", 3)
     with psycopg.connect(db_dsn) as conn, pytest.raises(psycopg.errors.CheckViolation):
         conn.execute("UPDATE tms_operations SET state = 'SUCCEEDED'")
+
+
+def test_batch_notify_mixed(store: PostgresStore) -> None:
+    _table(store, "a")
+    _table(store, "b")
+    store.notify_commits([CommitEvent("a", "old")])
+    events = [CommitEvent("a", "old"), CommitEvent("a", "n1"), CommitEvent("b", "n1"),
+              CommitEvent("zz", "x"), CommitEvent("a", "n1"), CommitEvent("a", "n2")]
+    assert store.notify_commits(events) == [False, True, True, None, False, True]
+    a, b = store.get_table("a"), store.get_table("b")
+    assert a is not None and b is not None
+    assert (a.commit_seq, a.last_commit_id) == (3, "n2")
+    assert (b.commit_seq, b.last_commit_id) == (1, "n1")
+    assert store.notify_commits([]) == []
+
+
+def test_concurrent_batches_over_many_tables_do_not_deadlock(store: PostgresStore) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    names = [f"t{i}" for i in range(6)]
+    for n in names:
+        _table(store, n)
+
+    def batch(k: int) -> list[bool | None]:
+        order = names if k % 2 else list(reversed(names))
+        return store.notify_commits([CommitEvent(n, f"c{k}") for n in order])
+
+    with ThreadPoolExecutor(6) as pool:
+        results = list(pool.map(batch, range(30)))
+    assert all(all(r) for r in results)
+    assert {store.get_table(n).commit_seq for n in names} == {30}  # type: ignore[union-attr]

@@ -159,11 +159,11 @@ class TableManagementServicer(tms_pb2_grpc.TableManagementServiceServicer):
         if p:
             raise invalid(p)
         has_stats = request.HasField("stats")
-        outcome = self._store.notify_commit(CommitEvent(
+        (outcome,) = self._store.notify_commits([CommitEvent(
             table_id=table_id, commit_id=request.commit_id, commit_time=commit_time,
             files_added=st.files_added if has_stats else None,
             bytes_added=st.bytes_added if has_stats else None, operation_type=st.operation,
-        ))
+        )])
         if outcome is None:
             raise not_found(request.table)
         return tms_pb2.NotifyCommitResponse(duplicate=not outcome)

@@ -3,6 +3,7 @@ about what they need from it and lets unit tests use a fake."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from tms.domain import (
@@ -28,8 +29,8 @@ class Store(Protocol):
     def list_tables(self, after: str, limit: int, fmt: str | None) -> list[TableRecord]: ...
 
     # commits
-    def notify_commit(self, event: CommitEvent) -> bool | None:
-        """True: new commit recorded; False: a replay; None: unknown table."""
+    def notify_commits(self, events: Sequence[CommitEvent]) -> list[bool | None]:
+        """Per event, in order — True: newly recorded; False: a replay; None: unknown table."""
 
     # scheduling
     def due_tables(self, limit: int) -> list[tuple[int, int]]:

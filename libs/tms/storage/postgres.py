@@ -6,6 +6,7 @@ All SQL is in ``sql/queries.sql``; this module only binds parameters and maps ro
 from __future__ import annotations
 
 from dataclasses import asdict, fields
+from collections.abc import Sequence
 from typing import Any
 
 import psycopg
@@ -89,11 +90,22 @@ class PostgresStore:
         return [_table(r) for r in rows]
 
     # commits --------------------------------------------------------------------------------
-    def notify_commit(self, event: CommitEvent) -> bool | None:
-        row = self._one("notify_commit", asdict(event))
-        if row is None or row["table_pk"] is None:
-            return None
-        return bool(row["inserted"])
+    def notify_commits(self, events: Sequence[CommitEvent]) -> list[bool | None]:
+        if not events:
+            return []
+        params = {
+            "table_ids": [e.table_id for e in events],
+            "commit_ids": [e.commit_id for e in events],
+            "commit_times": [e.commit_time for e in events],
+            "files_added": [e.files_added for e in events],
+            "bytes_added": [e.bytes_added for e in events],
+            "operation_types": [e.operation_type for e in events],
+        }
+        with self._pool.connection() as conn:
+            if len({e.table_id for e in events}) > 1:
+                conn.execute(q("lock_tables_for_commits"), {"table_ids": params["table_ids"]})
+            rows = conn.execute(q("notify_commits"), params).fetchall()
+        return [bool(r["inserted"]) if r["known"] else None for r in rows]
 
     # scheduling -----------------------------------------------------------------------------
     def due_tables(self, limit: int) -> list[tuple[int, int]]:

@@ -22,30 +22,51 @@ WHERE table_id > %(after)s
 ORDER BY table_id
 LIMIT %(limit)s;
 
--- name: notify_commit
--- One statement: record the event (idempotent on table + commit id) and, only when it is new,
--- bump the table's commit sequence so the scheduler sees it.
-WITH t AS (
-    SELECT id FROM tms_tables WHERE table_id = %(table_id)s
+-- name: lock_tables_for_commits
+-- A batch touching several tables locks their rows in id order first, so two concurrent
+-- batches can never deadlock on each other's rows.
+SELECT id FROM tms_tables WHERE table_id = ANY(%(table_ids)s) ORDER BY id FOR NO KEY UPDATE;
+
+-- name: notify_commits
+-- The one intake path for commits (single and batch): record each event, idempotent on
+-- (table, commit id), and bump each table's commit sequence by the number of new events.
+-- Returns one row per input, in input order: known table? newly recorded?
+WITH input AS (
+    SELECT * FROM unnest(%(table_ids)s::text[], %(commit_ids)s::text[],
+                         %(commit_times)s::timestamptz[], %(files_added)s::bigint[],
+                         %(bytes_added)s::bigint[], %(operation_types)s::text[])
+        WITH ORDINALITY AS i(table_id, commit_id, commit_time, files_added, bytes_added,
+                             operation_type, idx)
+), resolved AS (
+    SELECT i.*, t.id AS table_pk,
+           min(i.idx) OVER (PARTITION BY i.table_id, i.commit_id) AS first_idx
+    FROM input i LEFT JOIN tms_tables t ON t.table_id = i.table_id
 ), ins AS (
     INSERT INTO tms_commit_events (table_pk, commit_id, commit_time, files_added, bytes_added,
                                    operation_type)
-    SELECT t.id, %(commit_id)s, %(commit_time)s, %(files_added)s, %(bytes_added)s,
-           %(operation_type)s
-    FROM t
+    SELECT table_pk, commit_id, commit_time, files_added, bytes_added, operation_type
+    FROM resolved
+    WHERE table_pk IS NOT NULL AND idx = first_idx
     ON CONFLICT (table_pk, commit_id) DO NOTHING
-    RETURNING table_pk, commit_id, commit_time
+    RETURNING table_pk, commit_id
+), fresh AS (
+    SELECT r.* FROM resolved r JOIN ins ON ins.table_pk = r.table_pk
+                                      AND ins.commit_id = r.commit_id AND r.idx = r.first_idx
 ), upd AS (
-    UPDATE tms_tables tt
-    SET commit_seq = tt.commit_seq + 1,
-        last_commit_id = ins.commit_id,
-        last_commit_time = coalesce(ins.commit_time, now()),
-        updated_at = now()
-    FROM ins
-    WHERE tt.id = ins.table_pk
-    RETURNING tt.id
+    UPDATE tms_tables t
+    SET commit_seq = t.commit_seq + c.n, last_commit_id = c.last_id,
+        last_commit_time = coalesce(c.last_time, now()), updated_at = now()
+    FROM (SELECT table_pk, count(*) AS n,
+                 (array_agg(commit_id ORDER BY idx DESC))[1] AS last_id,
+                 (array_agg(commit_time ORDER BY idx DESC))[1] AS last_time
+          FROM fresh GROUP BY table_pk) c
+    WHERE t.id = c.table_pk
+    RETURNING t.id
 )
-SELECT (SELECT id FROM t) AS table_pk, (SELECT count(*) FROM upd) AS inserted;
+SELECT r.idx, r.table_pk IS NOT NULL AS known,
+       EXISTS (SELECT 1 FROM fresh f WHERE f.idx = r.idx) AS inserted
+FROM resolved r
+ORDER BY r.idx;
 
 -- name: due_tables
 -- Tables with commits not yet decided on, then tables whose pull check is due.
