@@ -106,6 +106,8 @@ class OperationRecord:
     result: dict[str, Any] | None
     error: str | None
     log_tail: str | None
+    cancel_requested: bool = False
+    retry_of: int | None = None
     table_id: str = ""
 
     @property
@@ -122,6 +124,37 @@ class Decision:
     reason: str
     metrics: dict[str, Any] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)
+
+
+class Lease(enum.Enum):
+    """What a heartbeat learns: the lease is still ours, ours but cancel was asked, or gone."""
+
+    HELD = "held"
+    CANCEL_REQUESTED = "cancel_requested"
+    LOST = "lost"
+
+
+@dataclass(frozen=True)
+class TableUpdate:
+    """A field-mask update: None means "leave as is"."""
+
+    owner: str | None = None
+    queue: str | None = None
+    priority: int | None = None
+    policy: dict[str, str] | None = None
+    catalog_properties: dict[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class Explanation:
+    action: str
+    decided_at: datetime | None
+    should_run: bool | None
+    reason: str | None
+    metrics: dict[str, Any] | None
+    operation_id: int | None
+    scheduler_id: str | None
+    active_id: int | None
 
 
 @dataclass(frozen=True)

@@ -2,29 +2,77 @@
 
 from __future__ import annotations
 
+import argparse
 import os
+from pathlib import Path
 
-from tms.api.server import ApiServer
+import structlog
+
+from tms.api.allowlist import RegistrationAllowlist
+from tms.api.auth import Authenticator
+from tms.api.server import ApiServer, TlsConfig
 from tms.formats.registry import load_formats
 from tms.observability import configure_logging
 from tms.storage.postgres import PostgresStore
 from tms_services.common import base_parser, require, stop_event_on_signals
 
 DEFAULT_LISTEN = "127.0.0.1:50051"
+API_POOL_SIZE = 20
 
 
-def main(argv: list[str] | None = None) -> None:
+def _env(name: str) -> str | None:
+    return os.environ.get(name) or None
+
+
+def _csv(raw: str | None) -> list[str]:
+    return [x.strip() for x in (raw or "").split(",") if x.strip()]
+
+
+def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, argparse.ArgumentParser]:
     parser = base_parser("TMS API server")
     parser.add_argument("--listen", default=os.environ.get("TMS_API_LISTEN", DEFAULT_LISTEN))
     parser.add_argument("--no-reflection", action="store_true",
                         help="switch server reflection off")
+    parser.add_argument("--tokens-file", default=_env("TMS_TOKENS_FILE"),
+                        help="JSON bearer tokens with roles; unset = no authentication")
+    parser.add_argument("--tls-cert", default=_env("TMS_TLS_CERT"))
+    parser.add_argument("--tls-key", default=_env("TMS_TLS_KEY"))
+    parser.add_argument("--tls-client-ca", default=_env("TMS_TLS_CLIENT_CA"),
+                        help="require client certificates signed by this CA (mutual TLS)")
+    parser.add_argument("--allowed-catalogs", default=_env("TMS_ALLOWED_CATALOGS"),
+                        help="comma-separated catalog names tables may be registered in")
+    parser.add_argument("--allowed-locations", default=_env("TMS_ALLOWED_LOCATIONS"),
+                        help="comma-separated location prefixes for base paths / warehouses")
     args = parser.parse_args(argv)
     require(args, parser, "database_url")
+    if bool(args.tls_cert) != bool(args.tls_key):
+        parser.error("--tls-cert and --tls-key go together")
+    if args.tls_client_ca and not args.tls_cert:
+        parser.error("--tls-client-ca needs --tls-cert and --tls-key")
+    return args, parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args, parser = parse_args(argv)
     configure_logging("tms-api")
+    log = structlog.get_logger("tms.api")
+    try:
+        auth = (Authenticator.from_file(Path(args.tokens_file)) if args.tokens_file
+                else Authenticator.disabled())
+    except ValueError as e:
+        parser.error(str(e))
+    if not auth.enabled:
+        log.warning("authentication is OFF: every caller is admin; set --tokens-file")
+    tls = (TlsConfig(Path(args.tls_cert), Path(args.tls_key),
+                     Path(args.tls_client_ca) if args.tls_client_ca else None)
+           if args.tls_cert else None)
+    allowlist = RegistrationAllowlist(frozenset(_csv(args.allowed_catalogs)),
+                                      tuple(_csv(args.allowed_locations)))
     stop = stop_event_on_signals()
-    store = PostgresStore(args.database_url, max_size=20)
+    store = PostgresStore(args.database_url, max_size=API_POOL_SIZE)
     server = ApiServer(store, load_formats(), args.listen,
-                       reflection_enabled=not args.no_reflection)
+                       reflection_enabled=not args.no_reflection, auth=auth,
+                       allowlist=allowlist, tls=tls)
     server.start()
     stop.wait()
     server.stop()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from tms.domain import CommitEvent, Decision, OperationState, Outcome, TableSpec
+from tms.domain import CommitEvent, Decision, Lease, OperationState, Outcome, TableSpec
 from tms.storage.migrate import migrate
 from tms.storage.postgres import PostgresStore
 
@@ -79,7 +79,7 @@ def test_stale_attempt_cannot_write(store: PostgresStore, db_dsn: str) -> None:
     op2 = store.claim("e2", 30)
     assert op2 is not None and op2.id == op.id and op2.attempt == 2
     assert store.finish(op, "e1", Outcome(OperationState.SUCCEEDED, result={})) is False
-    assert store.renew_lease(op, "e1", 30) is False
+    assert store.renew_lease(op, "e1", 30) is Lease.LOST
     assert store.finish(op2, "e2", Outcome(OperationState.SUCCEEDED, result={"n": 1})) is True
     done = store.get_operation("t1", op.id)
     assert done is not None and done.state is OperationState.SUCCEEDED

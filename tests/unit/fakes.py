@@ -10,7 +10,15 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tms.domain import Decision, OperationRecord, OperationState, Outcome, TableRecord, TableState
+from tms.domain import (
+    Decision,
+    Lease,
+    OperationRecord,
+    OperationState,
+    Outcome,
+    TableRecord,
+    TableState,
+)
 from tms.engines.base import EngineResult
 from tms.formats.base import JobSpec, TableFormatPlugin
 
@@ -44,7 +52,7 @@ class FakeStore:
     finished_decisions: list[tuple[int, int, float]] = field(default_factory=list)
     to_claim: list[OperationRecord] = field(default_factory=list)
     finished: list[tuple[OperationRecord, Outcome]] = field(default_factory=list)
-    renew_result: bool = True
+    renew_result: Lease = Lease.HELD
     renewals: int = 0
     handles: list[str] = field(default_factory=list)
     released: list[tuple[OperationRecord, str]] = field(default_factory=list)
@@ -80,7 +88,7 @@ class FakeStore:
     def claim(self, owner: str, lease_s: float) -> OperationRecord | None:
         return self.to_claim.pop(0) if self.to_claim else None
 
-    def renew_lease(self, op: OperationRecord, owner: str, lease_s: float) -> bool:
+    def renew_lease(self, op: OperationRecord, owner: str, lease_s: float) -> Lease:
         self.renewals += 1
         return self.renew_result
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.unit.fakes import FakeEngine, FakeFormat, FakeStore, make_op, make_table
-from tms.domain import OperationState
+from tms.domain import Lease, OperationState
 from tms.engines.base import EngineResult
 from tms.executor.loop import Executor
 
@@ -54,7 +54,8 @@ def test_deregistered_table_fails(tmp_path: Path) -> None:
 
 
 def test_lost_lease_stops_engine_and_writes_nothing(tmp_path: Path) -> None:
-    store = FakeStore(tables={1: make_table()}, to_claim=[make_op()], renew_result=False)
+    store = FakeStore(tables={1: make_table()}, to_claim=[make_op()],
+                      renew_result=Lease.LOST)
     engine = FakeEngine(block_until_stopped=True)
     ex = executor(store, engine, tmp_path, heartbeat_s=0.01, lease_s=0.03)
     t = threading.Thread(target=ex.run_once)
@@ -89,3 +90,16 @@ def test_shutdown_lets_a_quick_job_finish(tmp_path: Path) -> None:
     shutdown.set()
     executor(store, FakeEngine(), tmp_path, shutdown_grace_s=5).run_once(shutdown)
     assert store.released == [] and store.finished[0][1].state is OperationState.SUCCEEDED
+
+
+def test_cancel_request_stops_the_engine_and_ends_cancelled(tmp_path: Path) -> None:
+    store = FakeStore(tables={1: make_table()}, to_claim=[make_op()],
+                      renew_result=Lease.CANCEL_REQUESTED)
+    engine = FakeEngine(block_until_stopped=True)
+    ex = executor(store, engine, tmp_path, heartbeat_s=0.01, lease_s=0.03)
+    t = threading.Thread(target=ex.run_once)
+    t.start()
+    t.join(10)
+    assert not t.is_alive()
+    (_, outcome), = store.finished
+    assert outcome.state is OperationState.CANCELLED and outcome.error == "cancelled by request"

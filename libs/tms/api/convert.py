@@ -58,4 +58,6 @@ def operation_to_pb(o: OperationRecord) -> tms_pb2.Operation:
         end_time=_ts(o.finished_at), executor_id=o.lease_owner or "",
         engine_handle=o.engine_handle or "", exit_code=o.exit_code or 0,
         result=_struct(o.result), error=o.error or "", log_tail=o.log_tail or "",
+        cancel_requested=o.cancel_requested,
+        retry_of=f"tables/{o.table_id}/operations/{o.retry_of}" if o.retry_of else "",
     )

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import threading
 from concurrent import futures
+from dataclasses import dataclass
+from pathlib import Path
 
 import grpc
 import structlog
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from tms.api.allowlist import RegistrationAllowlist
+from tms.api.auth import Authenticator
 from tms.api.servicer import TableManagementServicer
 from tms.formats.base import TableFormatPlugin
 from tms.storage.postgres import PostgresStore
@@ -28,9 +32,28 @@ SERVICE_NAME = tms_pb2.DESCRIPTOR.services_by_name["TableManagementService"].ful
 log = structlog.get_logger("tms.api")
 
 
+@dataclass(frozen=True)
+class TlsConfig:
+    """Server certificate and key; with ``client_ca`` clients must present a certificate
+    signed by it (mutual TLS)."""
+
+    cert: Path
+    key: Path
+    client_ca: Path | None = None
+
+    def credentials(self) -> grpc.ServerCredentials:
+        ca = self.client_ca.read_bytes() if self.client_ca else None
+        return grpc.ssl_server_credentials([(self.key.read_bytes(), self.cert.read_bytes())],
+                                           root_certificates=ca,
+                                           require_client_auth=ca is not None)
+
+
 class ApiServer:
     def __init__(self, store: PostgresStore, formats: dict[str, TableFormatPlugin],
-                 listen: str, *, reflection_enabled: bool = True) -> None:
+                 listen: str, *, reflection_enabled: bool = True,
+                 auth: Authenticator | None = None,
+                 allowlist: RegistrationAllowlist | None = None,
+                 tls: TlsConfig | None = None) -> None:
         self._store = store
         self._stop = threading.Event()
         self.server = grpc.server(
@@ -39,13 +62,14 @@ class ApiServer:
                      ("grpc.so_reuseport", 0)],
         )
         tms_pb2_grpc.add_TableManagementServiceServicer_to_server(
-            TableManagementServicer(store, formats), self.server)
+            TableManagementServicer(store, formats, auth, allowlist), self.server)
         self.health = health.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         if reflection_enabled:
             reflection.enable_server_reflection(
                 (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self.server)
-        self.port = self.server.add_insecure_port(listen)
+        self.port = (self.server.add_secure_port(listen, tls.credentials()) if tls
+                     else self.server.add_insecure_port(listen))
         if self.port == 0:
             raise RuntimeError(f"cannot listen on {listen}")
 

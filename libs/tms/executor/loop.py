@@ -15,7 +15,7 @@ from pathlib import Path
 
 import structlog
 
-from tms.domain import OperationRecord, OperationState, Outcome
+from tms.domain import Lease, OperationRecord, OperationState, Outcome
 from tms.engines.base import EngineResult, ExecutionEngine
 from tms.formats.base import TableFormatPlugin
 from tms.storage.base import Store
@@ -74,11 +74,13 @@ class Executor:
                          attempt=op.attempt)
         bound.info("operation started")
         lost = threading.Event()  # the lease is no longer ours
+        cancelled = threading.Event()  # a cancel was requested through the API
         handback = threading.Event()  # shutdown grace ran out: return the operation
         stop_engine = threading.Event()
         done = threading.Event()
         watchers = [
-            threading.Thread(target=self._heartbeat, args=(op, lost, stop_engine, done),
+            threading.Thread(target=self._heartbeat,
+                             args=(op, lost, cancelled, stop_engine, done),
                              daemon=True, name=f"heartbeat-{op.id}"),
             threading.Thread(target=self._watch_shutdown,
                              args=(shutdown, handback, stop_engine, done), daemon=True,
@@ -97,6 +99,11 @@ class Executor:
                 w.join()
         if lost.is_set():
             bound.warning("lease lost; outcome discarded")
+        elif cancelled.is_set():
+            outcome = Outcome(OperationState.CANCELLED, error="cancelled by request",
+                              log_tail=outcome.log_tail, exit_code=outcome.exit_code)
+            if self.store.finish(op, self.executor_id, outcome):
+                bound.info("operation cancelled; job stopped")
         elif handback.is_set():
             released = self.store.release(op, self.executor_id,
                                           f"handed back by {self.executor_id} on shutdown")
@@ -137,15 +144,18 @@ class Executor:
         return Outcome(state, result=res.result, error=res.error, log_tail=res.log_tail,
                        exit_code=res.exit_code)
 
-    def _heartbeat(self, op: OperationRecord, lost: threading.Event,
+    def _heartbeat(self, op: OperationRecord, lost: threading.Event, cancelled: threading.Event,
                    stop_engine: threading.Event, done: threading.Event) -> None:
         while not done.wait(self.heartbeat_s):
             try:
-                still_ours = self.store.renew_lease(op, self.executor_id, self.lease_s)
+                lease = self.store.renew_lease(op, self.executor_id, self.lease_s)
             except Exception as e:  # database blip: the lease has slack for a few misses
                 log.warning("heartbeat failed", operation=op.id, error=str(e))
                 continue
-            if not still_ours:
+            if lease is Lease.LOST:
                 lost.set()
                 stop_engine.set()
                 return
+            if lease is Lease.CANCEL_REQUESTED and not cancelled.is_set():
+                cancelled.set()
+                stop_engine.set()  # keep the lease alive until the job is down

@@ -4,16 +4,21 @@ about what they need from it and lets unit tests use a fake."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from datetime import datetime
+from typing import Any, Protocol
 
 from tms.domain import (
     CommitEvent,
     Decision,
+    Explanation,
+    Lease,
     OperationRecord,
     OperationState,
     Outcome,
     TableRecord,
     TableSpec,
+    TableState,
+    TableUpdate,
 )
 
 
@@ -26,7 +31,27 @@ class Store(Protocol):
 
     def get_table_by_pk(self, pk: int) -> TableRecord | None: ...
 
-    def list_tables(self, after: str, limit: int, fmt: str | None) -> list[TableRecord]: ...
+    def list_tables(self, after: str, limit: int, fmt: str | None = None,
+                    state: TableState | None = None, owner: str | None = None,
+                    queue: str | None = None) -> list[TableRecord]: ...
+
+    def table_owners(self, table_ids: Sequence[str]) -> dict[str, str]: ...
+
+    def update_table(self, table_id: str, update: TableUpdate) -> TableRecord | None: ...
+
+    def set_table_state(self, table_id: str, state: TableState) -> TableRecord | None: ...
+
+    def delete_table(self, table_id: str, force: bool) -> bool:
+        """False when unknown, or (without force) while an operation runs."""
+
+    # request_id idempotency
+    def claim_request(self, request_id: str, method: str, fingerprint: str
+                      ) -> dict[str, Any] | None:
+        """None when ``request_id`` is new (now reserved), else the earlier request's row."""
+
+    def set_request_resource(self, request_id: str, resource: str) -> None: ...
+
+    def forget_request(self, request_id: str) -> None: ...
 
     # commits
     def notify_commits(self, events: Sequence[CommitEvent]) -> list[bool | None]:
@@ -47,10 +72,23 @@ class Store(Protocol):
 
     def last_succeeded(self, pk: int, action: str) -> OperationRecord | None: ...
 
+    def enqueue_manual(self, table: TableRecord, action: str, trigger: str, reason: str,
+                       params: dict[str, Any], max_attempts: int,
+                       retry_of: int | None = None, priority: int | None = None
+                       ) -> int | None: ...
+
+    def active_operation(self, pk: int, action: str) -> int | None: ...
+
+    def cancel_queued(self, op_id: int, reason: str) -> bool: ...
+
+    def request_cancel(self, op_id: int) -> bool: ...
+
+    def explain(self, pk: int, actions: Sequence[str]) -> list[Explanation]: ...
+
     # execution
     def claim(self, owner: str, lease_s: float) -> OperationRecord | None: ...
 
-    def renew_lease(self, op: OperationRecord, owner: str, lease_s: float) -> bool: ...
+    def renew_lease(self, op: OperationRecord, owner: str, lease_s: float) -> Lease: ...
 
     def set_engine_handle(self, op: OperationRecord, owner: str, handle: str) -> bool: ...
 
@@ -67,5 +105,6 @@ class Store(Protocol):
     def get_operation(self, table_id: str, op_id: int) -> OperationRecord | None: ...
 
     def list_operations(self, table_id: str | None, state: OperationState | None,
-                        action: str | None, before_id: int, limit: int
-                        ) -> list[OperationRecord]: ...
+                        action: str | None, before_id: int, limit: int,
+                        created_after: datetime | None = None,
+                        created_before: datetime | None = None) -> list[OperationRecord]: ...

@@ -5,8 +5,9 @@ All SQL is in ``sql/queries.sql``; this module only binds parameters and maps ro
 
 from __future__ import annotations
 
-from dataclasses import asdict, fields
 from collections.abc import Sequence
+from dataclasses import asdict, fields
+from datetime import datetime
 from typing import Any
 
 import psycopg
@@ -17,12 +18,15 @@ from psycopg_pool import ConnectionPool
 from tms.domain import (
     CommitEvent,
     Decision,
+    Explanation,
+    Lease,
     OperationRecord,
     OperationState,
     Outcome,
     TableRecord,
     TableSpec,
     TableState,
+    TableUpdate,
 )
 from tms.storage.queries import q
 
@@ -85,9 +89,55 @@ class PostgresStore:
         row = self._one("get_table_by_pk", {"pk": pk})
         return _table(row) if row else None
 
-    def list_tables(self, after: str, limit: int, fmt: str | None) -> list[TableRecord]:
-        rows = self._all("list_tables", {"after": after, "limit": limit, "format": fmt})
+    def list_tables(self, after: str, limit: int, fmt: str | None = None,
+                    state: TableState | None = None, owner: str | None = None,
+                    queue: str | None = None) -> list[TableRecord]:
+        rows = self._all("list_tables", {
+            "after": after, "limit": limit, "format": fmt,
+            "state": state.value if state else None, "owner": owner, "queue": queue})
         return [_table(r) for r in rows]
+
+    def table_owners(self, table_ids: Sequence[str]) -> dict[str, str]:
+        rows = self._all("table_owners", {"table_ids": list(table_ids)})
+        return {r["table_id"]: r["owner"] for r in rows}
+
+    def update_table(self, table_id: str, update: TableUpdate) -> TableRecord | None:
+        params: dict[str, Any] = {"table_id": table_id}
+        for name in ("owner", "queue", "priority", "policy", "catalog_properties"):
+            value = getattr(update, name)
+            params[f"set_{name}"] = value is not None
+            params[name] = Jsonb(value) if isinstance(value, dict) else value
+        row = self._one("update_table", params)
+        return _table(row) if row else None
+
+    def set_table_state(self, table_id: str, state: TableState) -> TableRecord | None:
+        row = self._one("set_table_state", {"table_id": table_id, "state": state.value})
+        return _table(row) if row else None
+
+    def delete_table(self, table_id: str, force: bool) -> bool:
+        return self._one("delete_table", {"table_id": table_id, "force": force}) is not None
+
+    def claim_request(self, request_id: str, method: str, fingerprint: str
+                      ) -> dict[str, Any] | None:
+        """Reserve ``request_id``; None when new, else the earlier request's row."""
+        with self._pool.connection() as conn:
+            new = conn.execute(q("claim_request"), {
+                "request_id": request_id, "method": method, "fingerprint": fingerprint,
+                "resource": ""}).fetchone()
+            if new is not None:
+                return None
+            return conn.execute(q("get_request"), {"request_id": request_id}).fetchone()  # type: ignore[return-value]
+
+    def set_request_resource(self, request_id: str, resource: str) -> None:
+        self._one_write("set_request_resource", {"request_id": request_id,
+                                                 "resource": resource})
+
+    def forget_request(self, request_id: str) -> None:
+        self._one_write("forget_request", {"request_id": request_id})
+
+    def _one_write(self, name: str, params: dict[str, Any]) -> None:
+        with self._pool.connection() as conn:
+            conn.execute(q(name), params)
 
     # commits --------------------------------------------------------------------------------
     def notify_commits(self, events: Sequence[CommitEvent]) -> list[bool | None]:
@@ -104,7 +154,8 @@ class PostgresStore:
         with self._pool.connection() as conn:
             if len({e.table_id for e in events}) > 1:
                 conn.execute(q("lock_tables_for_commits"), {"table_ids": params["table_ids"]})
-            rows = conn.execute(q("notify_commits"), params).fetchall()
+            rows: list[dict[str, Any]] = conn.execute(  # type: ignore[assignment]
+                q("notify_commits"), params).fetchall()
         return [bool(r["inserted"]) if r["known"] else None for r in rows]
 
     # scheduling -----------------------------------------------------------------------------
@@ -132,6 +183,31 @@ class PostgresStore:
         })
         return int(row["id"]) if row else None
 
+    def enqueue_manual(self, table: TableRecord, action: str, trigger: str, reason: str,
+                       params: dict[str, Any], max_attempts: int,
+                       retry_of: int | None = None, priority: int | None = None) -> int | None:
+        row = self._one("insert_manual_operation", {
+            "table_pk": table.id, "action": action,
+            "priority": table.priority if priority is None else priority, "trigger": trigger,
+            "reason": reason, "params": Jsonb(params), "max_attempts": max_attempts,
+            "retry_of": retry_of,
+        })
+        return int(row["id"]) if row else None
+
+    def active_operation(self, pk: int, action: str) -> int | None:
+        row = self._one("active_operation", {"table_pk": pk, "action": action})
+        return int(row["id"]) if row else None
+
+    def cancel_queued(self, op_id: int, reason: str) -> bool:
+        return self._one("cancel_queued", {"id": op_id, "reason": reason}) is not None
+
+    def request_cancel(self, op_id: int) -> bool:
+        return self._one("request_cancel", {"id": op_id}) is not None
+
+    def explain(self, pk: int, actions: Sequence[str]) -> list[Explanation]:
+        rows = self._all("explain_table", {"table_pk": pk, "actions": list(actions)})
+        return [Explanation(**r) for r in rows]
+
     def last_succeeded(self, pk: int, action: str) -> OperationRecord | None:
         row = self._one("last_finished_operation", {"table_pk": pk, "action": action})
         return _op(row) if row else None
@@ -150,8 +226,12 @@ class PostgresStore:
         params = {"id": op.id, "attempt": op.attempt, "owner": owner, **extra}
         return self._one(name, params) is not None
 
-    def renew_lease(self, op: OperationRecord, owner: str, lease_s: float) -> bool:
-        return self._fenced("renew_lease", op, owner, lease_s=lease_s)
+    def renew_lease(self, op: OperationRecord, owner: str, lease_s: float) -> Lease:
+        row = self._one("renew_lease", {"id": op.id, "attempt": op.attempt, "owner": owner,
+                                        "lease_s": lease_s})
+        if row is None:
+            return Lease.LOST
+        return Lease.CANCEL_REQUESTED if row["cancel_requested"] else Lease.HELD
 
     def set_engine_handle(self, op: OperationRecord, owner: str, handle: str) -> bool:
         return self._fenced("set_engine_handle", op, owner, engine_handle=handle)
@@ -169,6 +249,7 @@ class PostgresStore:
     def reap_expired(self) -> tuple[list[int], list[int]]:
         requeued = [r["id"] for r in self._all("requeue_expired", {})]
         failed = [r["id"] for r in self._all("fail_expired", {})]
+        failed += [r["id"] for r in self._all("cancel_expired", {})]
         return requeued, failed
 
     # queries --------------------------------------------------------------------------------
@@ -177,10 +258,12 @@ class PostgresStore:
         return _op(row) if row else None
 
     def list_operations(self, table_id: str | None, state: OperationState | None,
-                        action: str | None, before_id: int, limit: int
-                        ) -> list[OperationRecord]:
+                        action: str | None, before_id: int, limit: int,
+                        created_after: datetime | None = None,
+                        created_before: datetime | None = None) -> list[OperationRecord]:
         rows = self._all("list_operations", {
             "table_id": table_id, "state": state.value if state else None, "action": action,
-            "before_id": before_id, "limit": limit,
+            "before_id": before_id, "limit": limit, "created_after": created_after,
+            "created_before": created_before,
         })
         return [_op(r) for r in rows]

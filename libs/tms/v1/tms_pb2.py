@@ -22,11 +22,14 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import empty_pb2 as google_dot_protobuf_dot_empty__pb2
+from google.protobuf import field_mask_pb2 as google_dot_protobuf_dot_field__mask__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
+from google.rpc import status_pb2 as google_dot_rpc_dot_status__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x10tms/v1/tms.proto\x12\x06tms.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x98\x05\n\x05Table\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06\x66ormat\x18\x02 \x01(\t\x12\x0f\n\x07\x63\x61talog\x18\x03 \x01(\t\x12\x11\n\tnamespace\x18\x04 \x01(\t\x12\x12\n\ntable_name\x18\x05 \x01(\t\x12\x11\n\tbase_path\x18\x06 \x01(\t\x12@\n\x12\x63\x61talog_properties\x18\x07 \x03(\x0b\x32$.tms.v1.Table.CatalogPropertiesEntry\x12\r\n\x05owner\x18\x08 \x01(\t\x12\r\n\x05queue\x18\t \x01(\t\x12\x10\n\x08priority\x18\n \x01(\x05\x12)\n\x06policy\x18\x0b \x03(\x0b\x32\x19.tms.v1.Table.PolicyEntry\x12\"\n\x05state\x18\x0c \x01(\x0e\x32\x13.tms.v1.Table.State\x12\x16\n\x0elast_commit_id\x18\r \x01(\t\x12\x34\n\x10last_commit_time\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x14\n\x0c\x63ommit_count\x18\x0f \x01(\x03\x12/\n\x0b\x63reate_time\x18\x10 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bupdate_time\x18\x11 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x1a\x38\n\x16\x43\x61talogPropertiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a-\n\x0bPolicyEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"6\n\x05State\x12\x15\n\x11STATE_UNSPECIFIED\x10\x00\x12\n\n\x06\x41\x43TIVE\x10\x01\x12\n\n\x06PAUSED\x10\x02\"F\n\x14RegisterTableRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x1c\n\x05table\x18\x02 \x01(\x0b\x32\r.tms.v1.Table\"\x1f\n\x0fGetTableRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"J\n\x11ListTablesRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\x12\x0e\n\x06\x66ormat\x18\x03 \x01(\t\"L\n\x12ListTablesResponse\x12\x1d\n\x06tables\x18\x01 \x03(\x0b\x32\r.tms.v1.Table\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"J\n\x0b\x43ommitStats\x12\x13\n\x0b\x66iles_added\x18\x01 \x01(\x03\x12\x13\n\x0b\x62ytes_added\x18\x02 \x01(\x03\x12\x11\n\toperation\x18\x03 \x01(\t\"\x8c\x01\n\x13NotifyCommitRequest\x12\r\n\x05table\x18\x01 \x01(\t\x12\x11\n\tcommit_id\x18\x02 \x01(\t\x12/\n\x0b\x63ommit_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\"\n\x05stats\x18\x04 \x01(\x0b\x32\x13.tms.v1.CommitStats\")\n\x14NotifyCommitResponse\x12\x11\n\tduplicate\x18\x01 \x01(\x08\"\xbd\x05\n\tOperation\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05table\x18\x02 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x03 \x01(\t\x12&\n\x05state\x18\x04 \x01(\x0e\x32\x17.tms.v1.Operation.State\x12\x0f\n\x07\x61ttempt\x18\x05 \x01(\x05\x12\x14\n\x0cmax_attempts\x18\x06 \x01(\x05\x12\x10\n\x08priority\x18\x07 \x01(\x05\x12\x0f\n\x07trigger\x18\x08 \x01(\t\x12\x0e\n\x06reason\x18\t \x01(\t\x12-\n\x06params\x18\n \x03(\x0b\x32\x1d.tms.v1.Operation.ParamsEntry\x12(\n\x07metrics\x18\x0b \x01(\x0b\x32\x17.google.protobuf.Struct\x12/\n\x0b\x63reate_time\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nstart_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08\x65nd_time\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x13\n\x0b\x65xecutor_id\x18\x0f \x01(\t\x12\x15\n\rengine_handle\x18\x10 \x01(\t\x12\x11\n\texit_code\x18\x11 \x01(\x05\x12\'\n\x06result\x18\x12 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\r\n\x05\x65rror\x18\x13 \x01(\t\x12\x10\n\x08log_tail\x18\x14 \x01(\t\x1a-\n\x0bParamsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"a\n\x05State\x12\x15\n\x11STATE_UNSPECIFIED\x10\x00\x12\n\n\x06QUEUED\x10\x01\x12\x0b\n\x07RUNNING\x10\x02\x12\r\n\tSUCCEEDED\x10\x03\x12\n\n\x06\x46\x41ILED\x10\x04\x12\r\n\tCANCELLED\x10\x05\"#\n\x13GetOperationRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x86\x01\n\x15ListOperationsRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\x12&\n\x05state\x18\x04 \x01(\x0e\x32\x17.tms.v1.Operation.State\x12\x0e\n\x06\x61\x63tion\x18\x05 \x01(\t\"X\n\x16ListOperationsResponse\x12%\n\noperations\x18\x01 \x03(\x0b\x32\x11.tms.v1.Operation\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t2\xab\x03\n\x16TableManagementService\x12<\n\rRegisterTable\x12\x1c.tms.v1.RegisterTableRequest\x1a\r.tms.v1.Table\x12\x32\n\x08GetTable\x12\x17.tms.v1.GetTableRequest\x1a\r.tms.v1.Table\x12\x43\n\nListTables\x12\x19.tms.v1.ListTablesRequest\x1a\x1a.tms.v1.ListTablesResponse\x12I\n\x0cNotifyCommit\x12\x1b.tms.v1.NotifyCommitRequest\x1a\x1c.tms.v1.NotifyCommitResponse\x12>\n\x0cGetOperation\x12\x1b.tms.v1.GetOperationRequest\x1a\x11.tms.v1.Operation\x12O\n\x0eListOperations\x12\x1d.tms.v1.ListOperationsRequest\x1a\x1e.tms.v1.ListOperationsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x10tms/v1/tms.proto\x12\x06tms.v1\x1a\x1bgoogle/protobuf/empty.proto\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"\x98\x05\n\x05Table\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06\x66ormat\x18\x02 \x01(\t\x12\x0f\n\x07\x63\x61talog\x18\x03 \x01(\t\x12\x11\n\tnamespace\x18\x04 \x01(\t\x12\x12\n\ntable_name\x18\x05 \x01(\t\x12\x11\n\tbase_path\x18\x06 \x01(\t\x12@\n\x12\x63\x61talog_properties\x18\x07 \x03(\x0b\x32$.tms.v1.Table.CatalogPropertiesEntry\x12\r\n\x05owner\x18\x08 \x01(\t\x12\r\n\x05queue\x18\t \x01(\t\x12\x10\n\x08priority\x18\n \x01(\x05\x12)\n\x06policy\x18\x0b \x03(\x0b\x32\x19.tms.v1.Table.PolicyEntry\x12\"\n\x05state\x18\x0c \x01(\x0e\x32\x13.tms.v1.Table.State\x12\x16\n\x0elast_commit_id\x18\r \x01(\t\x12\x34\n\x10last_commit_time\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x14\n\x0c\x63ommit_count\x18\x0f \x01(\x03\x12/\n\x0b\x63reate_time\x18\x10 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bupdate_time\x18\x11 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x1a\x38\n\x16\x43\x61talogPropertiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a-\n\x0bPolicyEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"6\n\x05State\x12\x15\n\x11STATE_UNSPECIFIED\x10\x00\x12\n\n\x06\x41\x43TIVE\x10\x01\x12\n\n\x06PAUSED\x10\x02\"Z\n\x14RegisterTableRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x1c\n\x05table\x18\x02 \x01(\x0b\x32\r.tms.v1.Table\x12\x12\n\nrequest_id\x18\x03 \x01(\t\"\x1f\n\x0fGetTableRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x8c\x01\n\x11ListTablesRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\x12\x0e\n\x06\x66ormat\x18\x03 \x01(\t\x12\"\n\x05state\x18\x04 \x01(\x0e\x32\x13.tms.v1.Table.State\x12\r\n\x05owner\x18\x05 \x01(\t\x12\r\n\x05queue\x18\x06 \x01(\t\"c\n\x12UpdateTableRequest\x12\x1c\n\x05table\x18\x01 \x01(\x0b\x32\r.tms.v1.Table\x12/\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\"5\n\x16\x44\x65registerTableRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05\x66orce\x18\x02 \x01(\x08\"!\n\x11PauseTableRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\"\n\x12ResumeTableRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"L\n\x12ListTablesResponse\x12\x1d\n\x06tables\x18\x01 \x03(\x0b\x32\r.tms.v1.Table\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"J\n\x0b\x43ommitStats\x12\x13\n\x0b\x66iles_added\x18\x01 \x01(\x03\x12\x13\n\x0b\x62ytes_added\x18\x02 \x01(\x03\x12\x11\n\toperation\x18\x03 \x01(\t\"\x8c\x01\n\x13NotifyCommitRequest\x12\r\n\x05table\x18\x01 \x01(\t\x12\x11\n\tcommit_id\x18\x02 \x01(\t\x12/\n\x0b\x63ommit_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\"\n\x05stats\x18\x04 \x01(\x0b\x32\x13.tms.v1.CommitStats\")\n\x14NotifyCommitResponse\x12\x11\n\tduplicate\x18\x01 \x01(\x08\"D\n\x14NotifyCommitsRequest\x12,\n\x07\x63ommits\x18\x01 \x03(\x0b\x32\x1b.tms.v1.NotifyCommitRequest\"\x8e\x01\n\x15NotifyCommitsResponse\x12\x35\n\x07results\x18\x01 \x03(\x0b\x32$.tms.v1.NotifyCommitsResponse.Result\x1a>\n\x06Result\x12\x11\n\tduplicate\x18\x01 \x01(\x08\x12!\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x12.google.rpc.Status\"\xe9\x05\n\tOperation\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05table\x18\x02 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x03 \x01(\t\x12&\n\x05state\x18\x04 \x01(\x0e\x32\x17.tms.v1.Operation.State\x12\x0f\n\x07\x61ttempt\x18\x05 \x01(\x05\x12\x14\n\x0cmax_attempts\x18\x06 \x01(\x05\x12\x10\n\x08priority\x18\x07 \x01(\x05\x12\x0f\n\x07trigger\x18\x08 \x01(\t\x12\x0e\n\x06reason\x18\t \x01(\t\x12-\n\x06params\x18\n \x03(\x0b\x32\x1d.tms.v1.Operation.ParamsEntry\x12(\n\x07metrics\x18\x0b \x01(\x0b\x32\x17.google.protobuf.Struct\x12/\n\x0b\x63reate_time\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nstart_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08\x65nd_time\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x13\n\x0b\x65xecutor_id\x18\x0f \x01(\t\x12\x15\n\rengine_handle\x18\x10 \x01(\t\x12\x11\n\texit_code\x18\x11 \x01(\x05\x12\'\n\x06result\x18\x12 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\r\n\x05\x65rror\x18\x13 \x01(\t\x12\x10\n\x08log_tail\x18\x14 \x01(\t\x12\x18\n\x10\x63\x61ncel_requested\x18\x15 \x01(\x08\x12\x10\n\x08retry_of\x18\x16 \x01(\t\x1a-\n\x0bParamsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"a\n\x05State\x12\x15\n\x11STATE_UNSPECIFIED\x10\x00\x12\n\n\x06QUEUED\x10\x01\x12\x0b\n\x07RUNNING\x10\x02\x12\r\n\tSUCCEEDED\x10\x03\x12\n\n\x06\x46\x41ILED\x10\x04\x12\r\n\tCANCELLED\x10\x05\"#\n\x13GetOperationRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\xed\x01\n\x15ListOperationsRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\x12&\n\x05state\x18\x04 \x01(\x0e\x32\x17.tms.v1.Operation.State\x12\x0e\n\x06\x61\x63tion\x18\x05 \x01(\t\x12\x31\n\rcreated_after\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x63reated_before\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"X\n\x16ListOperationsResponse\x12%\n\noperations\x18\x01 \x03(\x0b\x32\x11.tms.v1.Operation\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"&\n\x16\x43\x61ncelOperationRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"%\n\x15RetryOperationRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\xc9\x01\n\x17TriggerOperationRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x02 \x01(\t\x12;\n\x06params\x18\x03 \x03(\x0b\x32+.tms.v1.TriggerOperationRequest.ParamsEntry\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x12\n\nrequest_id\x18\x05 \x01(\t\x1a-\n\x0bParamsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"#\n\x13\x45xplainTableRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\xf6\x01\n\x11\x41\x63tionExplanation\x12\x0e\n\x06\x61\x63tion\x18\x01 \x01(\t\x12\x0f\n\x07\x64\x65\x63ided\x18\x02 \x01(\x08\x12/\n\x0b\x64\x65\x63ide_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nshould_run\x18\x04 \x01(\x08\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12(\n\x07metrics\x18\x06 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x11\n\toperation\x18\x07 \x01(\t\x12\x18\n\x10\x61\x63tive_operation\x18\x08 \x01(\t\x12\x14\n\x0cscheduler_id\x18\t \x01(\t\"u\n\x14\x45xplainTableResponse\x12\r\n\x05table\x18\x01 \x01(\t\x12\"\n\x05state\x18\x02 \x01(\x0e\x32\x13.tms.v1.Table.State\x12*\n\x07\x61\x63tions\x18\x03 \x03(\x0b\x32\x19.tms.v1.ActionExplanation2\x8d\x08\n\x16TableManagementService\x12<\n\rRegisterTable\x12\x1c.tms.v1.RegisterTableRequest\x1a\r.tms.v1.Table\x12\x32\n\x08GetTable\x12\x17.tms.v1.GetTableRequest\x1a\r.tms.v1.Table\x12\x43\n\nListTables\x12\x19.tms.v1.ListTablesRequest\x1a\x1a.tms.v1.ListTablesResponse\x12\x38\n\x0bUpdateTable\x12\x1a.tms.v1.UpdateTableRequest\x1a\r.tms.v1.Table\x12I\n\x0f\x44\x65registerTable\x12\x1e.tms.v1.DeregisterTableRequest\x1a\x16.google.protobuf.Empty\x12\x36\n\nPauseTable\x12\x19.tms.v1.PauseTableRequest\x1a\r.tms.v1.Table\x12\x38\n\x0bResumeTable\x12\x1a.tms.v1.ResumeTableRequest\x1a\r.tms.v1.Table\x12I\n\x0cNotifyCommit\x12\x1b.tms.v1.NotifyCommitRequest\x1a\x1c.tms.v1.NotifyCommitResponse\x12L\n\rNotifyCommits\x12\x1c.tms.v1.NotifyCommitsRequest\x1a\x1d.tms.v1.NotifyCommitsResponse\x12>\n\x0cGetOperation\x12\x1b.tms.v1.GetOperationRequest\x1a\x11.tms.v1.Operation\x12O\n\x0eListOperations\x12\x1d.tms.v1.ListOperationsRequest\x1a\x1e.tms.v1.ListOperationsResponse\x12\x44\n\x0f\x43\x61ncelOperation\x12\x1e.tms.v1.CancelOperationRequest\x1a\x11.tms.v1.Operation\x12\x42\n\x0eRetryOperation\x12\x1d.tms.v1.RetryOperationRequest\x1a\x11.tms.v1.Operation\x12\x46\n\x10TriggerOperation\x12\x1f.tms.v1.TriggerOperationRequest\x1a\x11.tms.v1.Operation\x12I\n\x0c\x45xplainTable\x12\x1b.tms.v1.ExplainTableRequest\x1a\x1c.tms.v1.ExplainTableResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -39,40 +42,70 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TABLE_POLICYENTRY']._serialized_options = b'8\001'
   _globals['_OPERATION_PARAMSENTRY']._loaded_options = None
   _globals['_OPERATION_PARAMSENTRY']._serialized_options = b'8\001'
-  _globals['_TABLE']._serialized_start=92
-  _globals['_TABLE']._serialized_end=756
-  _globals['_TABLE_CATALOGPROPERTIESENTRY']._serialized_start=597
-  _globals['_TABLE_CATALOGPROPERTIESENTRY']._serialized_end=653
-  _globals['_TABLE_POLICYENTRY']._serialized_start=655
-  _globals['_TABLE_POLICYENTRY']._serialized_end=700
-  _globals['_TABLE_STATE']._serialized_start=702
-  _globals['_TABLE_STATE']._serialized_end=756
-  _globals['_REGISTERTABLEREQUEST']._serialized_start=758
-  _globals['_REGISTERTABLEREQUEST']._serialized_end=828
-  _globals['_GETTABLEREQUEST']._serialized_start=830
-  _globals['_GETTABLEREQUEST']._serialized_end=861
-  _globals['_LISTTABLESREQUEST']._serialized_start=863
-  _globals['_LISTTABLESREQUEST']._serialized_end=937
-  _globals['_LISTTABLESRESPONSE']._serialized_start=939
-  _globals['_LISTTABLESRESPONSE']._serialized_end=1015
-  _globals['_COMMITSTATS']._serialized_start=1017
-  _globals['_COMMITSTATS']._serialized_end=1091
-  _globals['_NOTIFYCOMMITREQUEST']._serialized_start=1094
-  _globals['_NOTIFYCOMMITREQUEST']._serialized_end=1234
-  _globals['_NOTIFYCOMMITRESPONSE']._serialized_start=1236
-  _globals['_NOTIFYCOMMITRESPONSE']._serialized_end=1277
-  _globals['_OPERATION']._serialized_start=1280
-  _globals['_OPERATION']._serialized_end=1981
-  _globals['_OPERATION_PARAMSENTRY']._serialized_start=1837
-  _globals['_OPERATION_PARAMSENTRY']._serialized_end=1882
-  _globals['_OPERATION_STATE']._serialized_start=1884
-  _globals['_OPERATION_STATE']._serialized_end=1981
-  _globals['_GETOPERATIONREQUEST']._serialized_start=1983
-  _globals['_GETOPERATIONREQUEST']._serialized_end=2018
-  _globals['_LISTOPERATIONSREQUEST']._serialized_start=2021
-  _globals['_LISTOPERATIONSREQUEST']._serialized_end=2155
-  _globals['_LISTOPERATIONSRESPONSE']._serialized_start=2157
-  _globals['_LISTOPERATIONSRESPONSE']._serialized_end=2245
-  _globals['_TABLEMANAGEMENTSERVICE']._serialized_start=2248
-  _globals['_TABLEMANAGEMENTSERVICE']._serialized_end=2675
+  _globals['_TRIGGEROPERATIONREQUEST_PARAMSENTRY']._loaded_options = None
+  _globals['_TRIGGEROPERATIONREQUEST_PARAMSENTRY']._serialized_options = b'8\001'
+  _globals['_TABLE']._serialized_start=180
+  _globals['_TABLE']._serialized_end=844
+  _globals['_TABLE_CATALOGPROPERTIESENTRY']._serialized_start=685
+  _globals['_TABLE_CATALOGPROPERTIESENTRY']._serialized_end=741
+  _globals['_TABLE_POLICYENTRY']._serialized_start=743
+  _globals['_TABLE_POLICYENTRY']._serialized_end=788
+  _globals['_TABLE_STATE']._serialized_start=790
+  _globals['_TABLE_STATE']._serialized_end=844
+  _globals['_REGISTERTABLEREQUEST']._serialized_start=846
+  _globals['_REGISTERTABLEREQUEST']._serialized_end=936
+  _globals['_GETTABLEREQUEST']._serialized_start=938
+  _globals['_GETTABLEREQUEST']._serialized_end=969
+  _globals['_LISTTABLESREQUEST']._serialized_start=972
+  _globals['_LISTTABLESREQUEST']._serialized_end=1112
+  _globals['_UPDATETABLEREQUEST']._serialized_start=1114
+  _globals['_UPDATETABLEREQUEST']._serialized_end=1213
+  _globals['_DEREGISTERTABLEREQUEST']._serialized_start=1215
+  _globals['_DEREGISTERTABLEREQUEST']._serialized_end=1268
+  _globals['_PAUSETABLEREQUEST']._serialized_start=1270
+  _globals['_PAUSETABLEREQUEST']._serialized_end=1303
+  _globals['_RESUMETABLEREQUEST']._serialized_start=1305
+  _globals['_RESUMETABLEREQUEST']._serialized_end=1339
+  _globals['_LISTTABLESRESPONSE']._serialized_start=1341
+  _globals['_LISTTABLESRESPONSE']._serialized_end=1417
+  _globals['_COMMITSTATS']._serialized_start=1419
+  _globals['_COMMITSTATS']._serialized_end=1493
+  _globals['_NOTIFYCOMMITREQUEST']._serialized_start=1496
+  _globals['_NOTIFYCOMMITREQUEST']._serialized_end=1636
+  _globals['_NOTIFYCOMMITRESPONSE']._serialized_start=1638
+  _globals['_NOTIFYCOMMITRESPONSE']._serialized_end=1679
+  _globals['_NOTIFYCOMMITSREQUEST']._serialized_start=1681
+  _globals['_NOTIFYCOMMITSREQUEST']._serialized_end=1749
+  _globals['_NOTIFYCOMMITSRESPONSE']._serialized_start=1752
+  _globals['_NOTIFYCOMMITSRESPONSE']._serialized_end=1894
+  _globals['_NOTIFYCOMMITSRESPONSE_RESULT']._serialized_start=1832
+  _globals['_NOTIFYCOMMITSRESPONSE_RESULT']._serialized_end=1894
+  _globals['_OPERATION']._serialized_start=1897
+  _globals['_OPERATION']._serialized_end=2642
+  _globals['_OPERATION_PARAMSENTRY']._serialized_start=2498
+  _globals['_OPERATION_PARAMSENTRY']._serialized_end=2543
+  _globals['_OPERATION_STATE']._serialized_start=2545
+  _globals['_OPERATION_STATE']._serialized_end=2642
+  _globals['_GETOPERATIONREQUEST']._serialized_start=2644
+  _globals['_GETOPERATIONREQUEST']._serialized_end=2679
+  _globals['_LISTOPERATIONSREQUEST']._serialized_start=2682
+  _globals['_LISTOPERATIONSREQUEST']._serialized_end=2919
+  _globals['_LISTOPERATIONSRESPONSE']._serialized_start=2921
+  _globals['_LISTOPERATIONSRESPONSE']._serialized_end=3009
+  _globals['_CANCELOPERATIONREQUEST']._serialized_start=3011
+  _globals['_CANCELOPERATIONREQUEST']._serialized_end=3049
+  _globals['_RETRYOPERATIONREQUEST']._serialized_start=3051
+  _globals['_RETRYOPERATIONREQUEST']._serialized_end=3088
+  _globals['_TRIGGEROPERATIONREQUEST']._serialized_start=3091
+  _globals['_TRIGGEROPERATIONREQUEST']._serialized_end=3292
+  _globals['_TRIGGEROPERATIONREQUEST_PARAMSENTRY']._serialized_start=2498
+  _globals['_TRIGGEROPERATIONREQUEST_PARAMSENTRY']._serialized_end=2543
+  _globals['_EXPLAINTABLEREQUEST']._serialized_start=3294
+  _globals['_EXPLAINTABLEREQUEST']._serialized_end=3329
+  _globals['_ACTIONEXPLANATION']._serialized_start=3332
+  _globals['_ACTIONEXPLANATION']._serialized_end=3578
+  _globals['_EXPLAINTABLERESPONSE']._serialized_start=3580
+  _globals['_EXPLAINTABLERESPONSE']._serialized_end=3697
+  _globals['_TABLEMANAGEMENTSERVICE']._serialized_start=3700
+  _globals['_TABLEMANAGEMENTSERVICE']._serialized_end=4737
 # @@protoc_insertion_point(module_scope)

@@ -1,7 +1,10 @@
 import datetime
 
+from google.protobuf import empty_pb2 as _empty_pb2
+from google.protobuf import field_mask_pb2 as _field_mask_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from google.rpc import status_pb2 as _status_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -72,12 +75,14 @@ class Table(_message.Message):
     def __init__(self, name: _Optional[str] = ..., format: _Optional[str] = ..., catalog: _Optional[str] = ..., namespace: _Optional[str] = ..., table_name: _Optional[str] = ..., base_path: _Optional[str] = ..., catalog_properties: _Optional[_Mapping[str, str]] = ..., owner: _Optional[str] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., policy: _Optional[_Mapping[str, str]] = ..., state: _Optional[_Union[Table.State, str]] = ..., last_commit_id: _Optional[str] = ..., last_commit_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., commit_count: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class RegisterTableRequest(_message.Message):
-    __slots__ = ("table_id", "table")
+    __slots__ = ("table_id", "table", "request_id")
     TABLE_ID_FIELD_NUMBER: _ClassVar[int]
     TABLE_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     table_id: str
     table: Table
-    def __init__(self, table_id: _Optional[str] = ..., table: _Optional[_Union[Table, _Mapping]] = ...) -> None: ...
+    request_id: str
+    def __init__(self, table_id: _Optional[str] = ..., table: _Optional[_Union[Table, _Mapping]] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class GetTableRequest(_message.Message):
     __slots__ = ("name",)
@@ -86,14 +91,48 @@ class GetTableRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class ListTablesRequest(_message.Message):
-    __slots__ = ("page_size", "page_token", "format")
+    __slots__ = ("page_size", "page_token", "format", "state", "owner", "queue")
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     FORMAT_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    OWNER_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
     page_size: int
     page_token: str
     format: str
-    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., format: _Optional[str] = ...) -> None: ...
+    state: Table.State
+    owner: str
+    queue: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., format: _Optional[str] = ..., state: _Optional[_Union[Table.State, str]] = ..., owner: _Optional[str] = ..., queue: _Optional[str] = ...) -> None: ...
+
+class UpdateTableRequest(_message.Message):
+    __slots__ = ("table", "update_mask")
+    TABLE_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_MASK_FIELD_NUMBER: _ClassVar[int]
+    table: Table
+    update_mask: _field_mask_pb2.FieldMask
+    def __init__(self, table: _Optional[_Union[Table, _Mapping]] = ..., update_mask: _Optional[_Union[_field_mask_pb2.FieldMask, _Mapping]] = ...) -> None: ...
+
+class DeregisterTableRequest(_message.Message):
+    __slots__ = ("name", "force")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    FORCE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    force: bool
+    def __init__(self, name: _Optional[str] = ..., force: _Optional[bool] = ...) -> None: ...
+
+class PauseTableRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class ResumeTableRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class ListTablesResponse(_message.Message):
     __slots__ = ("tables", "next_page_token")
@@ -131,8 +170,27 @@ class NotifyCommitResponse(_message.Message):
     duplicate: bool
     def __init__(self, duplicate: _Optional[bool] = ...) -> None: ...
 
+class NotifyCommitsRequest(_message.Message):
+    __slots__ = ("commits",)
+    COMMITS_FIELD_NUMBER: _ClassVar[int]
+    commits: _containers.RepeatedCompositeFieldContainer[NotifyCommitRequest]
+    def __init__(self, commits: _Optional[_Iterable[_Union[NotifyCommitRequest, _Mapping]]] = ...) -> None: ...
+
+class NotifyCommitsResponse(_message.Message):
+    __slots__ = ("results",)
+    class Result(_message.Message):
+        __slots__ = ("duplicate", "error")
+        DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+        ERROR_FIELD_NUMBER: _ClassVar[int]
+        duplicate: bool
+        error: _status_pb2.Status
+        def __init__(self, duplicate: _Optional[bool] = ..., error: _Optional[_Union[_status_pb2.Status, _Mapping]] = ...) -> None: ...
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[NotifyCommitsResponse.Result]
+    def __init__(self, results: _Optional[_Iterable[_Union[NotifyCommitsResponse.Result, _Mapping]]] = ...) -> None: ...
+
 class Operation(_message.Message):
-    __slots__ = ("name", "table", "action", "state", "attempt", "max_attempts", "priority", "trigger", "reason", "params", "metrics", "create_time", "start_time", "end_time", "executor_id", "engine_handle", "exit_code", "result", "error", "log_tail")
+    __slots__ = ("name", "table", "action", "state", "attempt", "max_attempts", "priority", "trigger", "reason", "params", "metrics", "create_time", "start_time", "end_time", "executor_id", "engine_handle", "exit_code", "result", "error", "log_tail", "cancel_requested", "retry_of")
     class State(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         STATE_UNSPECIFIED: _ClassVar[Operation.State]
@@ -174,6 +232,8 @@ class Operation(_message.Message):
     RESULT_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     LOG_TAIL_FIELD_NUMBER: _ClassVar[int]
+    CANCEL_REQUESTED_FIELD_NUMBER: _ClassVar[int]
+    RETRY_OF_FIELD_NUMBER: _ClassVar[int]
     name: str
     table: str
     action: str
@@ -194,7 +254,9 @@ class Operation(_message.Message):
     result: _struct_pb2.Struct
     error: str
     log_tail: str
-    def __init__(self, name: _Optional[str] = ..., table: _Optional[str] = ..., action: _Optional[str] = ..., state: _Optional[_Union[Operation.State, str]] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., priority: _Optional[int] = ..., trigger: _Optional[str] = ..., reason: _Optional[str] = ..., params: _Optional[_Mapping[str, str]] = ..., metrics: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., executor_id: _Optional[str] = ..., engine_handle: _Optional[str] = ..., exit_code: _Optional[int] = ..., result: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., error: _Optional[str] = ..., log_tail: _Optional[str] = ...) -> None: ...
+    cancel_requested: bool
+    retry_of: str
+    def __init__(self, name: _Optional[str] = ..., table: _Optional[str] = ..., action: _Optional[str] = ..., state: _Optional[_Union[Operation.State, str]] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., priority: _Optional[int] = ..., trigger: _Optional[str] = ..., reason: _Optional[str] = ..., params: _Optional[_Mapping[str, str]] = ..., metrics: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., executor_id: _Optional[str] = ..., engine_handle: _Optional[str] = ..., exit_code: _Optional[int] = ..., result: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., error: _Optional[str] = ..., log_tail: _Optional[str] = ..., cancel_requested: _Optional[bool] = ..., retry_of: _Optional[str] = ...) -> None: ...
 
 class GetOperationRequest(_message.Message):
     __slots__ = ("name",)
@@ -203,18 +265,22 @@ class GetOperationRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class ListOperationsRequest(_message.Message):
-    __slots__ = ("parent", "page_size", "page_token", "state", "action")
+    __slots__ = ("parent", "page_size", "page_token", "state", "action", "created_after", "created_before")
     PARENT_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     ACTION_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AFTER_FIELD_NUMBER: _ClassVar[int]
+    CREATED_BEFORE_FIELD_NUMBER: _ClassVar[int]
     parent: str
     page_size: int
     page_token: str
     state: Operation.State
     action: str
-    def __init__(self, parent: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., state: _Optional[_Union[Operation.State, str]] = ..., action: _Optional[str] = ...) -> None: ...
+    created_after: _timestamp_pb2.Timestamp
+    created_before: _timestamp_pb2.Timestamp
+    def __init__(self, parent: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., state: _Optional[_Union[Operation.State, str]] = ..., action: _Optional[str] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class ListOperationsResponse(_message.Message):
     __slots__ = ("operations", "next_page_token")
@@ -223,3 +289,74 @@ class ListOperationsResponse(_message.Message):
     operations: _containers.RepeatedCompositeFieldContainer[Operation]
     next_page_token: str
     def __init__(self, operations: _Optional[_Iterable[_Union[Operation, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class CancelOperationRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class RetryOperationRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class TriggerOperationRequest(_message.Message):
+    __slots__ = ("parent", "action", "params", "reason", "request_id")
+    class ParamsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    PARENT_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    PARAMS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    parent: str
+    action: str
+    params: _containers.ScalarMap[str, str]
+    reason: str
+    request_id: str
+    def __init__(self, parent: _Optional[str] = ..., action: _Optional[str] = ..., params: _Optional[_Mapping[str, str]] = ..., reason: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
+
+class ExplainTableRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class ActionExplanation(_message.Message):
+    __slots__ = ("action", "decided", "decide_time", "should_run", "reason", "metrics", "operation", "active_operation", "scheduler_id")
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    DECIDED_FIELD_NUMBER: _ClassVar[int]
+    DECIDE_TIME_FIELD_NUMBER: _ClassVar[int]
+    SHOULD_RUN_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    METRICS_FIELD_NUMBER: _ClassVar[int]
+    OPERATION_FIELD_NUMBER: _ClassVar[int]
+    ACTIVE_OPERATION_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULER_ID_FIELD_NUMBER: _ClassVar[int]
+    action: str
+    decided: bool
+    decide_time: _timestamp_pb2.Timestamp
+    should_run: bool
+    reason: str
+    metrics: _struct_pb2.Struct
+    operation: str
+    active_operation: str
+    scheduler_id: str
+    def __init__(self, action: _Optional[str] = ..., decided: _Optional[bool] = ..., decide_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., should_run: _Optional[bool] = ..., reason: _Optional[str] = ..., metrics: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., operation: _Optional[str] = ..., active_operation: _Optional[str] = ..., scheduler_id: _Optional[str] = ...) -> None: ...
+
+class ExplainTableResponse(_message.Message):
+    __slots__ = ("table", "state", "actions")
+    TABLE_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    ACTIONS_FIELD_NUMBER: _ClassVar[int]
+    table: str
+    state: Table.State
+    actions: _containers.RepeatedCompositeFieldContainer[ActionExplanation]
+    def __init__(self, table: _Optional[str] = ..., state: _Optional[_Union[Table.State, str]] = ..., actions: _Optional[_Iterable[_Union[ActionExplanation, _Mapping]]] = ...) -> None: ...

@@ -3,6 +3,7 @@
 import grpc
 import warnings
 
+from google.protobuf import empty_pb2 as google_dot_protobuf_dot_empty__pb2
 from tms.v1 import tms_pb2 as tms_dot_v1_dot_tms__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
@@ -26,7 +27,11 @@ if _version_not_supported:
 
 
 class TableManagementServiceStub:
-    """Missing associated documentation comment in .proto file."""
+    """Authorization: every method needs a bearer token (`authorization: Bearer <token>`) when the
+    server has tokens configured. Roles: `reader` may call Get*, List* and ExplainTable;
+    `writer` may call NotifyCommit(s); `admin` may call everything. A token may be limited to
+    table ids (glob patterns) or owners. Health and reflection need no token.
+    """
 
     def __init__(self, channel):
         """Constructor.
@@ -49,10 +54,35 @@ class TableManagementServiceStub:
                 request_serializer=tms_dot_v1_dot_tms__pb2.ListTablesRequest.SerializeToString,
                 response_deserializer=tms_dot_v1_dot_tms__pb2.ListTablesResponse.FromString,
                 _registered_method=True)
+        self.UpdateTable = channel.unary_unary(
+                '/tms.v1.TableManagementService/UpdateTable',
+                request_serializer=tms_dot_v1_dot_tms__pb2.UpdateTableRequest.SerializeToString,
+                response_deserializer=tms_dot_v1_dot_tms__pb2.Table.FromString,
+                _registered_method=True)
+        self.DeregisterTable = channel.unary_unary(
+                '/tms.v1.TableManagementService/DeregisterTable',
+                request_serializer=tms_dot_v1_dot_tms__pb2.DeregisterTableRequest.SerializeToString,
+                response_deserializer=google_dot_protobuf_dot_empty__pb2.Empty.FromString,
+                _registered_method=True)
+        self.PauseTable = channel.unary_unary(
+                '/tms.v1.TableManagementService/PauseTable',
+                request_serializer=tms_dot_v1_dot_tms__pb2.PauseTableRequest.SerializeToString,
+                response_deserializer=tms_dot_v1_dot_tms__pb2.Table.FromString,
+                _registered_method=True)
+        self.ResumeTable = channel.unary_unary(
+                '/tms.v1.TableManagementService/ResumeTable',
+                request_serializer=tms_dot_v1_dot_tms__pb2.ResumeTableRequest.SerializeToString,
+                response_deserializer=tms_dot_v1_dot_tms__pb2.Table.FromString,
+                _registered_method=True)
         self.NotifyCommit = channel.unary_unary(
                 '/tms.v1.TableManagementService/NotifyCommit',
                 request_serializer=tms_dot_v1_dot_tms__pb2.NotifyCommitRequest.SerializeToString,
                 response_deserializer=tms_dot_v1_dot_tms__pb2.NotifyCommitResponse.FromString,
+                _registered_method=True)
+        self.NotifyCommits = channel.unary_unary(
+                '/tms.v1.TableManagementService/NotifyCommits',
+                request_serializer=tms_dot_v1_dot_tms__pb2.NotifyCommitsRequest.SerializeToString,
+                response_deserializer=tms_dot_v1_dot_tms__pb2.NotifyCommitsResponse.FromString,
                 _registered_method=True)
         self.GetOperation = channel.unary_unary(
                 '/tms.v1.TableManagementService/GetOperation',
@@ -64,27 +94,82 @@ class TableManagementServiceStub:
                 request_serializer=tms_dot_v1_dot_tms__pb2.ListOperationsRequest.SerializeToString,
                 response_deserializer=tms_dot_v1_dot_tms__pb2.ListOperationsResponse.FromString,
                 _registered_method=True)
+        self.CancelOperation = channel.unary_unary(
+                '/tms.v1.TableManagementService/CancelOperation',
+                request_serializer=tms_dot_v1_dot_tms__pb2.CancelOperationRequest.SerializeToString,
+                response_deserializer=tms_dot_v1_dot_tms__pb2.Operation.FromString,
+                _registered_method=True)
+        self.RetryOperation = channel.unary_unary(
+                '/tms.v1.TableManagementService/RetryOperation',
+                request_serializer=tms_dot_v1_dot_tms__pb2.RetryOperationRequest.SerializeToString,
+                response_deserializer=tms_dot_v1_dot_tms__pb2.Operation.FromString,
+                _registered_method=True)
+        self.TriggerOperation = channel.unary_unary(
+                '/tms.v1.TableManagementService/TriggerOperation',
+                request_serializer=tms_dot_v1_dot_tms__pb2.TriggerOperationRequest.SerializeToString,
+                response_deserializer=tms_dot_v1_dot_tms__pb2.Operation.FromString,
+                _registered_method=True)
+        self.ExplainTable = channel.unary_unary(
+                '/tms.v1.TableManagementService/ExplainTable',
+                request_serializer=tms_dot_v1_dot_tms__pb2.ExplainTableRequest.SerializeToString,
+                response_deserializer=tms_dot_v1_dot_tms__pb2.ExplainTableResponse.FromString,
+                _registered_method=True)
 
 
 class TableManagementServiceServicer:
-    """Missing associated documentation comment in .proto file."""
+    """Authorization: every method needs a bearer token (`authorization: Bearer <token>`) when the
+    server has tokens configured. Roles: `reader` may call Get*, List* and ExplainTable;
+    `writer` may call NotifyCommit(s); `admin` may call everything. A token may be limited to
+    table ids (glob patterns) or owners. Health and reflection need no token.
+    """
 
     def RegisterTable(self, request, context):
-        """Registers a table for maintenance. ALREADY_EXISTS if table_id is taken.
+        """Registers a table for maintenance. ALREADY_EXISTS if table_id is taken (unless the same
+        request_id is replayed: then the first result is returned). Role: admin.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetTable(self, request, context):
-        """Returns one table. NOT_FOUND if unknown.
+        """Returns one table. NOT_FOUND if unknown. Role: reader.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListTables(self, request, context):
-        """Lists tables ordered by table_id.
+        """Lists tables ordered by table_id. Role: reader.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateTable(self, request, context):
+        """Changes the fields named in update_mask: owner, queue, priority, policy,
+        catalog_properties. Role: admin.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeregisterTable(self, request, context):
+        """Removes a table, its commit events and its operation history. FAILED_PRECONDITION while an
+        operation runs, unless force. Role: admin.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PauseTable(self, request, context):
+        """A paused table gets no new operations (queued ones stay queued). Role: admin.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResumeTable(self, request, context):
+        """Resumes a paused table and checks it at once. Role: admin.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -92,14 +177,23 @@ class TableManagementServiceServicer:
 
     def NotifyCommit(self, request, context):
         """Tells TMS a writer committed to a table. Idempotent on (table, commit_id): a replay is
-        acknowledged with duplicate = true and changes nothing.
+        acknowledged with duplicate = true and changes nothing. Role: writer.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def NotifyCommits(self, request, context):
+        """Many commits of many tables in one call (hooks, busy writers). Each commit is idempotent
+        as in NotifyCommit; an unknown table fails only its own entries (NOT_FOUND in results).
+        Role: writer.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetOperation(self, request, context):
-        """Returns one operation. NOT_FOUND if unknown.
+        """Returns one operation. NOT_FOUND if unknown. Role: reader.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -107,6 +201,40 @@ class TableManagementServiceServicer:
 
     def ListOperations(self, request, context):
         """Lists operations newest first, of one table or of all (`parent = "tables/-"`).
+        Role: reader.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CancelOperation(self, request, context):
+        """QUEUED: cancelled at once. RUNNING: cancel is requested, the executor stops the job and the
+        operation ends CANCELLED. Finished: FAILED_PRECONDITION. Role: admin.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RetryOperation(self, request, context):
+        """Queues a new operation repeating a FAILED or CANCELLED one (trigger "retry").
+        ALREADY_EXISTS naming the active operation if the table already has one for that action.
+        Role: admin.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def TriggerOperation(self, request, context):
+        """Queues an action on a table now, bypassing its policy (trigger "manual"). ALREADY_EXISTS
+        naming the active operation if one exists for that action. Role: admin.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ExplainTable(self, request, context):
+        """For each action of a table: the scheduler's last decision, its reason and the metrics it
+        looked at ("why / why not"). Role: reader.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -130,10 +258,35 @@ def add_TableManagementServiceServicer_to_server(servicer, server):
                     request_deserializer=tms_dot_v1_dot_tms__pb2.ListTablesRequest.FromString,
                     response_serializer=tms_dot_v1_dot_tms__pb2.ListTablesResponse.SerializeToString,
             ),
+            'UpdateTable': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateTable,
+                    request_deserializer=tms_dot_v1_dot_tms__pb2.UpdateTableRequest.FromString,
+                    response_serializer=tms_dot_v1_dot_tms__pb2.Table.SerializeToString,
+            ),
+            'DeregisterTable': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeregisterTable,
+                    request_deserializer=tms_dot_v1_dot_tms__pb2.DeregisterTableRequest.FromString,
+                    response_serializer=google_dot_protobuf_dot_empty__pb2.Empty.SerializeToString,
+            ),
+            'PauseTable': grpc.unary_unary_rpc_method_handler(
+                    servicer.PauseTable,
+                    request_deserializer=tms_dot_v1_dot_tms__pb2.PauseTableRequest.FromString,
+                    response_serializer=tms_dot_v1_dot_tms__pb2.Table.SerializeToString,
+            ),
+            'ResumeTable': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResumeTable,
+                    request_deserializer=tms_dot_v1_dot_tms__pb2.ResumeTableRequest.FromString,
+                    response_serializer=tms_dot_v1_dot_tms__pb2.Table.SerializeToString,
+            ),
             'NotifyCommit': grpc.unary_unary_rpc_method_handler(
                     servicer.NotifyCommit,
                     request_deserializer=tms_dot_v1_dot_tms__pb2.NotifyCommitRequest.FromString,
                     response_serializer=tms_dot_v1_dot_tms__pb2.NotifyCommitResponse.SerializeToString,
+            ),
+            'NotifyCommits': grpc.unary_unary_rpc_method_handler(
+                    servicer.NotifyCommits,
+                    request_deserializer=tms_dot_v1_dot_tms__pb2.NotifyCommitsRequest.FromString,
+                    response_serializer=tms_dot_v1_dot_tms__pb2.NotifyCommitsResponse.SerializeToString,
             ),
             'GetOperation': grpc.unary_unary_rpc_method_handler(
                     servicer.GetOperation,
@@ -145,6 +298,26 @@ def add_TableManagementServiceServicer_to_server(servicer, server):
                     request_deserializer=tms_dot_v1_dot_tms__pb2.ListOperationsRequest.FromString,
                     response_serializer=tms_dot_v1_dot_tms__pb2.ListOperationsResponse.SerializeToString,
             ),
+            'CancelOperation': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelOperation,
+                    request_deserializer=tms_dot_v1_dot_tms__pb2.CancelOperationRequest.FromString,
+                    response_serializer=tms_dot_v1_dot_tms__pb2.Operation.SerializeToString,
+            ),
+            'RetryOperation': grpc.unary_unary_rpc_method_handler(
+                    servicer.RetryOperation,
+                    request_deserializer=tms_dot_v1_dot_tms__pb2.RetryOperationRequest.FromString,
+                    response_serializer=tms_dot_v1_dot_tms__pb2.Operation.SerializeToString,
+            ),
+            'TriggerOperation': grpc.unary_unary_rpc_method_handler(
+                    servicer.TriggerOperation,
+                    request_deserializer=tms_dot_v1_dot_tms__pb2.TriggerOperationRequest.FromString,
+                    response_serializer=tms_dot_v1_dot_tms__pb2.Operation.SerializeToString,
+            ),
+            'ExplainTable': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExplainTable,
+                    request_deserializer=tms_dot_v1_dot_tms__pb2.ExplainTableRequest.FromString,
+                    response_serializer=tms_dot_v1_dot_tms__pb2.ExplainTableResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'tms.v1.TableManagementService', rpc_method_handlers)
@@ -154,7 +327,11 @@ def add_TableManagementServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class TableManagementService:
-    """Missing associated documentation comment in .proto file."""
+    """Authorization: every method needs a bearer token (`authorization: Bearer <token>`) when the
+    server has tokens configured. Roles: `reader` may call Get*, List* and ExplainTable;
+    `writer` may call NotifyCommit(s); `admin` may call everything. A token may be limited to
+    table ids (glob patterns) or owners. Health and reflection need no token.
+    """
 
     @staticmethod
     def RegisterTable(request,
@@ -238,6 +415,114 @@ class TableManagementService:
             _registered_method=True)
 
     @staticmethod
+    def UpdateTable(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tms.v1.TableManagementService/UpdateTable',
+            tms_dot_v1_dot_tms__pb2.UpdateTableRequest.SerializeToString,
+            tms_dot_v1_dot_tms__pb2.Table.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeregisterTable(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tms.v1.TableManagementService/DeregisterTable',
+            tms_dot_v1_dot_tms__pb2.DeregisterTableRequest.SerializeToString,
+            google_dot_protobuf_dot_empty__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PauseTable(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tms.v1.TableManagementService/PauseTable',
+            tms_dot_v1_dot_tms__pb2.PauseTableRequest.SerializeToString,
+            tms_dot_v1_dot_tms__pb2.Table.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResumeTable(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tms.v1.TableManagementService/ResumeTable',
+            tms_dot_v1_dot_tms__pb2.ResumeTableRequest.SerializeToString,
+            tms_dot_v1_dot_tms__pb2.Table.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
     def NotifyCommit(request,
             target,
             options=(),
@@ -254,6 +539,33 @@ class TableManagementService:
             '/tms.v1.TableManagementService/NotifyCommit',
             tms_dot_v1_dot_tms__pb2.NotifyCommitRequest.SerializeToString,
             tms_dot_v1_dot_tms__pb2.NotifyCommitResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def NotifyCommits(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tms.v1.TableManagementService/NotifyCommits',
+            tms_dot_v1_dot_tms__pb2.NotifyCommitsRequest.SerializeToString,
+            tms_dot_v1_dot_tms__pb2.NotifyCommitsResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -308,6 +620,114 @@ class TableManagementService:
             '/tms.v1.TableManagementService/ListOperations',
             tms_dot_v1_dot_tms__pb2.ListOperationsRequest.SerializeToString,
             tms_dot_v1_dot_tms__pb2.ListOperationsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CancelOperation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tms.v1.TableManagementService/CancelOperation',
+            tms_dot_v1_dot_tms__pb2.CancelOperationRequest.SerializeToString,
+            tms_dot_v1_dot_tms__pb2.Operation.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RetryOperation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tms.v1.TableManagementService/RetryOperation',
+            tms_dot_v1_dot_tms__pb2.RetryOperationRequest.SerializeToString,
+            tms_dot_v1_dot_tms__pb2.Operation.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TriggerOperation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tms.v1.TableManagementService/TriggerOperation',
+            tms_dot_v1_dot_tms__pb2.TriggerOperationRequest.SerializeToString,
+            tms_dot_v1_dot_tms__pb2.Operation.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExplainTable(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tms.v1.TableManagementService/ExplainTable',
+            tms_dot_v1_dot_tms__pb2.ExplainTableRequest.SerializeToString,
+            tms_dot_v1_dot_tms__pb2.ExplainTableResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -19,8 +19,58 @@ SELECT * FROM tms_tables WHERE id = %(pk)s;
 SELECT * FROM tms_tables
 WHERE table_id > %(after)s
   AND (%(format)s::text IS NULL OR format = %(format)s)
+  AND (%(state)s::tms_table_state IS NULL OR state = %(state)s::tms_table_state)
+  AND (%(owner)s::text IS NULL OR owner = %(owner)s)
+  AND (%(queue)s::text IS NULL OR queue = %(queue)s)
 ORDER BY table_id
 LIMIT %(limit)s;
+
+-- name: table_owners
+SELECT table_id, owner FROM tms_tables WHERE table_id = ANY(%(table_ids)s);
+
+-- name: update_table
+-- Field-mask update: only the fields whose set_* flag is true change.
+UPDATE tms_tables
+SET owner = CASE WHEN %(set_owner)s THEN %(owner)s ELSE owner END,
+    queue = CASE WHEN %(set_queue)s THEN %(queue)s ELSE queue END,
+    priority = CASE WHEN %(set_priority)s THEN %(priority)s ELSE priority END,
+    policy = CASE WHEN %(set_policy)s THEN %(policy)s ELSE policy END,
+    catalog_properties = CASE WHEN %(set_catalog_properties)s THEN %(catalog_properties)s
+                              ELSE catalog_properties END,
+    -- a new policy deserves a fresh decision
+    next_check_at = CASE WHEN %(set_policy)s THEN now() ELSE next_check_at END,
+    updated_at = now()
+WHERE table_id = %(table_id)s
+RETURNING *;
+
+-- name: set_table_state
+UPDATE tms_tables
+SET state = %(state)s::tms_table_state,
+    next_check_at = CASE WHEN %(state)s = 'ACTIVE' THEN now() ELSE next_check_at END,
+    updated_at = now()
+WHERE table_id = %(table_id)s
+RETURNING *;
+
+-- name: delete_table
+DELETE FROM tms_tables t
+WHERE t.table_id = %(table_id)s
+  AND (%(force)s OR NOT EXISTS (SELECT 1 FROM tms_operations o
+                                WHERE o.table_pk = t.id AND o.state = 'RUNNING'))
+RETURNING id;
+
+-- name: claim_request
+-- request_id idempotency: the first caller inserts; a replay (or a concurrent twin, once the
+-- first commits) finds the existing row.
+INSERT INTO tms_requests (request_id, method, fingerprint, resource)
+VALUES (%(request_id)s, %(method)s, %(fingerprint)s, %(resource)s)
+ON CONFLICT (request_id) DO NOTHING
+RETURNING request_id;
+
+-- name: get_request
+SELECT * FROM tms_requests WHERE request_id = %(request_id)s;
+
+-- name: set_request_resource
+UPDATE tms_requests SET resource = %(resource)s WHERE request_id = %(request_id)s;
 
 -- name: lock_tables_for_commits
 -- A batch touching several tables locks their rows in id order first, so two concurrent
@@ -112,6 +162,35 @@ RETURNING id;
 SELECT id FROM tms_operations
 WHERE table_pk = %(table_pk)s AND action = %(action)s AND state IN ('QUEUED', 'RUNNING');
 
+-- name: insert_manual_operation
+INSERT INTO tms_operations (table_pk, action, priority, trigger, reason, params, metrics,
+                            max_attempts, retry_of)
+VALUES (%(table_pk)s, %(action)s, %(priority)s, %(trigger)s, %(reason)s, %(params)s, '{}',
+        %(max_attempts)s, %(retry_of)s)
+ON CONFLICT (table_pk, action) WHERE state IN ('QUEUED', 'RUNNING') DO NOTHING
+RETURNING id;
+
+-- name: cancel_queued
+UPDATE tms_operations
+SET state = 'CANCELLED', finished_at = now(), error = %(reason)s
+WHERE id = %(id)s AND state = 'QUEUED'
+RETURNING id;
+
+-- name: request_cancel
+UPDATE tms_operations SET cancel_requested = true
+WHERE id = %(id)s AND state = 'RUNNING'
+RETURNING id;
+
+-- name: explain_table
+SELECT a.action, d.decided_at, d.should_run, d.reason, d.metrics, d.operation_id,
+       d.scheduler_id,
+       (SELECT o.id FROM tms_operations o
+        WHERE o.table_pk = %(table_pk)s AND o.action = a.action
+          AND o.state IN ('QUEUED', 'RUNNING')) AS active_id
+FROM unnest(%(actions)s::text[]) WITH ORDINALITY AS a(action, pos)
+LEFT JOIN tms_decisions d ON d.table_pk = %(table_pk)s AND d.action = a.action
+ORDER BY a.pos;
+
 -- name: last_finished_operation
 SELECT * FROM tms_operations
 WHERE table_pk = %(table_pk)s AND action = %(action)s AND state = 'SUCCEEDED'
@@ -123,12 +202,13 @@ LIMIT 1;
 -- something. The one-RUNNING-per-table index is the final guard if two claims race.
 WITH c AS (
     SELECT o.id FROM tms_operations o
+    JOIN tms_tables t ON t.id = o.table_pk AND t.state = 'ACTIVE'
     WHERE o.state = 'QUEUED'
       AND NOT EXISTS (SELECT 1 FROM tms_operations r
                       WHERE r.table_pk = o.table_pk AND r.state = 'RUNNING')
     ORDER BY o.priority DESC, o.id
     LIMIT 1
-    FOR UPDATE SKIP LOCKED
+    FOR UPDATE OF o SKIP LOCKED
 )
 UPDATE tms_operations o
 SET state = 'RUNNING', attempt = o.attempt + 1, lease_owner = %(owner)s,
@@ -139,10 +219,11 @@ WHERE o.id = c.id AND o.state = 'QUEUED'
 RETURNING o.*;
 
 -- name: renew_lease
+-- Also tells the executor whether a cancel was requested.
 UPDATE tms_operations
 SET lease_expires_at = now() + make_interval(secs => %(lease_s)s)
 WHERE id = %(id)s AND state = 'RUNNING' AND attempt = %(attempt)s AND lease_owner = %(owner)s
-RETURNING id;
+RETURNING id, cancel_requested;
 
 -- name: set_engine_handle
 UPDATE tms_operations SET engine_handle = %(engine_handle)s
@@ -163,6 +244,15 @@ UPDATE tms_operations
 SET state = 'QUEUED', lease_owner = NULL, lease_expires_at = NULL,
     error = 'lease expired (executor lost) on attempt ' || attempt
 WHERE state = 'RUNNING' AND lease_expires_at < now() AND attempt < max_attempts
+  AND NOT cancel_requested
+RETURNING id, attempt;
+
+-- name: cancel_expired
+-- Reaper: a cancel was requested and the executor vanished: the cancel wins.
+UPDATE tms_operations
+SET state = 'CANCELLED', finished_at = now(), lease_expires_at = NULL,
+    error = 'cancelled (executor lost before it stopped the job)'
+WHERE state = 'RUNNING' AND lease_expires_at < now() AND cancel_requested
 RETURNING id, attempt;
 
 -- name: fail_expired
@@ -170,6 +260,7 @@ UPDATE tms_operations
 SET state = 'FAILED', finished_at = now(), lease_expires_at = NULL,
     error = 'lease expired (executor lost) on the last attempt ' || attempt
 WHERE state = 'RUNNING' AND lease_expires_at < now() AND attempt >= max_attempts
+  AND NOT cancel_requested
 RETURNING id, attempt;
 
 -- name: get_operation
@@ -182,6 +273,8 @@ SELECT o.*, t.table_id FROM tms_operations o JOIN tms_tables t ON t.id = o.table
 WHERE (%(table_id)s::text IS NULL OR t.table_id = %(table_id)s)
   AND (%(state)s::tms_operation_state IS NULL OR o.state = %(state)s::tms_operation_state)
   AND (%(action)s::text IS NULL OR o.action = %(action)s)
+  AND (%(created_after)s::timestamptz IS NULL OR o.created_at >= %(created_after)s)
+  AND (%(created_before)s::timestamptz IS NULL OR o.created_at < %(created_before)s)
   AND o.id < %(before_id)s
 ORDER BY o.id DESC
 LIMIT %(limit)s;
@@ -215,3 +308,7 @@ UPDATE tms_operations
 SET state = 'QUEUED', lease_owner = NULL, lease_expires_at = NULL, error = %(error)s
 WHERE id = %(id)s AND state = 'RUNNING' AND attempt = %(attempt)s AND lease_owner = %(owner)s
 RETURNING id;
+
+-- name: forget_request
+-- The request failed after reserving its id: free the id so a corrected retry can use it.
+DELETE FROM tms_requests WHERE request_id = %(request_id)s AND resource = '';

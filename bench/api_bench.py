@@ -1,0 +1,794 @@
+"""API benchmark: NotifyCommit on a real tms-api node against a no-op gRPC service and pgbench.
+
+A script, not a test. One run starts a throw-away PostgreSQL (``LocalPostgres``) in a temporary
+directory, applies the schema, then measures, each phase for a fixed time after a warm-up:
+
+1. ``noop``    the load generator against a no-op unary gRPC service (same method path, same
+               request, same server thread-pool size as tms-api, no database);
+2. ``notify``  the same generator against one ``tms-api`` process (``python -m tms_services.api``)
+               calling ``NotifyCommit`` with a unique commit id per call, spread over the
+               registered tables;
+3. ``pgbench`` single-row INSERT transactions into a scratch table shaped like
+               ``tms_commit_events``, with as many clients as the gRPC load;
+4. ``batch``   ``NotifyCommits`` with ``--batch-size`` commits per call.
+
+It prints one table and the ratios NotifyCommit / no-op (goal >= 0.70), NotifyCommit / pgbench
+and batch commits/s against 20,000. Everything listens on 127.0.0.1 and every process it starts
+(servers, load generators, PostgreSQL) is stopped at the end, on error and on Ctrl-C.
+
+Run from the repository root::
+
+    .venv/bin/python -m bench.api_bench [--seconds 10] [--json figures.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import multiprocessing as mp
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from array import array
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from concurrent import futures
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from multiprocessing.process import BaseProcess
+from multiprocessing.queues import Queue as MpQueue
+from multiprocessing.sharedctypes import Synchronized
+from multiprocessing.synchronize import Event as MpEvent
+from pathlib import Path
+from types import FrameType
+from typing import IO, Any
+
+import grpc
+import psycopg
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from tms.api.server import MAX_MESSAGE_BYTES, SERVER_THREADS, SERVICE_NAME
+from tms.local.ports import free_port
+from tms.local.postgres import PG_BIN_DIRS, PG_SUPERUSER, LocalPostgres
+from tms.storage.migrate import migrate
+from tms.v1 import tms_pb2
+
+NOTIFY_PATH = f"/{SERVICE_NAME}/NotifyCommit"
+BATCH_PATH = f"/{SERVICE_NAME}/NotifyCommits"
+DB_NAME = "tms"
+CATALOG = "bench"
+NAMESPACE = "ns"
+GOAL_NOTIFY_VS_NOOP = 0.70
+GOAL_BATCH_COMMITS_S = 20_000.0
+SERVER_START_TIMEOUT_S = 60.0
+CALL_TIMEOUT_S = 30.0
+STOP_GRACE_S = 10.0
+CLIENT_JOIN_SLACK_S = 60.0
+SCRATCH_TABLE = "bench_scratch_commits"
+_SERVER_OPTIONS = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                   ("grpc.so_reuseport", 0)]
+_CLIENT_OPTIONS = [("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                   ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                   ("grpc.use_local_subchannel_pool", 1)]
+
+
+class BenchError(RuntimeError):
+    pass
+
+
+# --------------------------------------------------------------------------------------------
+# the no-op server (runs in its own process: ``api_bench.py --serve-noop 127.0.0.1:PORT``)
+# --------------------------------------------------------------------------------------------
+def serve_noop(listen: str) -> None:
+    """A unary service at the NotifyCommit path that parses the request and answers at once."""
+
+    def notify(request: tms_pb2.NotifyCommitRequest,
+               context: grpc.ServicerContext) -> tms_pb2.NotifyCommitResponse:
+        return tms_pb2.NotifyCommitResponse(duplicate=False)
+
+    handler = grpc.method_handlers_generic_handler(SERVICE_NAME, {
+        "NotifyCommit": grpc.unary_unary_rpc_method_handler(
+            notify, request_deserializer=tms_pb2.NotifyCommitRequest.FromString,
+            response_serializer=tms_pb2.NotifyCommitResponse.SerializeToString),
+    })
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=SERVER_THREADS),
+                         options=_SERVER_OPTIONS)
+    server.add_generic_rpc_handlers((handler,))
+    if server.add_insecure_port(listen) == 0:
+        raise SystemExit(f"cannot listen on {listen}")
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    server.start()
+    stop.wait()
+    server.stop(0).wait()
+
+
+# --------------------------------------------------------------------------------------------
+# the load generator: N processes x T threads (or T asyncio tasks), closed loop
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LoadSpec:
+    target: str
+    tables: tuple[str, ...]
+    batch: int  # 0: one NotifyCommit per call; else NotifyCommits with this many commits
+    procs: int
+    threads: int
+    warmup_s: float
+    seconds: float
+    client: str  # "threads" or "aio"
+    run_id: str  # makes every commit id of the run unique
+
+
+@dataclass
+class WorkerResult:
+    calls: int = 0
+    commits: int = 0
+    duplicates: int = 0
+    entry_errors: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+    latencies: array = field(default_factory=lambda: array("d"))
+    failure: str = ""
+
+
+def _commit(table: str, commit_id: str) -> tms_pb2.NotifyCommitRequest:
+    return tms_pb2.NotifyCommitRequest(
+        table=table, commit_id=commit_id,
+        stats=tms_pb2.CommitStats(files_added=1, bytes_added=4096, operation="append"))
+
+
+class _Requests:
+    """Request factory of one generator thread: unique commit ids, tables round-robin."""
+
+    def __init__(self, spec: LoadSpec, worker: int, thread: int) -> None:
+        self._spec = spec
+        self._prefix = f"{spec.run_id}-{worker}-{thread}"
+        self._offset = worker * spec.threads + thread
+        self._seq = 0
+
+    def next(self) -> Any:
+        spec, n = self._spec, len(self._spec.tables)
+        seq = self._seq
+        self._seq += 1
+        if not spec.batch:
+            return _commit(spec.tables[(self._offset + seq) % n], f"{self._prefix}-{seq}")
+        base = self._offset + seq * spec.batch
+        return tms_pb2.NotifyCommitsRequest(commits=[
+            _commit(spec.tables[(base + k) % n], f"{self._prefix}-{seq}-{k}")
+            for k in range(spec.batch)])
+
+
+def _path_and_types(spec: LoadSpec) -> tuple[str, Callable[[Any], bytes], Callable[[bytes], Any]]:
+    if spec.batch:
+        return (BATCH_PATH, tms_pb2.NotifyCommitsRequest.SerializeToString,
+                tms_pb2.NotifyCommitsResponse.FromString)
+    return (NOTIFY_PATH, tms_pb2.NotifyCommitRequest.SerializeToString,
+            tms_pb2.NotifyCommitResponse.FromString)
+
+
+def _account(res: WorkerResult, spec: LoadSpec, reply: Any, latency: float) -> None:
+    res.calls += 1
+    res.latencies.append(latency)
+    if spec.batch:
+        for r in reply.results:
+            if r.HasField("error"):
+                res.entry_errors += 1
+            else:
+                res.commits += 1
+                res.duplicates += int(r.duplicate)
+    else:
+        res.commits += 1
+        res.duplicates += int(reply.duplicate)
+
+
+def _run_threads(spec: LoadSpec, worker: int, ready: MpQueue[int], go: MpEvent,
+                 t0: Synchronized[float]) -> WorkerResult:
+    path, ser, de = _path_and_types(spec)
+    res = WorkerResult()
+    lock = threading.Lock()
+    with grpc.insecure_channel(spec.target, options=_CLIENT_OPTIONS) as channel:
+        grpc.channel_ready_future(channel).result(timeout=SERVER_START_TIMEOUT_S)
+        call = channel.unary_unary(path, request_serializer=ser, response_deserializer=de)
+        ready.put(worker)
+        if not go.wait(SERVER_START_TIMEOUT_S):
+            raise BenchError("no start signal")
+        start = t0.value + spec.warmup_s
+        end = start + spec.seconds
+
+        def loop(thread: int) -> None:
+            mine = WorkerResult()
+            requests = _Requests(spec, worker, thread)
+            while (now := time.monotonic()) < end:
+                req = requests.next()
+                try:
+                    reply = call(req, timeout=CALL_TIMEOUT_S)
+                except grpc.RpcError as e:
+                    mine.errors[e.code().name] += 1  # type: ignore[attr-defined]
+                    if time.monotonic() < end:
+                        time.sleep(0.01)  # do not spin on a failing server
+                    continue
+                done = time.monotonic()
+                if start <= done <= end:
+                    _account(mine, spec, reply, done - now)
+            with lock:
+                _merge(res, mine)
+
+        threads = [threading.Thread(target=loop, args=(i,), daemon=True)
+                   for i in range(spec.threads)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(spec.warmup_s + spec.seconds + CALL_TIMEOUT_S + 5)
+    return res
+
+
+async def _run_aio(spec: LoadSpec, worker: int, ready: MpQueue[int], go: MpEvent,
+                   t0: Synchronized[float]) -> WorkerResult:
+    path, ser, de = _path_and_types(spec)
+    res = WorkerResult()
+    async with grpc.aio.insecure_channel(spec.target, options=_CLIENT_OPTIONS) as channel:
+        await asyncio.wait_for(channel.channel_ready(), SERVER_START_TIMEOUT_S)
+        call = channel.unary_unary(path, request_serializer=ser, response_deserializer=de)
+        ready.put(worker)
+        loop = asyncio.get_running_loop()
+        if not await loop.run_in_executor(None, go.wait, SERVER_START_TIMEOUT_S):
+            raise BenchError("no start signal")
+        start = t0.value + spec.warmup_s
+        end = start + spec.seconds
+
+        async def one(task: int) -> None:
+            requests = _Requests(spec, worker, task)
+            while (now := time.monotonic()) < end:
+                req = requests.next()
+                try:
+                    reply = await call(req, timeout=CALL_TIMEOUT_S)
+                except grpc.RpcError as e:
+                    res.errors[e.code().name] += 1  # type: ignore[attr-defined]
+                    await asyncio.sleep(0.01)
+                    continue
+                done = time.monotonic()
+                if start <= done <= end:
+                    _account(res, spec, reply, done - now)
+
+        await asyncio.gather(*(one(i) for i in range(spec.threads)))
+    return res
+
+
+def _merge(into: WorkerResult, other: WorkerResult) -> None:
+    into.calls += other.calls
+    into.commits += other.commits
+    into.duplicates += other.duplicates
+    into.entry_errors += other.entry_errors
+    into.errors.update(other.errors)
+    into.latencies.extend(other.latencies)
+    if other.failure and not into.failure:
+        into.failure = other.failure
+
+
+def _client_main(spec: LoadSpec, worker: int, ready: MpQueue[int], go: MpEvent,
+                 t0: Synchronized[float], results: MpQueue[WorkerResult]) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops us
+    try:
+        if spec.client == "aio":
+            res = asyncio.run(_run_aio(spec, worker, ready, go, t0))
+        else:
+            res = _run_threads(spec, worker, ready, go, t0)
+    except Exception as e:
+        res = WorkerResult(failure=f"{type(e).__name__}: {e}")
+        ready.put(worker)
+    results.put(res)
+
+
+@dataclass
+class PhaseResult:
+    name: str
+    status: str = "ok"
+    calls_s: float = 0.0
+    commits_s: float = 0.0
+    p50_ms: float = 0.0
+    p99_ms: float = 0.0
+    calls: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+    duplicates: int = 0
+    entry_errors: int = 0
+    concurrency: int = 0
+    batch_size: int = 0
+    seconds: float = 0.0
+    note: str = ""
+
+
+def _percentile(sorted_values: Sequence[float], pct: float) -> float:
+    if not sorted_values:
+        return 0.0
+    rank = max(1, math.ceil(pct / 100.0 * len(sorted_values)))
+    return sorted_values[min(rank, len(sorted_values)) - 1]
+
+
+class Children:
+    """Every process the benchmark starts, so that all of them are stopped on any exit."""
+
+    def __init__(self) -> None:
+        self.popens: list[subprocess.Popen[bytes]] = []
+        self.workers: list[BaseProcess] = []
+
+    def popen(self, argv: list[str], log: IO[bytes], env: dict[str, str] | None = None
+              ) -> subprocess.Popen[bytes]:
+        # A session of its own: Ctrl-C reaches only us, and we stop the child in order.
+        p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
+                             start_new_session=True)
+        self.popens.append(p)
+        return p
+
+    @staticmethod
+    def stop_popen(p: subprocess.Popen[bytes]) -> None:
+        if p.poll() is not None:
+            return
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(STOP_GRACE_S)
+
+    def stop_workers(self) -> None:
+        for w in self.workers:
+            if w.is_alive():
+                w.terminate()
+        for w in self.workers:
+            w.join(STOP_GRACE_S)
+            if w.is_alive():
+                w.kill()
+                w.join(STOP_GRACE_S)
+        self.workers.clear()
+
+    def stop_all(self) -> None:
+        self.stop_workers()
+        for p in reversed(self.popens):
+            try:
+                self.stop_popen(p)
+            except OSError:
+                pass
+        self.popens.clear()
+
+
+def run_load(name: str, spec: LoadSpec, children: Children,
+             on_start: Callable[[], None] | None = None) -> PhaseResult:
+    """Run ``spec`` in ``spec.procs`` processes; figures cover the window after the warm-up."""
+    ctx = mp.get_context("spawn")
+    ready: MpQueue[int] = ctx.Queue()
+    results: MpQueue[WorkerResult] = ctx.Queue()
+    go = ctx.Event()
+    t0: Synchronized[float] = ctx.Value("d", 0.0)  # type: ignore[assignment]
+    for w in range(spec.procs):
+        p = ctx.Process(target=_client_main, args=(spec, w, ready, go, t0, results),
+                        name=f"bench-client-{w}", daemon=True)
+        children.workers.append(p)
+        p.start()
+    for _ in range(spec.procs):
+        ready.get(timeout=SERVER_START_TIMEOUT_S)
+    t0.value = time.monotonic()
+    go.set()
+    if on_start is not None:
+        on_start()
+    total = WorkerResult()
+    deadline = time.monotonic() + spec.warmup_s + spec.seconds + CLIENT_JOIN_SLACK_S
+    for _ in range(spec.procs):
+        total_left = max(1.0, deadline - time.monotonic())
+        _merge(total, results.get(timeout=total_left))
+    children.stop_workers()
+    if total.failure:
+        raise BenchError(f"{name}: load generator failed: {total.failure}")
+    lat = sorted(total.latencies)
+    return PhaseResult(
+        name=name, calls_s=total.calls / spec.seconds, commits_s=total.commits / spec.seconds,
+        p50_ms=_percentile(lat, 50) * 1e3, p99_ms=_percentile(lat, 99) * 1e3,
+        calls=total.calls, errors=dict(total.errors), duplicates=total.duplicates,
+        entry_errors=total.entry_errors, concurrency=spec.procs * spec.threads,
+        batch_size=spec.batch, seconds=spec.seconds,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# servers
+# --------------------------------------------------------------------------------------------
+def _tail(path: Path, chars: int = 3000) -> str:
+    try:
+        return path.read_text(errors="replace")[-chars:]
+    except OSError:
+        return ""
+
+
+def _wait_serving(target: str, proc: subprocess.Popen[bytes], log: Path,
+                  probe: Callable[[grpc.Channel], bool]) -> None:
+    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+    with grpc.insecure_channel(target) as channel:
+        while True:
+            if proc.poll() is not None:
+                raise BenchError(f"server {target} exited with {proc.returncode}:\n{_tail(log)}")
+            try:
+                if probe(channel):
+                    return
+            except grpc.RpcError:
+                pass
+            if time.monotonic() > deadline:
+                raise BenchError(f"server {target} not serving after "
+                                 f"{SERVER_START_TIMEOUT_S:.0f} s:\n{_tail(log)}")
+            time.sleep(0.1)
+
+
+def start_noop(children: Children, workdir: Path) -> tuple[str, subprocess.Popen[bytes]]:
+    target = f"127.0.0.1:{free_port()}"
+    log_path = workdir / "noop.log"
+    with log_path.open("wb") as log:
+        proc = children.popen([sys.executable, str(Path(__file__).resolve()),
+                               "--serve-noop", target], log)
+
+    def probe(channel: grpc.Channel) -> bool:
+        call = channel.unary_unary(NOTIFY_PATH,
+                                   request_serializer=tms_pb2.NotifyCommitRequest.SerializeToString,
+                                   response_deserializer=tms_pb2.NotifyCommitResponse.FromString)
+        call(_commit("tables/x", "probe"), timeout=1.0)
+        return True
+
+    _wait_serving(target, proc, log_path, probe)
+    return target, proc
+
+
+def start_api(children: Children, workdir: Path, dsn: str
+              ) -> tuple[str, subprocess.Popen[bytes]]:
+    target = f"127.0.0.1:{free_port()}"
+    log_path = workdir / "api.log"
+    env = dict(os.environ, TMS_DATABASE_URL=dsn)
+    with log_path.open("wb") as log:
+        proc = children.popen([sys.executable, "-m", "tms_services.api", "--listen", target],
+                              log, env=env)
+
+    def probe(channel: grpc.Channel) -> bool:
+        reply = health_pb2_grpc.HealthStub(channel).Check(
+            health_pb2.HealthCheckRequest(service=SERVICE_NAME), timeout=1.0)
+        return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
+
+    _wait_serving(target, proc, log_path, probe)
+    return target, proc
+
+
+def register_tables(target: str, count: int) -> tuple[str, ...]:
+    names = []
+    with grpc.insecure_channel(target) as channel:
+        register = channel.unary_unary(
+            f"/{SERVICE_NAME}/RegisterTable",
+            request_serializer=tms_pb2.RegisterTableRequest.SerializeToString,
+            response_deserializer=tms_pb2.Table.FromString)
+        for i in range(count):
+            table_id = f"bench_{i:04d}"
+            table = register(tms_pb2.RegisterTableRequest(
+                table_id=table_id,
+                table=tms_pb2.Table(format="iceberg", catalog=CATALOG, namespace=NAMESPACE,
+                                    table_name=table_id,
+                                    catalog_properties={"type": "sql", "uri": "x"})),
+                timeout=CALL_TIMEOUT_S)
+            names.append(table.name)
+    return tuple(names)
+
+
+def probe_batch(target: str, table: str, run_id: str) -> str:
+    """'ok', or the status code name when NotifyCommits cannot be called (e.g. UNIMPLEMENTED)."""
+    with grpc.insecure_channel(target) as channel:
+        call = channel.unary_unary(BATCH_PATH,
+                                   request_serializer=tms_pb2.NotifyCommitsRequest.SerializeToString,
+                                   response_deserializer=tms_pb2.NotifyCommitsResponse.FromString)
+        try:
+            reply = call(tms_pb2.NotifyCommitsRequest(commits=[
+                _commit(table, f"{run_id}-probe-{k}") for k in range(2)]),
+                timeout=CALL_TIMEOUT_S)
+        except grpc.RpcError as e:
+            return str(e.code().name)  # type: ignore[attr-defined]
+    if len(reply.results) != 2 or any(r.HasField("error") for r in reply.results):
+        return f"unexpected reply: {reply}"
+    return "ok"
+
+
+# --------------------------------------------------------------------------------------------
+# pgbench
+# --------------------------------------------------------------------------------------------
+def _pgbench_bin() -> str:
+    for d in PG_BIN_DIRS:
+        if (Path(d) / "pgbench").exists():
+            return str(Path(d) / "pgbench")
+    found = shutil.which("pgbench")
+    if not found:
+        raise BenchError("pgbench not found (Debian package postgresql-client / postgresql)")
+    return found
+
+
+PGBENCH_SCRIPT = f"""\\set t random(1, 100)
+INSERT INTO {SCRATCH_TABLE} (table_pk, commit_id, files_added, bytes_added, operation_type)
+VALUES (:t, gen_random_uuid()::text, 1, 4096, 'append');
+"""
+_TPS_RE = re.compile(r"^tps = ([0-9.]+) \(without initial connection time\)", re.MULTILINE)
+
+
+def run_pgbench(pg: LocalPostgres, clients: int, jobs: int, warmup_s: float, seconds: float,
+                workdir: Path) -> PhaseResult:
+    """Single-row INSERT transactions (prepared statements) into a copy of the events table."""
+    with psycopg.connect(pg.dsn(DB_NAME), autocommit=True) as conn:
+        conn.execute(f"DROP TABLE IF EXISTS {SCRATCH_TABLE}")
+        conn.execute(f"""CREATE TABLE {SCRATCH_TABLE} (
+            table_pk bigint NOT NULL, commit_id text NOT NULL, commit_time timestamptz,
+            received_at timestamptz NOT NULL DEFAULT now(), files_added bigint,
+            bytes_added bigint, operation_type text NOT NULL DEFAULT '',
+            PRIMARY KEY (table_pk, commit_id))""")
+    pgdir = workdir / "pgbench"
+    pgdir.mkdir()
+    script = pgdir / "insert.sql"
+    script.write_text(PGBENCH_SCRIPT)
+    secs = max(1, math.ceil(seconds))
+    base = [_pgbench_bin(), "-n", "-h", "127.0.0.1", "-p", str(pg.port), "-U", PG_SUPERUSER,
+            "-c", str(clients), "-j", str(max(1, min(jobs, clients))), "-M", "prepared",
+            "-f", str(script)]
+    if warmup_s > 0:
+        _run_checked([*base, "-T", str(max(1, math.ceil(warmup_s))), DB_NAME], pgdir,
+                     warmup_s + CLIENT_JOIN_SLACK_S)
+    out = _run_checked([*base, "-T", str(secs), "-l", "--log-prefix", str(pgdir / "tx"),
+                        DB_NAME], pgdir, secs + CLIENT_JOIN_SLACK_S)
+    m = _TPS_RE.search(out)
+    if not m:
+        raise BenchError(f"no tps in pgbench output:\n{out}")
+    lat: list[float] = []
+    for log in pgdir.glob("tx.*"):
+        for line in log.read_text().splitlines():
+            parts = line.split()
+            if len(parts) >= 3:
+                lat.append(int(parts[2]) / 1e6)  # per-transaction latency in microseconds
+    lat.sort()
+    tps = float(m.group(1))
+    return PhaseResult(name="pgbench INSERT", calls_s=tps, commits_s=tps,
+                       p50_ms=_percentile(lat, 50) * 1e3, p99_ms=_percentile(lat, 99) * 1e3,
+                       calls=len(lat), concurrency=clients, seconds=float(secs))
+
+
+def _run_checked(argv: list[str], cwd: Path, timeout_s: float) -> str:
+    res = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout_s,
+                         start_new_session=True)
+    if res.returncode != 0:
+        raise BenchError(f"{Path(argv[0]).name} failed ({res.returncode}):\n"
+                         f"{res.stdout[-2000:]}\n{res.stderr[-2000:]}")
+    return res.stdout
+
+
+# --------------------------------------------------------------------------------------------
+# profiling (optional): py-spy on the API process during the NotifyCommit window
+# --------------------------------------------------------------------------------------------
+def _py_spy_starter(children: Children, pid: int, out: Path, warmup_s: float, seconds: float,
+                    workdir: Path) -> Callable[[], None]:
+    exe = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    if not Path(exe).exists():
+        raise BenchError("--py-spy needs py-spy (pip install py-spy into the venv)")
+    fmt = {".svg": "flamegraph", ".json": "speedscope"}.get(out.suffix, "raw")
+
+    def start() -> None:
+        def later() -> None:
+            time.sleep(warmup_s)
+            with (workdir / "py-spy.log").open("wb") as log:
+                children.popen([exe, "record", "--pid", str(pid), "--duration",
+                                str(max(1, int(seconds))), "--rate", "200", "--format", fmt,
+                                "--nonblocking", "--threads", "-o", str(out)], log)
+
+        threading.Thread(target=later, daemon=True).start()
+
+    return start
+
+
+# --------------------------------------------------------------------------------------------
+# report
+# --------------------------------------------------------------------------------------------
+def _ratio(a: PhaseResult | None, b: PhaseResult | None, attr: str = "calls_s") -> float | None:
+    if a is None or b is None or a.status != "ok" or b.status != "ok":
+        return None
+    den = getattr(b, attr)
+    return getattr(a, attr) / den if den else None
+
+
+def render(phases: list[PhaseResult], ratios: dict[str, float | None]) -> str:
+    lines = [f"{'phase':<28}{'conc':>6}{'calls/s':>11}{'commits/s':>12}{'p50 ms':>9}"
+             f"{'p99 ms':>9}  errors"]
+    for p in phases:
+        label = p.name + (f" x{p.batch_size}" if p.batch_size else "")
+        if p.status != "ok":
+            lines.append(f"{label:<28}{p.concurrency:>6}  {p.status}")
+            continue
+        errs = ", ".join(f"{k}={v}" for k, v in sorted(p.errors.items())) or "0"
+        if p.entry_errors:
+            errs += f", entries={p.entry_errors}"
+        if p.duplicates:
+            errs += f", duplicates={p.duplicates}"
+        lines.append(f"{label:<28}{p.concurrency:>6}{p.calls_s:>11.1f}{p.commits_s:>12.1f}"
+                     f"{p.p50_ms:>9.2f}{p.p99_ms:>9.2f}  {errs}")
+    lines.append("")
+
+    def fmt(key: str, label: str, goal: float | None) -> str:
+        value = ratios.get(key)
+        if value is None:
+            return f"{label:<36}n/a"
+        verdict = "" if goal is None else ("  ok" if value >= goal else "  BELOW GOAL")
+        goal_s = "" if goal is None else f"  (goal >= {goal:.2f})"
+        return f"{label:<36}{value:>6.2f}{goal_s}{verdict}"
+
+    lines.append(fmt("notify_vs_noop", "NotifyCommit / no-op", GOAL_NOTIFY_VS_NOOP))
+    lines.append(fmt("notify_vs_pgbench", "NotifyCommit / pgbench", None))
+    lines.append(fmt("batch_vs_goal", f"batch commits/s / {GOAL_BATCH_COMMITS_S:,.0f}", 1.0))
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------
+# main
+# --------------------------------------------------------------------------------------------
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    p.add_argument("--seconds", type=float, default=10.0, help="measured time per phase")
+    p.add_argument("--warmup", type=float, default=2.0, help="warm-up per phase, not measured")
+    p.add_argument("--procs", type=int, default=2, help="load-generator processes")
+    p.add_argument("--threads", type=int, default=8,
+                   help="concurrent calls per load-generator process")
+    p.add_argument("--client", choices=("threads", "aio"), default="threads",
+                   help="blocking stubs in threads, or grpc.aio tasks")
+    p.add_argument("--tables", type=int, default=100, help="iceberg tables to register")
+    p.add_argument("--batch-size", type=int, default=500, help="commits per NotifyCommits")
+    p.add_argument("--batch-threads", type=int, default=1,
+                   help="concurrent NotifyCommits calls per load-generator process")
+    p.add_argument("--only", default="noop,notify,pgbench,batch",
+                   help="comma-separated phases to run")
+    p.add_argument("--json", type=Path, help="also write the figures to this file")
+    p.add_argument("--py-spy", type=Path,
+                   help="profile the API process during the NotifyCommit window with py-spy "
+                        "(.svg flamegraph, .json speedscope, else raw collapsed stacks)")
+    p.add_argument("--serve-noop", metavar="HOST:PORT", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.seconds <= 0 or args.warmup < 0 or args.procs < 1 or args.threads < 1:
+        p.error("--seconds > 0, --warmup >= 0, --procs >= 1 and --threads >= 1")
+    if not 1 <= args.batch_size <= 1000:
+        p.error("--batch-size must be 1-1000")
+    if args.tables < 1:
+        p.error("--tables must be >= 1")
+    args.only = {s.strip() for s in args.only.split(",") if s.strip()}
+    unknown = args.only - {"noop", "notify", "pgbench", "batch"}
+    if unknown:
+        p.error(f"unknown phases: {', '.join(sorted(unknown))}")
+    return args
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    run_id = f"r{int(time.time())}"
+    concurrency = args.procs * args.threads
+    phases: dict[str, PhaseResult] = {}
+    children = Children()
+    tmp = Path(tempfile.mkdtemp(prefix="tms-bench-"))
+    tmp.chmod(0o755)  # the server runs as the postgres user when we are root
+    pg: LocalPostgres | None = None
+
+    def spec(target: str, tables: tuple[str, ...], batch: int, threads: int) -> LoadSpec:
+        return LoadSpec(target=target, tables=tables, batch=batch, procs=args.procs,
+                        threads=threads, warmup_s=args.warmup, seconds=args.seconds,
+                        client=args.client, run_id=run_id)
+
+    def say(msg: str) -> None:
+        print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+    try:
+        if "noop" in args.only:
+            say(f"no-op gRPC server, {concurrency} concurrent calls ({args.client}), "
+                f"{args.warmup:g}+{args.seconds:g} s")
+            target, proc = start_noop(children, tmp)
+            phases["noop"] = run_load("no-op unary gRPC", spec(
+                target, ("tables/noop",), 0, args.threads), children)
+            children.stop_popen(proc)
+
+        if args.only & {"notify", "pgbench", "batch"}:
+            say("PostgreSQL")
+            pg = LocalPostgres(tmp / "pg").start()
+            dsn = pg.create_database(DB_NAME)
+            migrate(dsn)
+
+        if args.only & {"notify", "batch"}:
+            assert pg is not None
+            say("tms-api")
+            target, api = start_api(children, tmp, dsn)
+            say(f"registering {args.tables} tables")
+            tables = register_tables(target, args.tables)
+            if "notify" in args.only:
+                say(f"NotifyCommit, {concurrency} concurrent calls, "
+                    f"{args.warmup:g}+{args.seconds:g} s")
+                on_start = (_py_spy_starter(children, api.pid, args.py_spy, args.warmup,
+                                            args.seconds, tmp) if args.py_spy else None)
+                phases["notify"] = run_load("NotifyCommit", spec(
+                    target, tables, 0, args.threads), children, on_start)
+            if "batch" in args.only:
+                status = probe_batch(target, tables[0], run_id)
+                bconc = args.procs * args.batch_threads
+                if status == "ok":
+                    say(f"NotifyCommits x{args.batch_size}, {bconc} concurrent calls")
+                    phases["batch"] = run_load("NotifyCommits", spec(
+                        target, tables, args.batch_size, args.batch_threads), children)
+                else:
+                    say(f"NotifyCommits not measurable: {status}")
+                    phases["batch"] = PhaseResult(name="NotifyCommits", status=status,
+                                                  concurrency=bconc, batch_size=args.batch_size)
+            children.stop_popen(api)
+            if api.returncode not in (0, -signal.SIGTERM):
+                say(f"tms-api exited with {api.returncode}:\n{_tail(tmp / 'api.log')}")
+
+        if "pgbench" in args.only:
+            assert pg is not None
+            say(f"pgbench, {concurrency} clients")
+            phases["pgbench"] = run_pgbench(pg, concurrency, args.procs, args.warmup,
+                                            args.seconds, tmp)
+    finally:
+        children.stop_all()
+        if pg is not None:
+            pg.stop("immediate")
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    ratios = {
+        "notify_vs_noop": _ratio(phases.get("notify"), phases.get("noop")),
+        "notify_vs_pgbench": _ratio(phases.get("notify"), phases.get("pgbench")),
+        "batch_vs_goal": (phases["batch"].commits_s / GOAL_BATCH_COMMITS_S
+                          if "batch" in phases and phases["batch"].status == "ok" else None),
+    }
+    order = [phases[k] for k in ("noop", "notify", "pgbench", "batch") if k in phases]
+    print(render(order, ratios))
+    return {
+        "config": {"seconds": args.seconds, "warmup_s": args.warmup, "procs": args.procs,
+                   "threads": args.threads, "client": args.client, "tables": args.tables,
+                   "batch_size": args.batch_size, "batch_threads": args.batch_threads,
+                   "server_threads": SERVER_THREADS, "cpus": os.cpu_count()},
+        "phases": {k: asdict(v) for k, v in phases.items()},
+        "ratios": ratios,
+        "goals": {"notify_vs_noop": GOAL_NOTIFY_VS_NOOP, "batch_commits_s": GOAL_BATCH_COMMITS_S},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.serve_noop:
+        serve_noop(args.serve_noop)
+        return 0
+    try:
+        with _sigterm_as_interrupt():
+            figures = run(args)
+    except KeyboardInterrupt:
+        print("[bench] interrupted; everything stopped", file=sys.stderr)
+        return 130
+    except BenchError as e:
+        print(f"[bench] failed: {e}", file=sys.stderr)
+        return 1
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""What every RPC handler shares: authentication, error mapping, table lookup with scope checks,
+page tokens and request_id idempotency."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import grpc
+import psycopg
+import psycopg_pool
+import structlog
+from google.protobuf.message import Message
+
+from tms.api import pagination
+from tms.api import validate as v
+from tms.api.allowlist import RegistrationAllowlist
+from tms.api.auth import Authenticator, Principal, permission_denied
+from tms.api.errors import ApiError, not_found, unavailable
+from tms.domain import TableRecord
+from tms.formats.base import TableFormatPlugin
+from tms.storage.base import Store
+
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 1000
+MAX_REQUEST_ID_LEN = 128
+
+log = structlog.get_logger("tms.api")
+R = TypeVar("R")
+
+
+def rpc(fn: Callable[..., R]) -> Callable[..., R]:
+    """Authenticate, authorize by method, run, and map every failure to a proper status."""
+
+    @functools.wraps(fn)
+    def wrapper(self: ServicerBase, request: Any, context: grpc.ServicerContext) -> R:
+        try:
+            principal = self.auth.authenticate(context.invocation_metadata())  # type: ignore[arg-type]
+            self.auth.authorize(principal, fn.__name__)
+            return fn(self, request, context, principal)
+        except ApiError as e:
+            context.abort_with_status(e.to_status())
+        except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as e:
+            log.warning("database unavailable", method=fn.__name__, error=str(e))
+            context.abort_with_status(unavailable("database unavailable, retry").to_status())
+        raise AssertionError("unreachable")  # abort_with_status always raises
+
+    return wrapper
+
+
+class ServicerBase:
+    def __init__(self, store: Store, formats: dict[str, TableFormatPlugin],
+                 auth: Authenticator | None = None,
+                 allowlist: RegistrationAllowlist | None = None) -> None:
+        self.store = store
+        self.formats = formats
+        self.auth = auth or Authenticator.disabled()
+        self.allowlist = allowlist or RegistrationAllowlist()
+
+    @staticmethod
+    def check_scope(principal: Principal, table_id: str, owner: str | None) -> None:
+        if not principal.allows(table_id, owner):
+            raise permission_denied(f"token {principal.name!r} may not access "
+                                    f"tables/{table_id}", table=f"tables/{table_id}")
+
+    def load_table(self, table_id: str, principal: Principal, resource: str) -> TableRecord:
+        """The table, or NOT_FOUND; PERMISSION_DENIED when outside the token's scope."""
+        if principal.scoped and not principal.owner_scoped:
+            self.check_scope(principal, table_id, None)  # before the lookup: no existence leak
+        table = self.store.get_table(table_id)
+        if table is None:
+            raise not_found(resource)
+        self.check_scope(principal, table_id, table.owner)
+        return table
+
+    @staticmethod
+    def page_token(p: v.Problems, token: str, query: dict[str, Any], key_type: type,
+                   default: Any) -> Any:
+        v.string(p, "page_token", token, v.MAX_PAGE_TOKEN_LEN)
+        if not token or p:
+            return default
+        try:
+            return pagination.decode(token, query, key_type)
+        except pagination.BadPageToken as e:
+            p.append(("page_token", str(e)))
+            return default
+
+    def replay(self, request_id: str, method: str, request: Message) -> str | None:
+        """Reserve ``request_id`` for this request. Returns the resource name the first call
+        produced when this is a replay; None when the caller should do the work."""
+        fingerprint = hashlib.sha256(request.SerializeToString(deterministic=True)).hexdigest()
+        earlier = self.store.claim_request(request_id, method, fingerprint)
+        if earlier is None:
+            return None
+        if earlier["method"] != method or earlier["fingerprint"] != fingerprint:
+            raise ApiError(grpc.StatusCode.INVALID_ARGUMENT,
+                           "request_id was already used for a different request",
+                           "REQUEST_ID_REUSED", [("request_id", "already used")])
+        if not earlier["resource"]:
+            raise ApiError(grpc.StatusCode.ABORTED,
+                           "a request with this request_id is still in progress; retry",
+                           "REQUEST_IN_PROGRESS")
+        return str(earlier["resource"])

@@ -1,0 +1,212 @@
+"""Table RPCs: register, get, list, update (field mask), deregister, pause, resume."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import grpc
+from google.protobuf import empty_pb2
+
+from tms.api import convert, pagination
+from tms.api import validate as v
+from tms.api.auth import Principal, permission_denied
+from tms.api.base import (
+    DEFAULT_PAGE_SIZE,
+    MAX_PAGE_SIZE,
+    MAX_REQUEST_ID_LEN,
+    ServicerBase,
+    log,
+    rpc,
+)
+from tms.api.errors import ApiError, already_exists, invalid, not_found
+from tms.domain import TableRecord, TableSpec, TableState, TableUpdate
+from tms.v1 import tms_pb2
+
+UPDATABLE_PATHS = ("owner", "queue", "priority", "policy", "catalog_properties")
+
+
+def _spec_of(t: TableRecord) -> TableSpec:
+    return TableSpec(t.table_id, t.format, t.catalog, t.namespace, t.table_name, t.base_path,
+                     t.catalog_properties, t.owner, t.queue, t.priority, t.policy)
+
+
+class TablesMixin(ServicerBase):
+    def validate_spec(self, p: v.Problems, s: TableSpec) -> None:
+        plugin = self.formats.get(s.format)
+        known = ", ".join(sorted(self.formats))
+        if not s.format:
+            p.append(("table.format", f"required; one of: {known}"))
+        elif plugin is None:
+            p.append(("table.format", f"unknown format {s.format[:40]!r}; one of: {known}"))
+        v.string(p, "table.catalog", s.catalog)
+        v.string(p, "table.namespace", s.namespace)
+        v.string(p, "table.table_name", s.table_name)
+        v.path(p, "table.base_path", s.base_path)
+        if not s.table_name and not s.base_path:
+            p.append(("table.table_name", "table_name or base_path is required"))
+        v.string_map(p, "table.catalog_properties", s.catalog_properties)
+        v.string_map(p, "table.policy", s.policy)
+        v.string(p, "table.owner", s.owner, v.MAX_OWNER_LEN)
+        v.pattern(p, "table.queue", s.queue, v.QUEUE_RE, "1-63 of a-z 0-9 _ -")
+        if not -1000 <= s.priority <= 1000:
+            p.append(("table.priority", f"must be between -1000 and 1000, got {s.priority}"))
+        if plugin is not None and not p:
+            p.extend(plugin.validate(s))
+
+    def check_allowed(self, spec: TableSpec) -> None:
+        problems = self.allowlist.check(spec)
+        if problems:
+            err = permission_denied("table is outside the allowed catalogs / locations")
+            err.violations = problems
+            raise err
+
+    @rpc
+    def RegisterTable(self, request: tms_pb2.RegisterTableRequest, context: grpc.ServicerContext,
+                      principal: Principal) -> tms_pb2.Table:
+        p: v.Problems = []
+        v.pattern(p, "table_id", request.table_id, v.TABLE_ID_RE,
+                  "1-63 of a-z 0-9 _ . - starting with a letter")
+        v.string(p, "request_id", request.request_id, MAX_REQUEST_ID_LEN)
+        if not request.HasField("table"):
+            raise invalid([*p, ("table", "required")])
+        t = request.table
+        spec = TableSpec(
+            table_id=request.table_id, format=t.format, catalog=t.catalog,
+            namespace=t.namespace, table_name=t.table_name, base_path=t.base_path,
+            catalog_properties=dict(t.catalog_properties), owner=t.owner,
+            queue=t.queue or "default", priority=t.priority, policy=dict(t.policy),
+        )
+        self.validate_spec(p, spec)
+        if p:
+            raise invalid(p)
+        self.check_scope(principal, spec.table_id, spec.owner)
+        self.check_allowed(spec)
+        if request.request_id:
+            earlier = self.replay(request.request_id, "RegisterTable", request)
+            if earlier is not None:
+                return self._get(earlier.removeprefix("tables/"), principal, earlier)
+        try:
+            rec = self.store.register_table(spec)
+            if rec is None:
+                raise already_exists(f"tables/{spec.table_id}")
+        except BaseException:
+            if request.request_id:
+                self.store.forget_request(request.request_id)
+            raise
+        if request.request_id:
+            self.store.set_request_resource(request.request_id, rec.name)
+        log.info("table registered", table=rec.table_id, format=rec.format,
+                 principal=principal.name)
+        return convert.table_to_pb(rec)
+
+    def _get(self, table_id: str, principal: Principal, resource: str) -> tms_pb2.Table:
+        return convert.table_to_pb(self.load_table(table_id, principal, resource))
+
+    def _name(self, name: str, field: str = "name") -> str:
+        p: v.Problems = []
+        table_id = v.table_name(p, field, name)
+        if p:
+            raise invalid(p)
+        return table_id
+
+    @rpc
+    def GetTable(self, request: tms_pb2.GetTableRequest, context: grpc.ServicerContext,
+                 principal: Principal) -> tms_pb2.Table:
+        return self._get(self._name(request.name), principal, request.name)
+
+    @rpc
+    def ListTables(self, request: tms_pb2.ListTablesRequest, context: grpc.ServicerContext,
+                   principal: Principal) -> tms_pb2.ListTablesResponse:
+        p: v.Problems = []
+        size = v.page_size(p, request.page_size, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
+        v.string(p, "format", request.format, 32)
+        v.string(p, "owner", request.owner, v.MAX_OWNER_LEN)
+        v.pattern(p, "queue", request.queue, v.QUEUE_RE, "a queue name", required=False)
+        state = None
+        if request.state not in tms_pb2.Table.State.values():
+            p.append(("state", f"unknown state {request.state}"))
+        elif request.state:
+            state = TableState(tms_pb2.Table.State.Name(request.state))
+        query = {"m": "tables", "format": request.format, "state": request.state,
+                 "owner": request.owner, "queue": request.queue}
+        after = self.page_token(p, request.page_token, query, str, "")
+        if p:
+            raise invalid(p)
+        rows = self.store.list_tables(after, size + 1, request.format or None, state,
+                                      request.owner or None, request.queue or None)
+        more = len(rows) > size
+        rows = rows[:size]
+        token = pagination.encode(query, rows[-1].table_id) if more else ""
+        # a scoped token sees only its tables (a page may then hold fewer than page_size)
+        visible = [r for r in rows if principal.allows(r.table_id, r.owner)]
+        return tms_pb2.ListTablesResponse(tables=[convert.table_to_pb(r) for r in visible],
+                                          next_page_token=token)
+
+    @rpc
+    def UpdateTable(self, request: tms_pb2.UpdateTableRequest, context: grpc.ServicerContext,
+                    principal: Principal) -> tms_pb2.Table:
+        if not request.HasField("table"):
+            raise invalid([("table", "required")])
+        table_id = self._name(request.table.name, "table.name")
+        paths = list(request.update_mask.paths)
+        bad = [x for x in paths if x not in UPDATABLE_PATHS]
+        if not paths or bad:
+            raise invalid([("update_mask", f"paths must be among {', '.join(UPDATABLE_PATHS)}"
+                                           + (f"; not {bad[0][:40]!r}" if bad else ""))])
+        current = self.load_table(table_id, principal, request.table.name)
+        t = request.table
+        props = {k: (current.catalog_properties.get(k, val) if val == convert.REDACTED else val)
+                 for k, val in t.catalog_properties.items()}  # a redacted echo keeps the secret
+        changes = TableUpdate(
+            owner=t.owner if "owner" in paths else None,
+            queue=(t.queue or "default") if "queue" in paths else None,
+            priority=t.priority if "priority" in paths else None,
+            policy=dict(t.policy) if "policy" in paths else None,
+            catalog_properties=props if "catalog_properties" in paths else None,
+        )
+        merged = replace(_spec_of(current), **{
+            k: getattr(changes, k) for k in UPDATABLE_PATHS if getattr(changes, k) is not None})
+        p: v.Problems = []
+        self.validate_spec(p, merged)
+        if p:
+            raise invalid(p)
+        self.check_scope(principal, merged.table_id, merged.owner)
+        self.check_allowed(merged)
+        rec = self.store.update_table(table_id, changes)
+        if rec is None:
+            raise not_found(request.table.name)
+        log.info("table updated", table=table_id, paths=paths, principal=principal.name)
+        return convert.table_to_pb(rec)
+
+    @rpc
+    def DeregisterTable(self, request: tms_pb2.DeregisterTableRequest,
+                        context: grpc.ServicerContext, principal: Principal) -> empty_pb2.Empty:
+        table_id = self._name(request.name)
+        self.load_table(table_id, principal, request.name)
+        if not self.store.delete_table(table_id, request.force):
+            if self.store.get_table(table_id) is None:
+                raise not_found(request.name)
+            raise ApiError(grpc.StatusCode.FAILED_PRECONDITION,
+                           f"{request.name} has a running operation; cancel it or use force",
+                           "OPERATION_RUNNING", metadata={"resource": request.name})
+        log.info("table deregistered", table=table_id, principal=principal.name)
+        return empty_pb2.Empty()
+
+    def _set_state(self, name: str, principal: Principal, state: TableState) -> tms_pb2.Table:
+        table_id = self._name(name)
+        self.load_table(table_id, principal, name)
+        rec = self.store.set_table_state(table_id, state)
+        if rec is None:
+            raise not_found(name)
+        log.info("table state set", table=table_id, state=state.value, principal=principal.name)
+        return convert.table_to_pb(rec)
+
+    @rpc
+    def PauseTable(self, request: tms_pb2.PauseTableRequest, context: grpc.ServicerContext,
+                   principal: Principal) -> tms_pb2.Table:
+        return self._set_state(request.name, principal, TableState.PAUSED)
+
+    @rpc
+    def ResumeTable(self, request: tms_pb2.ResumeTableRequest, context: grpc.ServicerContext,
+                    principal: Principal) -> tms_pb2.Table:
+        return self._set_state(request.name, principal, TableState.ACTIVE)
