@@ -1,0 +1,51 @@
+"""An in-process API server on a fresh database, with optional auth, allowlist and TLS."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+import pytest
+
+from tms.api.server import ApiServer
+from tms.formats.registry import load_formats
+from tms.local.ports import free_port
+from tms.storage.postgres import PostgresStore
+from tms.v1 import tms_pb2_grpc
+
+
+@dataclass
+class Api:
+    server: ApiServer
+    store: PostgresStore
+    address: str
+
+    def stub(self, channel: grpc.Channel | None = None) -> tms_pb2_grpc.TableManagementServiceStub:
+        return tms_pb2_grpc.TableManagementServiceStub(
+            channel or grpc.insecure_channel(self.address))
+
+
+@pytest.fixture
+def make_api(db_dsn: str) -> Iterator[Callable[..., Api]]:
+    started: list[Api] = []
+
+    def factory(**kwargs: Any) -> Api:
+        store = PostgresStore(db_dsn)
+        address = f"127.0.0.1:{free_port()}"
+        server = ApiServer(store, load_formats(), address, **kwargs)
+        server.start()
+        api = Api(server, store, address)
+        started.append(api)
+        return api
+
+    yield factory
+    for api in started:
+        api.server.stop(0)
+        api.store.close()
+
+
+@pytest.fixture
+def api(make_api: Callable[..., Api]) -> Api:
+    return make_api()

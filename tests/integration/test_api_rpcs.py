@@ -1,0 +1,243 @@
+"""Every RPC beyond the basics: idempotent registration, field-mask updates, pause / resume,
+deregistration, batch commits, trigger / cancel / retry transitions, listing, ExplainTable."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+from google.protobuf import field_mask_pb2, timestamp_pb2
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+
+from tests.integration.test_api import error_of, iceberg_table
+from tms.domain import Decision, Lease, OperationState, Outcome
+from tms.v1 import tms_pb2
+
+pytestmark = pytest.mark.integration
+OP = tms_pb2.Operation
+
+
+def register(stub, table_id: str = "events", request_id: str = "", **over) -> tms_pb2.Table:
+    over.setdefault("table_name", table_id.replace(".", "_"))
+    return stub.RegisterTable(tms_pb2.RegisterTableRequest(
+        table_id=table_id, table=iceberg_table(**over), request_id=request_id))
+
+
+def error_info(call) -> tuple[grpc.StatusCode, dict[str, str]]:
+    with pytest.raises(grpc.RpcError) as info:
+        call()
+    status = rpc_status.from_call(info.value)
+    meta: dict[str, str] = {}
+    for d in status.details if status else []:
+        if d.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+            ei = error_details_pb2.ErrorInfo()
+            d.Unpack(ei)
+            meta = dict(ei.metadata)
+            meta["reason"] = ei.reason
+    return info.value.code(), meta
+
+
+def trigger(stub, table: str = "tables/events", **kw) -> tms_pb2.Operation:
+    return stub.TriggerOperation(tms_pb2.TriggerOperationRequest(
+        parent=table, action="compaction", **kw))
+
+
+def test_register_request_id_replay(api) -> None:
+    stub = api.stub()
+    first = register(stub, request_id="req-1", owner="team-a")
+    again = register(stub, request_id="req-1", owner="team-a")
+    assert again == first
+    code, fields = error_of(lambda: register(stub, request_id="req-1", owner="team-b"))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "request_id" in fields
+    # a request that failed does not burn its id
+    code, _ = error_of(lambda: register(stub, request_id="req-2"))
+    assert code == grpc.StatusCode.ALREADY_EXISTS
+    assert register(stub, "other", request_id="req-2").name == "tables/other"
+
+
+def test_update_with_field_mask(api) -> None:
+    stub = api.stub()
+    register(stub, owner="a", catalog_properties={"type": "sql", "uri": "u",
+                                                  "jdbc.password": "secret"})
+    shown = stub.GetTable(tms_pb2.GetTableRequest(name="tables/events"))
+    shown.owner, shown.priority = "b", 7
+    shown.policy["compaction.min-small-files"] = "40"
+    shown.queue = "ignored-not-in-mask"
+    updated = stub.UpdateTable(tms_pb2.UpdateTableRequest(
+        table=shown, update_mask=field_mask_pb2.FieldMask(
+            paths=["owner", "priority", "policy", "catalog_properties"])))
+    assert (updated.owner, updated.priority, updated.queue) == ("b", 7, "default")
+    assert updated.policy["compaction.min-small-files"] == "40"
+    assert api.store.get_table("events").catalog_properties["jdbc.password"] == "secret"
+    for mask, field in ((["name"], "update_mask"), ([], "update_mask")):
+        code, fields = error_of(lambda m=mask: stub.UpdateTable(tms_pb2.UpdateTableRequest(
+            table=shown, update_mask=field_mask_pb2.FieldMask(paths=m))))
+        assert code == grpc.StatusCode.INVALID_ARGUMENT and field in fields
+    shown.policy["compaction.min-small-files"] = "zero"
+    code, fields = error_of(lambda: stub.UpdateTable(tms_pb2.UpdateTableRequest(
+        table=shown, update_mask=field_mask_pb2.FieldMask(paths=["policy"]))))
+    assert "table.policy[compaction.min-small-files]" in fields
+    code, _ = error_of(lambda: stub.UpdateTable(tms_pb2.UpdateTableRequest(
+        table=tms_pb2.Table(name="tables/nope"),
+        update_mask=field_mask_pb2.FieldMask(paths=["owner"]))))
+    assert code == grpc.StatusCode.NOT_FOUND
+
+
+def test_pause_and_resume(api) -> None:
+    stub = api.stub()
+    register(stub)
+    op = trigger(stub)
+    paused = stub.PauseTable(tms_pb2.PauseTableRequest(name="tables/events"))
+    assert paused.state == tms_pb2.Table.PAUSED
+    assert api.store.claim("e1", 30) is None  # queued work of a paused table waits
+    code, meta = error_info(lambda: trigger(stub))
+    assert code == grpc.StatusCode.FAILED_PRECONDITION and meta["reason"] == "TABLE_PAUSED"
+    listed = stub.ListTables(tms_pb2.ListTablesRequest(state=tms_pb2.Table.PAUSED))
+    assert [t.name for t in listed.tables] == ["tables/events"]
+    resumed = stub.ResumeTable(tms_pb2.ResumeTableRequest(name="tables/events"))
+    assert resumed.state == tms_pb2.Table.ACTIVE
+    claimed = api.store.claim("e1", 30)
+    assert claimed is not None and claimed.name.endswith(op.name.rsplit("/", 1)[1])
+
+
+def test_deregister(api) -> None:
+    stub = api.stub()
+    register(stub)
+    trigger(stub)
+    assert api.store.claim("e1", 30) is not None
+    code, meta = error_info(lambda: stub.DeregisterTable(
+        tms_pb2.DeregisterTableRequest(name="tables/events")))
+    assert code == grpc.StatusCode.FAILED_PRECONDITION and meta["reason"] == "OPERATION_RUNNING"
+    stub.DeregisterTable(tms_pb2.DeregisterTableRequest(name="tables/events", force=True))
+    code, _ = error_of(lambda: stub.GetTable(tms_pb2.GetTableRequest(name="tables/events")))
+    assert code == grpc.StatusCode.NOT_FOUND
+    code, _ = error_of(lambda: stub.DeregisterTable(
+        tms_pb2.DeregisterTableRequest(name="tables/events")))
+    assert code == grpc.StatusCode.NOT_FOUND
+
+
+def test_batch_notify(api) -> None:
+    stub = api.stub()
+    register(stub, "a")
+    register(stub, "b")
+    req = tms_pb2.NotifyCommitsRequest(commits=[
+        tms_pb2.NotifyCommitRequest(table="tables/a", commit_id="1"),
+        tms_pb2.NotifyCommitRequest(table="tables/b", commit_id="1"),
+        tms_pb2.NotifyCommitRequest(table="tables/zz", commit_id="1"),
+        tms_pb2.NotifyCommitRequest(table="tables/a", commit_id="1"),
+    ])
+    res = stub.NotifyCommits(req).results
+    assert [r.duplicate for r in res] == [False, False, False, True]
+    assert [r.error.code for r in res] == [0, 0, grpc.StatusCode.NOT_FOUND.value[0], 0]
+    assert [r.duplicate for r in stub.NotifyCommits(req).results[:2]] == [True, True]
+    for n in (0, 1001):
+        code, fields = error_of(lambda n=n: stub.NotifyCommits(tms_pb2.NotifyCommitsRequest(
+            commits=[tms_pb2.NotifyCommitRequest(table="tables/a", commit_id=str(i))
+                     for i in range(n)])))
+        assert code == grpc.StatusCode.INVALID_ARGUMENT and "commits" in fields
+    code, fields = error_of(lambda: stub.NotifyCommits(tms_pb2.NotifyCommitsRequest(commits=[
+        tms_pb2.NotifyCommitRequest(table="tables/a", commit_id="ok"),
+        tms_pb2.NotifyCommitRequest(table="tables/a", commit_id="")])))
+    assert fields == ["commits[1].commit_id"]
+
+
+def test_trigger_collision_names_the_active_operation(api) -> None:
+    stub = api.stub()
+    register(stub)
+    op = trigger(stub, reason="before the quarterly report", request_id="t-1")
+    assert op.state == OP.QUEUED and op.trigger == "manual"
+    assert "before the quarterly report" in op.reason
+    assert trigger(stub, reason="before the quarterly report", request_id="t-1") == op
+    code, meta = error_info(lambda: trigger(stub))
+    assert code == grpc.StatusCode.ALREADY_EXISTS and meta["operation"] == op.name
+    code, fields = error_of(lambda: stub.TriggerOperation(tms_pb2.TriggerOperationRequest(
+        parent="tables/events", action="defragment")))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "action" in fields
+
+
+def test_cancel_queued_and_running(api) -> None:
+    stub = api.stub()
+    register(stub)
+    queued = trigger(stub)
+    cancelled = stub.CancelOperation(tms_pb2.CancelOperationRequest(name=queued.name))
+    assert cancelled.state == OP.CANCELLED and cancelled.HasField("end_time")
+    again = stub.CancelOperation(tms_pb2.CancelOperationRequest(name=queued.name))
+    assert again.state == OP.CANCELLED  # idempotent
+    running_name = trigger(stub).name
+    claimed = api.store.claim("e1", 30)
+    assert claimed is not None
+    asked = stub.CancelOperation(tms_pb2.CancelOperationRequest(name=running_name))
+    assert asked.state == OP.RUNNING and asked.cancel_requested
+    assert api.store.renew_lease(claimed, "e1", 30) is Lease.CANCEL_REQUESTED
+    api.store.finish(claimed, "e1", Outcome(OperationState.CANCELLED, error="stopped"))
+    assert stub.GetOperation(tms_pb2.GetOperationRequest(name=running_name)).state == OP.CANCELLED
+    done_name = trigger(stub).name
+    op = api.store.claim("e1", 30)
+    assert op is not None
+    api.store.finish(op, "e1", Outcome(OperationState.SUCCEEDED, result={}))
+    code, meta = error_info(lambda: stub.CancelOperation(
+        tms_pb2.CancelOperationRequest(name=done_name)))
+    assert code == grpc.StatusCode.FAILED_PRECONDITION and meta["reason"] == "OPERATION_FINISHED"
+
+
+def test_retry(api) -> None:
+    stub = api.stub()
+    register(stub)
+    first = trigger(stub, params={"target-file-size-bytes": "1000"})
+    code, meta = error_info(lambda: stub.RetryOperation(
+        tms_pb2.RetryOperationRequest(name=first.name)))
+    assert code == grpc.StatusCode.FAILED_PRECONDITION and meta["reason"] == "NOT_RETRYABLE"
+    stub.CancelOperation(tms_pb2.CancelOperationRequest(name=first.name))
+    retry = stub.RetryOperation(tms_pb2.RetryOperationRequest(name=first.name))
+    assert (retry.state, retry.trigger, retry.retry_of) == (OP.QUEUED, "retry", first.name)
+    assert retry.params["target-file-size-bytes"] == "1000"
+    code, meta = error_info(lambda: stub.RetryOperation(
+        tms_pb2.RetryOperationRequest(name=first.name)))
+    assert code == grpc.StatusCode.ALREADY_EXISTS and meta["operation"] == retry.name
+
+
+def test_list_operations_pages_filters_and_time_range(api) -> None:
+    stub = api.stub()
+    names = []
+    for i in range(7):
+        register(stub, f"t{i}")
+        names.append(trigger(stub, f"tables/t{i}").name)
+    stub.CancelOperation(tms_pb2.CancelOperationRequest(name=names[2]))
+    seen, token, pages = [], "", 0
+    while True:
+        page = stub.ListOperations(tms_pb2.ListOperationsRequest(
+            parent="tables/-", page_size=3, page_token=token))
+        seen += [o.name for o in page.operations]
+        pages += 1
+        token = page.next_page_token
+        if not token:
+            break
+    assert seen == list(reversed(names)) and pages == 3
+    only = stub.ListOperations(tms_pb2.ListOperationsRequest(parent="tables/-",
+                                                             state=OP.CANCELLED))
+    assert [o.name for o in only.operations] == [names[2]]
+    assert len(stub.ListOperations(tms_pb2.ListOperationsRequest(
+        parent="tables/t3", action="compaction")).operations) == 1
+    future = timestamp_pb2.Timestamp(seconds=4_000_000_000)
+    assert not stub.ListOperations(tms_pb2.ListOperationsRequest(
+        parent="tables/-", created_after=future)).operations
+    assert len(stub.ListOperations(tms_pb2.ListOperationsRequest(
+        parent="tables/-", created_before=future)).operations) == 7
+
+
+def test_explain_table(api) -> None:
+    stub = api.stub()
+    register(stub)
+    fresh = stub.ExplainTable(tms_pb2.ExplainTableRequest(name="tables/events"))
+    assert [(a.action, a.decided) for a in fresh.actions] == [("compaction", False)]
+    table = api.store.get_table("events")
+    decision = Decision("compaction", True, "30 of 30 data files are small",
+                        {"small_files": 30, "data_files": 30})
+    op_id = api.store.enqueue(table, decision, "policy", 3)
+    api.store.record_decision(table.id, decision, op_id, "scheduler-x")
+    why = stub.ExplainTable(tms_pb2.ExplainTableRequest(name="tables/events")).actions[0]
+    assert why.decided and why.should_run and why.reason == decision.reason
+    assert why.metrics["small_files"] == 30 and why.scheduler_id == "scheduler-x"
+    assert why.operation == why.active_operation == f"tables/events/operations/{op_id}"
+    code, _ = error_of(lambda: stub.ExplainTable(tms_pb2.ExplainTableRequest(name="tables/x")))
+    assert code == grpc.StatusCode.NOT_FOUND
