@@ -229,3 +229,12 @@ def test_tms_migrate_command(pg) -> None:
     missing = subprocess.run(cmd[:4], capture_output=True, text=True,
                              env={"PATH": "/usr/bin:/bin"})
     assert missing.returncode == 2 and "--database-url" in missing.stderr
+
+
+@pytest.mark.parametrize("table_id", ["events\n", "Events", "e" * 64, "é"])
+def test_trailing_newline_and_lookalikes_are_invalid(stub, table_id: str) -> None:
+    code, fields = error_of(lambda: register(stub, table_id))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "table_id" in fields
+    code, fields = error_of(lambda: stub.GetTable(tms_pb2.GetTableRequest(
+        name=f"tables/{table_id}")))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "name" in fields

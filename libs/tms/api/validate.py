@@ -47,7 +47,7 @@ def pattern(p: Problems, field: str, value: str, regex: re.Pattern[str], what: s
         if required:
             p.append((field, "required"))
         return
-    if not regex.match(value):
+    if not regex.fullmatch(value):
         p.append((field, f"must be {what}, got {value[:80]!r}"))
 
 
@@ -80,10 +80,10 @@ def timestamp(p: Problems, field: str, ts: Timestamp) -> datetime | None:
 
 def table_name(p: Problems, field: str, value: str) -> str:
     """Parse `tables/{table_id}`; returns the id ('' when invalid, with a problem recorded)."""
-    m = TABLE_NAME_RE.match(value)
+    m = TABLE_NAME_RE.fullmatch(value)
     if not value:
         p.append((field, "required"))
-    elif not m or not TABLE_ID_RE.match(m.group(1)):
+    elif not m or not TABLE_ID_RE.fullmatch(m.group(1)):
         p.append((field, f"must be tables/{{table_id}}, got {value[:80]!r}"))
     else:
         return m.group(1)
@@ -91,10 +91,10 @@ def table_name(p: Problems, field: str, value: str) -> str:
 
 
 def operation_name(p: Problems, field: str, value: str) -> tuple[str, int]:
-    m = OPERATION_NAME_RE.match(value)
+    m = OPERATION_NAME_RE.fullmatch(value)
     if not value:
         p.append((field, "required"))
-    elif (not m or not TABLE_ID_RE.match(m.group(1)) or not m.group(2).isdigit()
+    elif (not m or not TABLE_ID_RE.fullmatch(m.group(1)) or not m.group(2).isdigit()
           or len(m.group(2)) > 18):
         p.append((field, f"must be tables/{{table_id}}/operations/{{id}}, got {value[:80]!r}"))
     else:

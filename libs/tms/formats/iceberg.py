@@ -49,13 +49,13 @@ class IcebergFormat(TableFormatPlugin):
     # registration ---------------------------------------------------------------------------
     def validate(self, spec: TableSpec) -> list[tuple[str, str]]:
         problems: list[tuple[str, str]] = []
-        if not _CATALOG_RE.match(spec.catalog):
+        if not _CATALOG_RE.fullmatch(spec.catalog):
             problems.append(("table.catalog", "required for iceberg: letters, digits, _ (max 64)"))
         parts = spec.namespace.split(".") if spec.namespace else []
-        if not parts or not all(_IDENT_RE.match(p) for p in parts):
+        if not parts or not all(_IDENT_RE.fullmatch(p) for p in parts):
             problems.append(("table.namespace",
                              "required for iceberg: dot-separated names of letters, digits, _ -"))
-        if not _IDENT_RE.match(spec.table_name):
+        if not _IDENT_RE.fullmatch(spec.table_name):
             problems.append(("table.table_name",
                              "required for iceberg: letters, digits, _ - (max 128)"))
         if "type" not in spec.catalog_properties and "uri" not in spec.catalog_properties:

@@ -86,7 +86,7 @@ def parse_table(raw: Any) -> tuple[str, ...]:
     if not isinstance(raw, str):
         raise SpecError("table must be a string 'namespace.name'")
     parts = tuple(raw.split("."))
-    if len(parts) < 2 or not all(_IDENT_PART_RE.match(p) for p in parts):
+    if len(parts) < 2 or not all(_IDENT_PART_RE.fullmatch(p) for p in parts):
         raise SpecError(f"invalid table identifier {raw[:200]!r}: expected namespace.name")
     return parts
 
@@ -95,7 +95,7 @@ def parse_spec(data: Any) -> JobSpec:
     if not isinstance(data, dict):
         raise SpecError("spec must be a JSON object")
     catalog_name = data.get("catalog_name")
-    if not isinstance(catalog_name, str) or not _CATALOG_NAME_RE.match(catalog_name):
+    if not isinstance(catalog_name, str) or not _CATALOG_NAME_RE.fullmatch(catalog_name):
         raise SpecError(f"invalid catalog_name {catalog_name!r}")
     props = data.get("catalog_properties", {})
     if not isinstance(props, dict):
@@ -107,7 +107,7 @@ def parse_spec(data: Any) -> JobSpec:
     if not isinstance(options, dict):
         raise SpecError("options must be an object")
     for key in options:
-        if not _OPTION_KEY_RE.match(key):
+        if not _OPTION_KEY_RE.fullmatch(key):
             raise SpecError(f"invalid option name {key[:200]!r}")
     return JobSpec(
         catalog_name=catalog_name,
@@ -147,7 +147,7 @@ def catalog_conf(name: str, props: Mapping[str, str]) -> dict[str, str]:
         props = _sql_catalog_to_jdbc(props)
     conf = {f"spark.sql.catalog.{name}": SPARK_CATALOG_CLASS}
     for key, value in props.items():
-        if not _PROPERTY_KEY_RE.match(key):
+        if not _PROPERTY_KEY_RE.fullmatch(key):
             raise SpecError(f"invalid catalog property name {key[:200]!r}")
         conf[f"spark.sql.catalog.{name}.{key}"] = value
     return conf

@@ -100,7 +100,7 @@ class SparkSettings:
     conf: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if not _MASTER_RE.match(self.master):
+        if not _MASTER_RE.fullmatch(self.master):
             raise ValueError(f"{ENV_MASTER}: unsupported Spark master {self.master!r}")
         if self.deploy_mode not in DEPLOY_MODES:
             raise ValueError(f"{ENV_DEPLOY_MODE}: must be one of {DEPLOY_MODES}, "
@@ -109,16 +109,16 @@ class SparkSettings:
             raise ValueError(f"{ENV_DEPLOY_MODE}: 'cluster' cannot be used with a local master")
         for env, value in ((ENV_DRIVER_MEMORY, self.driver_memory),
                            (ENV_EXECUTOR_MEMORY, self.executor_memory)):
-            if not _MEMORY_RE.match(value):
+            if not _MEMORY_RE.fullmatch(value):
                 raise ValueError(f"{env}: expected a size like 512m or 2g, got {value!r}")
         for jar in self.jars:
             self._check_jar(jar)
         for package in self.packages:
-            if not _PACKAGE_RE.match(package):
+            if not _PACKAGE_RE.fullmatch(package):
                 raise ValueError(f"{ENV_PACKAGES}: expected group:artifact:version, "
                                  f"got {package!r}")
         for key, value in self.conf.items():
-            if not _CONF_KEY_RE.match(key):
+            if not _CONF_KEY_RE.fullmatch(key):
                 raise ValueError(f"{ENV_CONF}: invalid conf key {key!r}")
             if _CONTROL_RE.search(value):
                 raise ValueError(f"{ENV_CONF}: value of {key!r} contains control characters "
