@@ -64,3 +64,31 @@ def test_kill_9_executor_mid_compaction(make_stack) -> None:
     assert done.attempt == 2 and done.executor_id == "executor-1"
     after = iceberg_data.stats(table)
     assert after["data_files"] == 1 and after["rows_scanned"] == before["rows_scanned"]
+
+
+def test_cancel_running_compaction_stops_spark(make_stack) -> None:
+    stack = make_stack(executor_args=FAST_LEASE)
+    stack.start_api()
+    catalog, props = iceberg_catalog(stack, CATALOG)
+    table = iceberg_data.create_table(catalog, "it", "killed")
+    iceberg_data.append_batches(table, 3, rows_per_commit=7)
+    before = iceberg_data.stats(table)
+    stub = stub_for(stack)
+    stub.RegisterTable(tms_pb2.RegisterTableRequest(table_id="killed", table=tms_pb2.Table(
+        format="iceberg", catalog=CATALOG, namespace="it", table_name="killed",
+        catalog_properties=props)), timeout=10)
+    op = stub.TriggerOperation(tms_pb2.TriggerOperationRequest(
+        parent="tables/killed", action="compaction", reason="cancel test"), timeout=10)
+    stack.start_executor(0)
+    wait_for(lambda: (o := _op(stub)) and o.state == tms_pb2.Operation.RUNNING,
+             "the job to start", step_s=0.05)
+    marker = f"op-{op.name.rsplit('/', 1)[1]}-attempt-1"
+    wait_for(lambda: _spark_pids(marker), "spark-submit to start")
+    asked = stub.CancelOperation(tms_pb2.CancelOperationRequest(name=op.name), timeout=10)
+    assert asked.cancel_requested or asked.state == tms_pb2.Operation.CANCELLED
+    done = wait_for(lambda: (o := _op(stub)) and o.state == tms_pb2.Operation.CANCELLED and o,
+                    "the operation to end CANCELLED", 60)
+    assert done.error == "cancelled by request"
+    assert not _spark_pids(marker)  # the whole process group is gone
+    after = iceberg_data.stats(table)
+    assert after["rows_scanned"] == before["rows_scanned"]
