@@ -19,6 +19,7 @@ import base64
 import json
 import os
 import random
+import re
 import string
 import time
 from collections import Counter
@@ -48,13 +49,11 @@ pytestmark = pytest.mark.integration
 REQUESTS = int(os.environ.get("TMS_FUZZ_REQUESTS", "10000"))
 THREADS = 8
 CALL_TIMEOUT_S = 10.0
+SLOW_S = 2.0  # calls slower than this are listed in the output
 RAW_SHARE = 0.08  # share of requests sent as raw bytes, past the client-side serializer
 SERVICE = tms_pb2.DESCRIPTOR.services_by_name["TableManagementService"]
 METHODS = tuple(m.name for m in SERVICE.methods)
 BAD_CODES = (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN)
-# What grpc's Python server itself answers when the request bytes do not parse (see
-# _receive_message in grpc/_server.py): it aborts with INTERNAL before any handler runs.
-GRPC_DESERIALIZE_DETAILS = "Exception deserializing request!"
 
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)
@@ -145,6 +144,7 @@ class Outcome:
     details: str
     request: str = ""
     undecodable: bool = False
+    elapsed_s: float = 0.0
 
 
 @dataclass
@@ -152,8 +152,10 @@ class Tally:
     codes: Counter[str] = field(default_factory=Counter)
     by_method: Counter[tuple[str, str]] = field(default_factory=Counter)
     failures: list[Outcome] = field(default_factory=list)
-    grpc_deserialize_internal: list[Outcome] = field(default_factory=list)
+    undecodable_codes: Counter[str] = field(default_factory=Counter)
     slow: list[Outcome] = field(default_factory=list)
+    samples: dict[str, str] = field(default_factory=dict)  # code -> one "method: details"
+    trailers_too_big: int = 0
 
 
 def describe_message(msg: Message, limit: int = 600) -> str:
@@ -170,15 +172,24 @@ class Gen:
     def __init__(self, rng: random.Random, world: World) -> None:
         self.rng = rng
         self.world = world
+        # how hostile this request is: the chance that each field gets a bad value, so many
+        # requests are valid but for one field and reach the code behind validation
+        self.p_bad = float(rng.choice((0.05, 0.15, 0.35, 0.7, 1.0)))
 
     def chance(self, p: float) -> bool:
         return self.rng.random() < p
+
+    def bad(self) -> bool:
+        return self.chance(self.p_bad)
 
     def pick(self, items: Sequence[Any]) -> Any:
         return items[self.rng.randrange(len(items))]
 
     # scalars --------------------------------------------------------------------------------
-    def integer(self, lo: int, hi: int, typical: Sequence[int] = ()) -> int:
+    def integer(self, lo: int, hi: int, typical: Sequence[int] = (),
+                valid: Sequence[int] = ()) -> int:
+        if valid and not self.bad():
+            return int(self.pick(valid))
         r = self.rng.random()
         if r < 0.3 and typical:
             return int(self.pick(typical))
@@ -189,17 +200,20 @@ class Gen:
             return self.rng.randint(max(lo, -1000), min(hi, 1000))
         return self.rng.randint(lo, hi)
 
-    def int32(self, typical: Sequence[int] = ()) -> int:
-        return self.integer(*INT32, typical)
+    def int32(self, typical: Sequence[int] = (), valid: Sequence[int] = ()) -> int:
+        return self.integer(*INT32, typical, valid)
 
-    def int64(self, typical: Sequence[int] = ()) -> int:
-        return self.integer(*INT64, typical)
+    def int64(self, typical: Sequence[int] = (), valid: Sequence[int] = ()) -> int:
+        return self.integer(*INT64, typical, valid)
 
     def word(self, alphabet: str = string.ascii_lowercase + string.digits,
              lo: int = 1, hi: int = 20) -> str:
         return "".join(self.rng.choice(alphabet) for _ in range(self.rng.randint(lo, hi)))
 
-    def text(self, typical: Sequence[str] = (), long: bool = True) -> str:
+    def text(self, typical: Sequence[str] = (), long: bool = True,
+             valid: Sequence[str] = ()) -> str:
+        if valid and not self.bad():
+            return str(self.pick(valid))
         r = self.rng.random()
         if r < 0.1:
             return ""
@@ -223,11 +237,18 @@ class Gen:
             return (fill * n)[:n]
         return self.word(hi=60)
 
-    def short_text(self, typical: Sequence[str] = ()) -> str:
-        return self.text(typical, long=False)
+    def short_text(self, typical: Sequence[str] = (), valid: Sequence[str] = ()) -> str:
+        return self.text(typical, long=False, valid=valid)
 
     # resource names -------------------------------------------------------------------------
+    def valid_table_id(self) -> str:
+        if self.chance(0.7):
+            return str(self.pick(self.world.tables))
+        return "fz" + self.word(string.ascii_lowercase + string.digits + "_.-", 1, 8)
+
     def table_id(self) -> str:
+        if not self.bad():
+            return self.valid_table_id()
         r = self.rng.random()
         if r < 0.45:
             return str(self.pick(self.world.tables))
@@ -241,6 +262,8 @@ class Gen:
         return self.short_text()
 
     def table_name(self) -> str:
+        if not self.bad():
+            return f"tables/{self.valid_table_id()}"
         r = self.rng.random()
         if r < 0.75:
             return f"tables/{self.table_id()}"
@@ -249,6 +272,10 @@ class Gen:
         return self.text(("tables/fz0",))
 
     def op_name(self) -> str:
+        if not self.bad():
+            if self.chance(0.6) and self.world.operations:
+                return str(self.pick(self.world.operations))
+            return f"tables/{self.valid_table_id()}/operations/{self.rng.randint(1, 60)}"
         r = self.rng.random()
         if r < 0.35 and self.world.operations:
             return str(self.pick(self.world.operations))
@@ -264,6 +291,10 @@ class Gen:
 
     # structured values ----------------------------------------------------------------------
     def timestamp(self) -> timestamp_pb2.Timestamp:
+        if not self.bad():
+            now = int(time.time())
+            return timestamp_pb2.Timestamp(seconds=self.rng.randint(now - 86400 * 3650, now),
+                                           nanos=self.rng.randint(0, 999_999_999))
         seconds = int(self.pick([
             -(10**12), 10**13, TS_MIN, TS_MIN - 1, TS_MAX, TS_MAX + 1, 0, -1,
             int(time.time()), int(time.time()) + 86400 * 365 * 100, INT64[0], INT64[1],
@@ -273,13 +304,15 @@ class Gen:
         return timestamp_pb2.Timestamp(seconds=seconds, nanos=nanos)
 
     def enum(self, values: Sequence[int]) -> int:
-        if self.chance(0.6):
+        if not self.bad() or self.chance(0.4):
             return int(self.pick(values))
         return int(self.pick([-1, len(values), 6, 42, 99, INT32[0], INT32[1],
                               self.rng.randint(*INT32)]))
 
     def string_map(self, valid: dict[str, str], keys: Sequence[str] = (),
                    values: Sequence[str] = ()) -> dict[str, str]:
+        if not self.bad():
+            return dict(valid)
         r = self.rng.random()
         if r < 0.15:
             return {}
@@ -308,6 +341,9 @@ class Gen:
                                ("sql", "rest", "****", "s3://lake/../x", "file:///"))
 
     def field_mask(self) -> field_mask_pb2.FieldMask:
+        if not self.bad():
+            return field_mask_pb2.FieldMask(paths=self.rng.sample(MASK_PATHS[:5],
+                                                                  self.rng.randint(1, 5)))
         r = self.rng.random()
         if r < 0.1:
             return field_mask_pb2.FieldMask()
@@ -341,19 +377,26 @@ class Gen:
             "commit_count": lambda: setattr(t, "commit_count", self.int64()),
             "create_time": lambda: t.create_time.CopyFrom(self.timestamp()),
         }
-        for key in self.rng.sample(sorted(mutations), self.rng.randint(0, 4)):
+        if self.chance(0.5):  # other valid values, for updates that succeed
+            t.queue = self.pick(["", "default", "q1", "q-2"])
+            t.priority = self.rng.randint(-1000, 1000)
+            t.policy["compaction.min-small-files"] = str(self.rng.randint(2, 100))
+        n = self.rng.randint(1, 4) if self.bad() else 0
+        for key in self.rng.sample(sorted(mutations), n):
             mutations[key]()
         return t
 
     def request_id(self) -> str:
-        r = self.rng.random()
-        if r < 0.5:
-            return ""
-        if r < 0.75:
-            return f"rid-{self.rng.randint(0, 5)}"  # a small pool: replays and reuse
-        return self.text((self.word(hi=128), "r" * 129))
+        if not self.bad():  # none, or one of a small pool: replays and reuse
+            return "" if self.chance(0.5) else f"rid-{self.rng.randint(0, 5)}"
+        return self.text((self.word(hi=128), "r" * 129, "r" * 128))
 
     def page_token(self, query: dict[str, Any], key_type: type) -> str:
+        if not self.bad():
+            if self.chance(0.5):
+                return ""
+            return pagination.encode(query, self.rng.randint(1, 100) if key_type is int
+                                     else self.valid_table_id())
         r = self.rng.random()
         if r < 0.3:
             return ""
@@ -400,22 +443,24 @@ def list_tables_query(req: tms_pb2.ListTablesRequest) -> dict[str, Any]:
 
 def gen_list_tables(g: Gen) -> Message:
     req = tms_pb2.ListTablesRequest(
-        page_size=g.int32((0, 1, 2, 50, 999, 1000, 1001)),
-        format=g.short_text(("iceberg", "hudi")) if g.chance(0.4) else "",
+        page_size=g.int32((0, 1, 2, 50, 999, 1000, 1001), valid=(0, 1, 2, 3, 50, 1000, 5000)),
+        format=g.short_text(("iceberg", "hudi"), valid=("iceberg", "hudi"))
+        if g.chance(0.4) else "",
         state=g.enum((0, 1, 2)) if g.chance(0.5) else 0,
-        owner=g.text(("team-a", "team-b")) if g.chance(0.4) else "",
-        queue=g.short_text(("default",)) if g.chance(0.3) else "")
+        owner=g.text(("team-a", "team-b"), valid=("team-a", "team-b", "")) if g.chance(0.4)
+        else "",
+        queue=g.short_text(("default",), valid=("default", "q1")) if g.chance(0.3) else "")
     req.page_token = g.page_token(list_tables_query(req), str)
     return req
 
 
 def gen_update(g: Gen) -> Message:
     req = tms_pb2.UpdateTableRequest()
-    if g.chance(0.95):
+    if g.chance(0.97):
         t = g.table()
-        t.name = g.table_name() if g.chance(0.3) else f"tables/{g.pick(g.world.tables)}"
+        t.name = g.table_name()
         req.table.CopyFrom(t)
-    if g.chance(0.9):
+    if g.chance(0.95):
         req.update_mask.CopyFrom(g.field_mask())
     return req
 
@@ -436,16 +481,22 @@ def gen_resume(g: Gen) -> Message:
 
 def gen_commit(g: Gen, bulky: bool = True) -> tms_pb2.NotifyCommitRequest:
     text = g.text if bulky else g.short_text
+    table = g.table_name()
+    if not bulky and len(table) > 200:  # a big batch should stay under the 4 MB message cap
+        table = "tables/fz0"
+    commit_id = str(g.rng.randint(0, 10**6)) if g.chance(0.5) else g.word(hi=12)
     req = tms_pb2.NotifyCommitRequest(
-        table=g.table_name(),
-        commit_id=text((g.word(), str(g.rng.randint(0, 10**18)), "c" * 256, "c" * 257))
-        if g.chance(0.9) else "")
+        table=table,
+        commit_id=text((g.word(), str(g.rng.randint(0, 10**18)), "c" * 256, "c" * 257),
+                       valid=(commit_id,)))
     if g.chance(0.5):
         req.commit_time.CopyFrom(g.timestamp())
     if g.chance(0.6):
         req.stats.CopyFrom(tms_pb2.CommitStats(
-            files_added=g.int64((0, 1, 10)), bytes_added=g.int64((0, 1024, 10**15)),
-            operation=g.short_text(("append", "overwrite", "delete", "x" * 65))))
+            files_added=g.int64((0, 1, 10), valid=(0, 1, 7, 10**6)),
+            bytes_added=g.int64((0, 1024, 10**15), valid=(0, 1024, 10**12, INT64[1])),
+            operation=g.short_text(("append", "overwrite", "delete", "x" * 65),
+                                   valid=("append", "overwrite", "delete", ""))))
     return req
 
 
@@ -456,7 +507,14 @@ def gen_notify(g: Gen) -> Message:
 def gen_notify_batch(g: Gen) -> Message:
     n = int(g.pick([0, 1, 1, 2, 3, 10, 50, 999, 1000, 1001, g.rng.randint(1, 100)]))
     bulky = n <= 10
-    return tms_pb2.NotifyCommitsRequest(commits=[gen_commit(g, bulky) for _ in range(n)])
+    hostility = g.p_bad
+    if g.chance(0.5):  # a valid batch but for at most one entry
+        g.p_bad = 0.0
+    commits = [gen_commit(g, bulky) for _ in range(n)]
+    if n and g.p_bad == 0.0:
+        g.p_bad = hostility
+        commits[g.rng.randrange(n)] = gen_commit(g, bulky)
+    return tms_pb2.NotifyCommitsRequest(commits=commits)
 
 
 def gen_get_op(g: Gen) -> Message:
@@ -479,9 +537,10 @@ def list_ops_query(req: tms_pb2.ListOperationsRequest) -> dict[str, Any]:
 
 def gen_list_ops(g: Gen) -> Message:
     req = tms_pb2.ListOperationsRequest(
-        parent=g.parent(), page_size=g.int32((0, 1, 2, 50, 1000, 1001)),
+        parent=g.parent(), page_size=g.int32((0, 1, 2, 50, 1000, 1001), valid=(0, 1, 2, 50)),
         state=g.enum((0, 1, 2, 3, 4, 5)) if g.chance(0.5) else 0,
-        action=g.short_text(("compaction", "compaction\n", "x" * 33)) if g.chance(0.4) else "")
+        action=g.short_text(("compaction", "compaction\n", "x" * 33), valid=("compaction",))
+        if g.chance(0.4) else "")
     if g.chance(0.3):
         req.created_after.CopyFrom(g.timestamp())
     if g.chance(0.3):
@@ -501,9 +560,10 @@ def gen_retry(g: Gen) -> Message:
 def gen_trigger(g: Gen) -> Message:
     return tms_pb2.TriggerOperationRequest(
         parent=g.table_name(),
-        action=g.short_text(("compaction", "compaction", "expire", "compaction\n", "Compaction")),
-        params=g.string_map({"spark.executor.memory": "1g"}),
-        reason=g.text(("nightly",)) if g.chance(0.5) else "",
+        action=g.short_text(("compaction", "expire", "compaction\n", "Compaction"),
+                            valid=("compaction",)),
+        params=g.string_map({"spark.executor.memory": "1g"} if g.chance(0.5) else {}),
+        reason=g.text(("nightly",), valid=("nightly", "")),
         request_id=g.request_id())
 
 
@@ -648,8 +708,10 @@ def run_case(case: Case) -> Outcome:
         code, details = grpc.StatusCode.OK, ""
     except grpc.RpcError as e:
         code, details = e.code(), e.details() or ""  # type: ignore[attr-defined]
-    out = Outcome(case.index, case.method, code, details, undecodable=case.undecodable)
-    if code in BAD_CODES or time.monotonic() - start > CALL_TIMEOUT_S / 2:
+    elapsed = time.monotonic() - start
+    out = Outcome(case.index, case.method, code, details, undecodable=case.undecodable,
+                  elapsed_s=elapsed)
+    if code in BAD_CODES or elapsed > SLOW_S:
         out.request = case.describe()[:800]
     return out
 
@@ -708,27 +770,28 @@ def tally(outcomes: Sequence[Outcome]) -> Tally:
     for o in outcomes:
         t.codes[o.code.name] += 1
         t.by_method[(o.method, o.code.name)] += 1
-        if o.request:
+        t.samples.setdefault(o.code.name, f"{o.method}: {o.details[:200]}")
+        if o.code is grpc.StatusCode.RESOURCE_EXHAUSTED and "metadata size" in o.details:
+            t.trailers_too_big += 1
+        if o.elapsed_s > SLOW_S:
             t.slow.append(o)
-        if o.code not in BAD_CODES:
-            continue
-        if (o.undecodable and o.code is grpc.StatusCode.INTERNAL
-                and o.details == GRPC_DESERIALIZE_DETAILS):
-            # Not our code: grpc's Python server answers INTERNAL by itself when the request
-            # bytes do not parse as the request type (grpc/_server.py, _receive_message), before
-            # any handler or servicer code runs. Counted and reported apart.
-            t.grpc_deserialize_internal.append(o)
-        else:
+        if o.undecodable:
+            # grpc alone would answer INTERNAL here; the server's DecodeErrorInterceptor
+            # must turn every such request into INVALID_ARGUMENT
+            t.undecodable_codes[o.code.name] += 1
+        if o.code in BAD_CODES:
             t.failures.append(o)
-    t.slow = [o for o in t.slow if o not in t.failures]
     return t
 
 
 def report(seed: int, elapsed: float, t: Tally) -> str:
     lines = [f"fuzz seed={seed} requests={sum(t.codes.values())} in {elapsed:.1f} s",
              "status codes: " + ", ".join(f"{k}={v}" for k, v in t.codes.most_common()),
-             f"grpc-library INTERNAL on undecodable raw bytes: "
-             f"{len(t.grpc_deserialize_internal)}"]
+             f"undecodable raw requests answered: {dict(t.undecodable_codes)}",
+             f"error responses the client could not receive (trailers over its metadata "
+             f"limit): {t.trailers_too_big}"]
+    for code, sample in sorted(t.samples.items()):
+        lines.append(f"  e.g. {code}: {sample}")
     for method in METHODS:
         row = {c: n for (m, c), n in t.by_method.items() if m == method}
         lines.append(f"  {method}: " + ", ".join(f"{c}={n}" for c, n in sorted(row.items())))
@@ -738,8 +801,9 @@ def report(seed: int, elapsed: float, t: Tally) -> str:
 def describe_failures(seed: int, failures: Sequence[Outcome], limit: int = 8) -> str:
     distinct: dict[tuple[str, str, str], list[Outcome]] = {}
     for o in failures:
-        distinct.setdefault((o.method, o.code.name, o.details.splitlines()[0][:120]
-                             if o.details else ""), []).append(o)
+        first_line = o.details.splitlines()[0] if o.details else ""
+        shape = re.sub(r"'[^']*'|\d+", "_", first_line)[:160]  # one group per kind of error
+        distinct.setdefault((o.method, o.code.name, shape), []).append(o)
     parts = [f"{len(failures)} INTERNAL/UNKNOWN responses ({len(distinct)} distinct) "
              f"with TMS_FUZZ_SEED={seed}:"]
     for (method, code, _), group in list(distinct.items())[:limit]:
@@ -773,7 +837,8 @@ def test_api_survives_fuzzing(target: Target) -> None:
     summary = report(seed, elapsed, result)
     print(summary)
     for o in result.slow:
-        print(f"slow ({o.method} -> {o.code.name}, case {o.index}): {o.request}")
+        print(f"slow: {o.elapsed_s:.1f} s, {o.method} -> {o.code.name}, case {o.index}: "
+              f"{o.request}")
 
     # the server is still alive and still works
     assert serving(), "health check is not SERVING after fuzzing"
@@ -790,4 +855,8 @@ def test_api_survives_fuzzing(target: Target) -> None:
     assert again.commit_count == 1 and again.last_commit_id == "after-fuzz"
 
     assert len(outcomes) == REQUESTS
-    assert not result.failures, describe_failures(seed, result.failures) + "\n" + summary
+    assert result.trailers_too_big == 0, "an error too large for the client to receive"
+    assert result.undecodable_codes, "no undecodable requests were sent: the generator broke"
+    assert set(result.undecodable_codes) == {"INVALID_ARGUMENT"}, result.undecodable_codes
+    if result.failures:
+        pytest.fail(describe_failures(seed, result.failures) + "\n" + summary, pytrace=False)

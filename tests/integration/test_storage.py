@@ -122,3 +122,21 @@ def test_concurrent_batches_over_many_tables_do_not_deadlock(store: PostgresStor
         results = list(pool.map(batch, range(30)))
     assert all(all(r) for r in results)
     assert {store.get_table(n).commit_seq for n in names} == {30}  # type: ignore[union-attr]
+
+
+def test_notify_racing_a_deregistration_is_unknown_not_an_error(store: PostgresStore,
+                                                                db_dsn: str) -> None:
+    import threading
+
+    _table(store, "gone")
+    with psycopg.connect(db_dsn) as conn:
+        conn.execute("DELETE FROM tms_tables WHERE table_id = 'gone'")  # uncommitted delete
+        result: list[list[bool | None]] = []
+        t = threading.Thread(target=lambda: result.append(
+            store.notify_commits([CommitEvent("gone", "c1")])))
+        t.start()
+        t.join(1.0)
+        assert t.is_alive(), "the notify should wait for the deleting transaction"
+        conn.commit()
+    t.join(10)
+    assert result == [[None]]

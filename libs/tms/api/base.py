@@ -21,7 +21,7 @@ from tms.api.auth import Authenticator, Principal, permission_denied
 from tms.api.errors import ApiError, not_found, unavailable
 from tms.domain import TableRecord
 from tms.formats.base import TableFormatPlugin
-from tms.storage.base import Store
+from tms.storage.base import Store, TableGone
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 1000
@@ -42,6 +42,8 @@ def rpc(fn: Callable[..., R]) -> Callable[..., R]:
             return fn(self, request, context, principal)
         except ApiError as e:
             context.abort_with_status(e.to_status())
+        except TableGone as e:  # deregistered under our feet
+            context.abort_with_status(not_found(f"tables/{e}").to_status())
         except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as e:
             log.warning("database unavailable", method=fn.__name__, error=str(e))
             context.abort_with_status(unavailable("database unavailable, retry").to_status())
@@ -77,12 +79,12 @@ class ServicerBase:
 
     @staticmethod
     def page_token(p: v.Problems, token: str, query: dict[str, Any], key_type: type,
-                   default: Any) -> Any:
+                   default: Any, valid: Callable[[Any], bool]) -> Any:
         v.string(p, "page_token", token, v.MAX_PAGE_TOKEN_LEN)
         if not token or p:
             return default
         try:
-            return pagination.decode(token, query, key_type)
+            return pagination.decode(token, query, key_type, valid)
         except pagination.BadPageToken as e:
             p.append(("page_token", str(e)))
             return default

@@ -46,11 +46,18 @@ class ApiError(Exception):
                                                       details=details))
 
 
+MAX_VIOLATIONS = 20  # the details travel in a header; clients refuse headers over 16 KiB
+MAX_VIOLATION_CHARS = 300
+
+
 def invalid(violations: Sequence[tuple[str, str]]) -> ApiError:
     first = "; ".join(f"{f}: {d}" for f, d in violations[:3])
     more = f" (and {len(violations) - 3} more)" if len(violations) > 3 else ""
-    return ApiError(grpc.StatusCode.INVALID_ARGUMENT, f"invalid request: {first}{more}",
-                    "INVALID_ARGUMENT", violations)
+    kept = [(f[:MAX_VIOLATION_CHARS], d[:MAX_VIOLATION_CHARS])
+            for f, d in violations[:MAX_VIOLATIONS]]
+    return ApiError(grpc.StatusCode.INVALID_ARGUMENT,
+                    f"invalid request: {first}{more}"[:2 * MAX_VIOLATION_CHARS],
+                    "INVALID_ARGUMENT", kept)
 
 
 def not_found(resource: str) -> ApiError:

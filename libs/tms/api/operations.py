@@ -78,7 +78,8 @@ class OperationsMixin(ServicerBase):
             before = v.timestamp(p, "created_before", request.created_before)
         query = {"m": "ops", "parent": request.parent, "state": request.state,
                  "action": request.action, "after": str(after), "before": str(before)}
-        before_id = self.page_token(p, request.page_token, query, int, MAX_OP_ID)
+        before_id = self.page_token(p, request.page_token, query, int, MAX_OP_ID,
+                                    lambda k: 0 < k <= MAX_OP_ID)
         if p:
             raise invalid(p)
         if table_id is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from collections.abc import Callable
 from typing import Any
 
 TOKEN_VERSION = 1
@@ -25,8 +26,11 @@ def encode(query: dict[str, Any], last_key: str | int) -> str:
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 
-def decode(token: str, query: dict[str, Any], key_type: type) -> Any:
-    """The last key carried by ``token``; BadPageToken when malformed or from another query."""
+def decode(token: str, query: dict[str, Any], key_type: type,
+           valid: Callable[[Any], bool] = lambda _key: True) -> Any:
+    """The last key carried by ``token``; BadPageToken when malformed, from another query, or
+    carrying a key ``valid`` refuses (tokens are not signed: anyone can forge one, so the key
+    is checked like any other input before it reaches SQL)."""
     try:
         padded = token + "=" * (-len(token) % 4)
         data = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
@@ -38,4 +42,6 @@ def decode(token: str, query: dict[str, Any], key_type: type) -> Any:
         raise BadPageToken("malformed page token")
     if data["q"] != _fingerprint(query):
         raise BadPageToken("page token belongs to a different query")
+    if not valid(data["k"]):
+        raise BadPageToken("malformed page token")
     return data["k"]

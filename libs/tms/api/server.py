@@ -18,6 +18,7 @@ from grpc_reflection.v1alpha import reflection
 
 from tms.api.allowlist import RegistrationAllowlist
 from tms.api.auth import Authenticator
+from tms.api.interceptors import DecodeErrorInterceptor
 from tms.api.servicer import TableManagementServicer
 from tms.formats.base import TableFormatPlugin
 from tms.storage.postgres import PostgresStore
@@ -58,6 +59,7 @@ class ApiServer:
         self._stop = threading.Event()
         self.server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=SERVER_THREADS),
+            interceptors=[DecodeErrorInterceptor()],
             options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                      ("grpc.so_reuseport", 0)],
         )

@@ -129,7 +129,8 @@ class TablesMixin(ServicerBase):
             state = TableState(tms_pb2.Table.State.Name(request.state))
         query = {"m": "tables", "format": request.format, "state": request.state,
                  "owner": request.owner, "queue": request.queue}
-        after = self.page_token(p, request.page_token, query, str, "")
+        after = self.page_token(p, request.page_token, query, str, "",
+                                lambda k: bool(v.TABLE_ID_RE.fullmatch(k)))
         if p:
             raise invalid(p)
         rows = self.store.list_tables(after, size + 1, request.format or None, state,

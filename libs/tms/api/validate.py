@@ -22,6 +22,7 @@ MAX_PAGE_TOKEN_LEN = 512
 TABLE_ID_RE = re.compile(r"^[a-z][a-z0-9_.-]{0,62}$")
 QUEUE_RE = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 ACTION_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
+OPERATION_ID_RE = re.compile(r"[1-9][0-9]{0,17}")  # ASCII only: int() also takes "²", "١"
 TABLE_NAME_RE = re.compile(r"^tables/([^/]+)$")
 OPERATION_NAME_RE = re.compile(r"^tables/([^/]+)/operations/([^/]+)$")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
@@ -94,8 +95,8 @@ def operation_name(p: Problems, field: str, value: str) -> tuple[str, int]:
     m = OPERATION_NAME_RE.fullmatch(value)
     if not value:
         p.append((field, "required"))
-    elif (not m or not TABLE_ID_RE.fullmatch(m.group(1)) or not m.group(2).isdigit()
-          or len(m.group(2)) > 18):
+    elif (not m or not TABLE_ID_RE.fullmatch(m.group(1))
+          or not OPERATION_ID_RE.fullmatch(m.group(2))):
         p.append((field, f"must be tables/{{table_id}}/operations/{{id}}, got {value[:80]!r}"))
     else:
         return m.group(1), int(m.group(2))

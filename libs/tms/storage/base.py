@@ -22,6 +22,10 @@ from tms.domain import (
 )
 
 
+class TableGone(LookupError):
+    """The table was deregistered while something was being written for it."""
+
+
 class Store(Protocol):
     # tables
     def register_table(self, spec: TableSpec) -> TableRecord | None:

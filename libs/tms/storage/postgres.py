@@ -28,6 +28,7 @@ from tms.domain import (
     TableState,
     TableUpdate,
 )
+from tms.storage.base import TableGone
 from tms.storage.queries import q
 
 POOL_MIN_SIZE = 1
@@ -174,9 +175,16 @@ class PostgresStore:
                 "operation_id": operation_id, "scheduler_id": scheduler_id,
             })
 
+    def _insert_op(self, name: str, table: TableRecord, params: dict[str, Any]
+                   ) -> dict[str, Any] | None:
+        try:
+            return self._one(name, params)
+        except psycopg.errors.ForeignKeyViolation:
+            raise TableGone(table.table_id) from None
+
     def enqueue(self, table: TableRecord, decision: Decision, trigger: str,
                 max_attempts: int) -> int | None:
-        row = self._one("insert_operation", {
+        row = self._insert_op("insert_operation", table, {
             "table_pk": table.id, "action": decision.action, "priority": table.priority,
             "trigger": trigger, "reason": decision.reason, "params": Jsonb(decision.params),
             "metrics": Jsonb(decision.metrics), "max_attempts": max_attempts,
@@ -186,7 +194,7 @@ class PostgresStore:
     def enqueue_manual(self, table: TableRecord, action: str, trigger: str, reason: str,
                        params: dict[str, Any], max_attempts: int,
                        retry_of: int | None = None, priority: int | None = None) -> int | None:
-        row = self._one("insert_manual_operation", {
+        row = self._insert_op("insert_manual_operation", table, {
             "table_pk": table.id, "action": action,
             "priority": table.priority if priority is None else priority, "trigger": trigger,
             "reason": reason, "params": Jsonb(params), "max_attempts": max_attempts,

@@ -87,10 +87,14 @@ WITH input AS (
                          %(bytes_added)s::bigint[], %(operation_types)s::text[])
         WITH ORDINALITY AS i(table_id, commit_id, commit_time, files_added, bytes_added,
                              operation_type, idx)
+), known AS (
+    -- KEY SHARE: a table being deregistered right now is waited for, then seen as gone,
+    -- instead of failing the insert below on its foreign key
+    SELECT id, table_id FROM tms_tables WHERE table_id = ANY(%(table_ids)s) FOR KEY SHARE
 ), resolved AS (
     SELECT i.*, t.id AS table_pk,
            min(i.idx) OVER (PARTITION BY i.table_id, i.commit_id) AS first_idx
-    FROM input i LEFT JOIN tms_tables t ON t.table_id = i.table_id
+    FROM input i LEFT JOIN known t ON t.table_id = i.table_id
 ), ins AS (
     INSERT INTO tms_commit_events (table_pk, commit_id, commit_time, files_added, bytes_added,
                                    operation_type)
