@@ -1,24 +1,26 @@
 """API benchmark: NotifyCommit on a real tms-api node against a no-op gRPC service and pgbench.
 
-A script, not a test. One run starts a throw-away PostgreSQL (``LocalPostgres``) in a temporary
-directory, applies the schema, then measures, each phase for a fixed time after a warm-up:
+A script, not a test (see bench/README.md). One run starts a throw-away PostgreSQL
+(``LocalPostgres``) in a temporary directory, applies the schema, starts the servers, then
+measures each phase for ``--seconds`` after a ``--warmup``, ``--rounds`` times alternately:
 
-1. ``noop``    the load generator against a no-op unary gRPC service (same method path, same
-               request, same server thread-pool size as tms-api, no database);
-2. ``notify``  the same generator against one ``tms-api`` process (``python -m tms_services.api``)
-               calling ``NotifyCommit`` with a unique commit id per call, spread over the
-               registered tables;
-3. ``pgbench`` single-row INSERT transactions into a scratch table shaped like
-               ``tms_commit_events``, with as many clients as the gRPC load;
-4. ``batch``   ``NotifyCommits`` with ``--batch-size`` commits per call.
+1. ``noop``    the load generator against a no-op unary gRPC service in its own process (same
+               method path and request, same thread-pool size as tms-api, no database);
+2. ``notify``  the same generator against one ``python -m tms_services.api`` process calling
+               ``NotifyCommit`` with a unique commit id per call, spread over the tables;
+3. ``batch``   ``NotifyCommits`` with ``--batch-size`` commits per call;
+4. ``pgbench`` single-row INSERT transactions into a scratch table shaped like
+               ``tms_commit_events``, with as many clients as the gRPC load.
 
-It prints one table and the ratios NotifyCommit / no-op (goal >= 0.70), NotifyCommit / pgbench
-and batch commits/s against 20,000. Everything listens on 127.0.0.1 and every process it starts
-(servers, load generators, PostgreSQL) is stopped at the end, on error and on Ctrl-C.
+It prints calls/s, p50/p99 latency and CPU per call (server, PostgreSQL, load generator), and
+the ratios NotifyCommit / no-op (goal >= 0.70), NotifyCommit / pgbench and batch commits/s
+against 20,000. Everything listens on 127.0.0.1; every process it starts is stopped at the end,
+on error, on Ctrl-C and on SIGTERM.
 
 Run from the repository root::
 
-    .venv/bin/python -m bench.api_bench [--seconds 10] [--json figures.json]
+    .venv/bin/python -m bench.api_bench [--seconds 10] [--rounds 3] [--json figures.json]
+    .venv/bin/python bench/api_bench.py ...   # the same
 """
 
 from __future__ import annotations
@@ -29,9 +31,11 @@ import json
 import math
 import multiprocessing as mp
 import os
+import queue
 import re
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -73,6 +77,7 @@ CALL_TIMEOUT_S = 30.0
 STOP_GRACE_S = 10.0
 CLIENT_JOIN_SLACK_S = 60.0
 SCRATCH_TABLE = "bench_scratch_commits"
+DISTURBED_PCT = 10
 _SERVER_OPTIONS = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                    ("grpc.so_reuseport", 0)]
 _CLIENT_OPTIONS = [("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
@@ -306,7 +311,10 @@ class PhaseResult:
     concurrency: int = 0
     batch_size: int = 0
     seconds: float = 0.0
-    note: str = ""
+    cpu_ms_per_call: dict[str, float] = field(default_factory=dict)
+    machine_busy_pct: float = 0.0
+    machine_steal_pct: float = 0.0
+    other_load_pct: float = 0.0
 
 
 def _percentile(sorted_values: Sequence[float], pct: float) -> float:
@@ -314,6 +322,101 @@ def _percentile(sorted_values: Sequence[float], pct: float) -> float:
         return 0.0
     rank = max(1, math.ceil(pct / 100.0 * len(sorted_values)))
     return sorted_values[min(rank, len(sorted_values)) - 1]
+
+
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def _proc_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of one process so far (0 when it is gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    rest = stat[stat.rindex(")") + 2:].split()  # fields from 3 (state) on
+    return (int(rest[11]) + int(rest[12])) / _CLK_TCK
+
+
+def _children_of(ppid: int) -> list[int]:
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat[stat.rindex(")") + 2:].split()[1]) == ppid:
+                out.append(int(d.name))
+    return out
+
+
+def _machine_ticks() -> tuple[int, int, int]:
+    """(total, busy, steal) jiffies of all CPUs; busy excludes idle, iowait and steal."""
+    values = [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    idle, iowait = values[3], values[4]
+    steal = values[7] if len(values) > 7 else 0
+    total = sum(values[:8])
+    return total, total - idle - iowait - steal, steal
+
+
+@dataclass(frozen=True)
+class CpuSample:
+    cpu_s: dict[str, float]  # CPU seconds per process group
+    busy_pct: float  # of all CPUs, everything on the machine
+    steal_pct: float  # taken by the hypervisor
+    other_pct: float  # busy, but not by any of our groups: someone else's load
+
+    def per_call_ms(self, calls: float) -> dict[str, float]:
+        return {g: 1e3 * sec / calls for g, sec in self.cpu_s.items()} if calls > 0 else {}
+
+
+class CpuProbe:
+    """CPU seconds of named process groups, and the machine's busy and steal share, between
+    :meth:`begin` and :meth:`end`; groups are re-resolved at each sample."""
+
+    def __init__(self, groups: dict[str, Callable[[], list[int]]]) -> None:
+        self._groups = groups
+        self._start: dict[str, dict[int, float]] = {}
+        self._machine: tuple[int, int, int] = (0, 0, 0)
+
+    def _sample(self) -> dict[str, dict[int, float]]:
+        return {g: {pid: _proc_cpu_s(pid) for pid in pids()} for g, pids in self._groups.items()}
+
+    def begin(self) -> None:
+        self._start = self._sample()
+        self._machine = _machine_ticks()
+
+    def end(self) -> CpuSample:
+        """Processes that appeared in between count with all their CPU time."""
+        now, machine = self._sample(), _machine_ticks()
+        cpu = {g: sum(v - self._start.get(g, {}).get(pid, 0.0) for pid, v in pids.items())
+               for g, pids in now.items()}
+        total, busy, steal = (m - s for m, s in zip(machine, self._machine, strict=True))
+        if total <= 0:
+            return CpuSample(cpu, 0.0, 0.0, 0.0)
+        other = max(0.0, busy / _CLK_TCK - sum(cpu.values()))
+        return CpuSample(cpu, 100.0 * busy / total, 100.0 * steal / total,
+                         100.0 * other * _CLK_TCK / total)
+
+
+def postgres_pids(pg: LocalPostgres) -> Callable[[], list[int]]:
+    """The postmaster and its children (backends, background workers)."""
+
+    def pids() -> list[int]:
+        try:
+            postmaster = int((pg.data_dir / "postmaster.pid").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return []
+        return [postmaster, *_children_of(postmaster)]
+
+    return pids
+
+
+def _apply_cpu(phase: PhaseResult, sample: CpuSample, calls: float) -> None:
+    phase.cpu_ms_per_call = sample.per_call_ms(calls)
+    phase.machine_busy_pct = sample.busy_pct
+    phase.machine_steal_pct = sample.steal_pct
+    phase.other_load_pct = sample.other_pct
 
 
 class Children:
@@ -364,6 +467,7 @@ class Children:
 
 
 def run_load(name: str, spec: LoadSpec, children: Children,
+             groups: dict[str, Callable[[], list[int]]],
              on_start: Callable[[], None] | None = None) -> PhaseResult:
     """Run ``spec`` in ``spec.procs`` processes; figures cover the window after the warm-up."""
     ctx = mp.get_context("spawn")
@@ -371,33 +475,48 @@ def run_load(name: str, spec: LoadSpec, children: Children,
     results: MpQueue[WorkerResult] = ctx.Queue()
     go = ctx.Event()
     t0: Synchronized[float] = ctx.Value("d", 0.0)  # type: ignore[assignment]
+    workers = []
     for w in range(spec.procs):
         p = ctx.Process(target=_client_main, args=(spec, w, ready, go, t0, results),
                         name=f"bench-client-{w}", daemon=True)
-        children.workers.append(p)
         p.start()
+        children.workers.append(p)
+        workers.append(p)
+    probe = CpuProbe({**groups, "clients": lambda: [w.pid for w in workers if w.pid]})
     for _ in range(spec.procs):
-        ready.get(timeout=SERVER_START_TIMEOUT_S)
+        try:
+            ready.get(timeout=SERVER_START_TIMEOUT_S)
+        except queue.Empty:
+            raise BenchError(f"{name}: load generators not ready after "
+                             f"{SERVER_START_TIMEOUT_S:.0f} s") from None
     t0.value = time.monotonic()
     go.set()
     if on_start is not None:
         on_start()
+    time.sleep(max(0.0, t0.value + spec.warmup_s - time.monotonic()))
+    probe.begin()
+    time.sleep(max(0.0, t0.value + spec.warmup_s + spec.seconds - time.monotonic()))
+    cpu = probe.end()
     total = WorkerResult()
     deadline = time.monotonic() + spec.warmup_s + spec.seconds + CLIENT_JOIN_SLACK_S
     for _ in range(spec.procs):
-        total_left = max(1.0, deadline - time.monotonic())
-        _merge(total, results.get(timeout=total_left))
+        try:
+            _merge(total, results.get(timeout=max(1.0, deadline - time.monotonic())))
+        except queue.Empty:
+            raise BenchError(f"{name}: load generators did not finish") from None
     children.stop_workers()
     if total.failure:
         raise BenchError(f"{name}: load generator failed: {total.failure}")
     lat = sorted(total.latencies)
-    return PhaseResult(
+    phase = PhaseResult(
         name=name, calls_s=total.calls / spec.seconds, commits_s=total.commits / spec.seconds,
         p50_ms=_percentile(lat, 50) * 1e3, p99_ms=_percentile(lat, 99) * 1e3,
         calls=total.calls, errors=dict(total.errors), duplicates=total.duplicates,
         entry_errors=total.entry_errors, concurrency=spec.procs * spec.threads,
         batch_size=spec.batch, seconds=spec.seconds,
     )
+    _apply_cpu(phase, cpu, phase.calls)
+    return phase
 
 
 # --------------------------------------------------------------------------------------------
@@ -517,11 +636,12 @@ PGBENCH_SCRIPT = f"""\\set t random(1, 100)
 INSERT INTO {SCRATCH_TABLE} (table_pk, commit_id, files_added, bytes_added, operation_type)
 VALUES (:t, gen_random_uuid()::text, 1, 4096, 'append');
 """
+PGBENCH_RAMP_S = 0.5
 _TPS_RE = re.compile(r"^tps = ([0-9.]+) \(without initial connection time\)", re.MULTILINE)
 
 
-def run_pgbench(pg: LocalPostgres, clients: int, jobs: int, warmup_s: float, seconds: float,
-                workdir: Path) -> PhaseResult:
+def run_pgbench(pg: LocalPostgres, clients: int, warmup_s: float, seconds: float,
+                pgdir: Path) -> PhaseResult:
     """Single-row INSERT transactions (prepared statements) into a copy of the events table."""
     with psycopg.connect(pg.dsn(DB_NAME), autocommit=True) as conn:
         conn.execute(f"DROP TABLE IF EXISTS {SCRATCH_TABLE}")
@@ -530,19 +650,37 @@ def run_pgbench(pg: LocalPostgres, clients: int, jobs: int, warmup_s: float, sec
             received_at timestamptz NOT NULL DEFAULT now(), files_added bigint,
             bytes_added bigint, operation_type text NOT NULL DEFAULT '',
             PRIMARY KEY (table_pk, commit_id))""")
-    pgdir = workdir / "pgbench"
     pgdir.mkdir()
+    jobs = min(clients, os.cpu_count() or 1)
     script = pgdir / "insert.sql"
     script.write_text(PGBENCH_SCRIPT)
     secs = max(1, math.ceil(seconds))
     base = [_pgbench_bin(), "-n", "-h", "127.0.0.1", "-p", str(pg.port), "-U", PG_SUPERUSER,
-            "-c", str(clients), "-j", str(max(1, min(jobs, clients))), "-M", "prepared",
+            "-c", str(clients), "-j", str(jobs), "-M", "prepared",
             "-f", str(script)]
     if warmup_s > 0:
         _run_checked([*base, "-T", str(max(1, math.ceil(warmup_s))), DB_NAME], pgdir,
                      warmup_s + CLIENT_JOIN_SLACK_S)
-    out = _run_checked([*base, "-T", str(secs), "-l", "--log-prefix", str(pgdir / "tx"),
-                        DB_NAME], pgdir, secs + CLIENT_JOIN_SLACK_S)
+    argv = [*base, "-T", str(secs), "-l", "--log-prefix", str(pgdir / "tx"), DB_NAME]
+    out_path = pgdir / "pgbench.out"
+    with out_path.open("wb") as out_f:
+        proc = subprocess.Popen(argv, cwd=pgdir, stdout=out_f, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        probe = CpuProbe({"postgres": postgres_pids(pg), "clients": lambda: [proc.pid]})
+        # CPU over the middle of the run: after the connections, before pgbench exits.
+        begin_at, end_at = time.monotonic() + PGBENCH_RAMP_S, time.monotonic() + secs - 0.3
+        time.sleep(PGBENCH_RAMP_S)
+        probe.begin()
+        time.sleep(max(0.0, end_at - time.monotonic()))
+        cpu = probe.end()
+        window_s = time.monotonic() - begin_at
+        proc.wait(secs + CLIENT_JOIN_SLACK_S)
+    finally:
+        Children.stop_popen(proc)
+    out = out_path.read_text(errors="replace")
+    if proc.returncode != 0:
+        raise BenchError(f"pgbench failed ({proc.returncode}):\n{out[-3000:]}")
     m = _TPS_RE.search(out)
     if not m:
         raise BenchError(f"no tps in pgbench output:\n{out}")
@@ -554,9 +692,11 @@ def run_pgbench(pg: LocalPostgres, clients: int, jobs: int, warmup_s: float, sec
                 lat.append(int(parts[2]) / 1e6)  # per-transaction latency in microseconds
     lat.sort()
     tps = float(m.group(1))
-    return PhaseResult(name="pgbench INSERT", calls_s=tps, commits_s=tps,
-                       p50_ms=_percentile(lat, 50) * 1e3, p99_ms=_percentile(lat, 99) * 1e3,
-                       calls=len(lat), concurrency=clients, seconds=float(secs))
+    phase = PhaseResult(name="pgbench INSERT", calls_s=tps, commits_s=tps,
+                        p50_ms=_percentile(lat, 50) * 1e3, p99_ms=_percentile(lat, 99) * 1e3,
+                        calls=len(lat), concurrency=clients, seconds=float(secs))
+    _apply_cpu(phase, cpu, tps * window_s)
+    return phase
 
 
 def _run_checked(argv: list[str], cwd: Path, timeout_s: float) -> str:
@@ -584,7 +724,7 @@ def _py_spy_starter(children: Children, pid: int, out: Path, warmup_s: float, se
             with (workdir / "py-spy.log").open("wb") as log:
                 children.popen([exe, "record", "--pid", str(pid), "--duration",
                                 str(max(1, int(seconds))), "--rate", "200", "--format", fmt,
-                                "--nonblocking", "--threads", "-o", str(out)], log)
+                                "--nonblocking", "--gil", "-o", str(out)], log)
 
         threading.Thread(target=later, daemon=True).start()
 
@@ -601,21 +741,39 @@ def _ratio(a: PhaseResult | None, b: PhaseResult | None, attr: str = "calls_s") 
     return getattr(a, attr) / den if den else None
 
 
-def render(phases: list[PhaseResult], ratios: dict[str, float | None]) -> str:
-    lines = [f"{'phase':<28}{'conc':>6}{'calls/s':>11}{'commits/s':>12}{'p50 ms':>9}"
+def _label(p: PhaseResult) -> str:
+    return p.name + (f" x{p.batch_size}" if p.batch_size else "")
+
+
+def render(phases: list[PhaseResult], ratios: dict[str, float | None], *,
+           median: bool = False) -> str:
+    head = "median round" if median else "phase"
+    lines = [f"{head:<28}{'conc':>6}{'calls/s':>11}{'commits/s':>12}{'p50 ms':>9}"
              f"{'p99 ms':>9}  errors"]
     for p in phases:
-        label = p.name + (f" x{p.batch_size}" if p.batch_size else "")
         if p.status != "ok":
-            lines.append(f"{label:<28}{p.concurrency:>6}  {p.status}")
+            lines.append(f"{_label(p):<28}{p.concurrency:>6}  {p.status}")
             continue
         errs = ", ".join(f"{k}={v}" for k, v in sorted(p.errors.items())) or "0"
         if p.entry_errors:
             errs += f", entries={p.entry_errors}"
         if p.duplicates:
             errs += f", duplicates={p.duplicates}"
-        lines.append(f"{label:<28}{p.concurrency:>6}{p.calls_s:>11.1f}{p.commits_s:>12.1f}"
+        lines.append(f"{_label(p):<28}{p.concurrency:>6}{p.calls_s:>11.1f}{p.commits_s:>12.1f}"
                      f"{p.p50_ms:>9.2f}{p.p99_ms:>9.2f}  {errs}")
+    lines += ["", f"{'CPU ms per call':<28}{'server':>9}{'postgres':>10}{'clients':>9}"
+                  f"{'machine busy %':>16}{'steal %':>9}{'other load %':>14}"]
+    disturbed = []
+    for p in phases:
+        if p.status != "ok":
+            continue
+        cells = "".join(f"{p.cpu_ms_per_call[g]:>{w}.3f}" if g in p.cpu_ms_per_call
+                        else f"{'-':>{w}}" for g, w in (("server", 9), ("postgres", 10),
+                                                        ("clients", 9)))
+        lines.append(f"{_label(p):<28}{cells}{p.machine_busy_pct:>16.0f}"
+                     f"{p.machine_steal_pct:>9.0f}{p.other_load_pct:>14.0f}")
+        if p.other_load_pct + p.machine_steal_pct > DISTURBED_PCT:
+            disturbed.append(_label(p))
     lines.append("")
 
     def fmt(key: str, label: str, goal: float | None) -> str:
@@ -629,7 +787,27 @@ def render(phases: list[PhaseResult], ratios: dict[str, float | None]) -> str:
     lines.append(fmt("notify_vs_noop", "NotifyCommit / no-op", GOAL_NOTIFY_VS_NOOP))
     lines.append(fmt("notify_vs_pgbench", "NotifyCommit / pgbench", None))
     lines.append(fmt("batch_vs_goal", f"batch commits/s / {GOAL_BATCH_COMMITS_S:,.0f}", 1.0))
+    if disturbed:
+        lines += ["", f"WARNING: other processes or the hypervisor took over {DISTURBED_PCT}% "
+                      f"of the CPUs during: {', '.join(disturbed)}; those figures are low. "
+                      "Re-run on a quiet machine or with --rounds."]
     return "\n".join(lines)
+
+
+def render_rounds(rounds: list[dict[str, PhaseResult]],
+                  ratios: list[dict[str, float | None]]) -> str:
+    keys = [k for k in PHASES if any(k in r for r in rounds)]
+    lines = [f"{'round':<7}" + "".join(f"{k + ' /s':>15}" for k in keys)
+             + f"{'notify/noop':>13}{'other load %':>14}"]
+    for i, (r, rat) in enumerate(zip(rounds, ratios, strict=True)):
+        cells = "".join(f"{r[k].commits_s:>15.1f}" if k in r and r[k].status == "ok"
+                        else f"{'-':>15}" for k in keys)
+        nv = rat.get("notify_vs_noop")
+        other = max((ph.other_load_pct + ph.machine_steal_pct for ph in r.values()),
+                    default=0.0)
+        lines.append(f"{i + 1:<7}{cells}{(f'{nv:.2f}' if nv is not None else '-'):>13}"
+                     f"{other:>14.0f}")
+    return "\n".join(lines) + "\n"
 
 
 # --------------------------------------------------------------------------------------------
@@ -651,14 +829,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     p.add_argument("--seconds", type=float, default=10.0, help="measured time per phase")
     p.add_argument("--warmup", type=float, default=2.0, help="warm-up per phase, not measured")
-    p.add_argument("--procs", type=int, default=2, help="load-generator processes")
-    p.add_argument("--threads", type=int, default=8,
-                   help="concurrent calls per load-generator process")
-    p.add_argument("--client", choices=("threads", "aio"), default="threads",
-                   help="blocking stubs in threads, or grpc.aio tasks")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="repeat all phases, alternating; report the median round")
+    p.add_argument("--procs", type=int, default=1, help="load-generator processes")
+    p.add_argument("--threads", type=int, default=SERVER_THREADS,
+                   help="concurrent calls per load-generator process (asyncio tasks with "
+                        "--client aio, threads with --client threads); default: the API "
+                        "server's thread count")
+    p.add_argument("--client", choices=("aio", "threads"), default="aio",
+                   help="grpc.aio tasks (least client CPU per call) or blocking stubs in threads")
     p.add_argument("--tables", type=int, default=100, help="iceberg tables to register")
     p.add_argument("--batch-size", type=int, default=500, help="commits per NotifyCommits")
-    p.add_argument("--batch-threads", type=int, default=1,
+    p.add_argument("--batch-threads", type=int, default=2,
                    help="concurrent NotifyCommits calls per load-generator process")
     p.add_argument("--only", default="noop,notify,pgbench,batch",
                    help="comma-separated phases to run")
@@ -668,8 +850,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "(.svg flamegraph, .json speedscope, else raw collapsed stacks)")
     p.add_argument("--serve-noop", metavar="HOST:PORT", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    if args.seconds <= 0 or args.warmup < 0 or args.procs < 1 or args.threads < 1:
-        p.error("--seconds > 0, --warmup >= 0, --procs >= 1 and --threads >= 1")
+    if (args.seconds <= 0 or args.warmup < 0 or args.procs < 1 or args.threads < 1
+            or args.rounds < 1 or args.batch_threads < 1):
+        p.error("need --seconds > 0, --warmup >= 0 and --procs, --threads, --rounds, "
+                "--batch-threads >= 1")
     if not 1 <= args.batch_size <= 1000:
         p.error("--batch-size must be 1-1000")
     if args.tables < 1:
@@ -681,92 +865,130 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    run_id = f"r{int(time.time())}"
-    concurrency = args.procs * args.threads
-    phases: dict[str, PhaseResult] = {}
-    children = Children()
-    tmp = Path(tempfile.mkdtemp(prefix="tms-bench-"))
-    tmp.chmod(0o755)  # the server runs as the postgres user when we are root
-    pg: LocalPostgres | None = None
+PHASES = ("noop", "notify", "batch", "pgbench")  # the order within a round
+
+
+def _say(msg: str) -> None:
+    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+
+def _round(args: argparse.Namespace, r: int, env: dict[str, Any], children: Children,
+           workdir: Path) -> dict[str, PhaseResult]:
+    """One round: each selected phase once, the servers already running."""
+    out: dict[str, PhaseResult] = {}
+    conc = args.procs * args.threads
+    tag = f"round {r + 1}/{args.rounds}: " if args.rounds > 1 else ""
 
     def spec(target: str, tables: tuple[str, ...], batch: int, threads: int) -> LoadSpec:
         return LoadSpec(target=target, tables=tables, batch=batch, procs=args.procs,
                         threads=threads, warmup_s=args.warmup, seconds=args.seconds,
-                        client=args.client, run_id=run_id)
+                        client=args.client, run_id=f"{env['run_id']}-{r}")
 
-    def say(msg: str) -> None:
-        print(f"[bench] {msg}", file=sys.stderr, flush=True)
+    if "noop" in args.only:
+        _say(f"{tag}no-op gRPC, {conc} concurrent calls")
+        noop_pid = env["noop"].pid
+        out["noop"] = run_load("no-op unary gRPC", spec(
+            env["noop_target"], ("tables/noop",), 0, args.threads), children,
+            {"server": lambda: [noop_pid]})
+    if "notify" in args.only:
+        _say(f"{tag}NotifyCommit, {conc} concurrent calls")
+        on_start = (_py_spy_starter(children, env["api"].pid, args.py_spy, args.warmup,
+                                    args.seconds, workdir)
+                    if args.py_spy and r == 0 else None)
+        out["notify"] = run_load("NotifyCommit", spec(
+            env["api_target"], env["tables"], 0, args.threads), children, env["api_groups"],
+            on_start)
+    if "batch" in args.only:
+        bconc = args.procs * args.batch_threads
+        status = probe_batch(env["api_target"], env["tables"][0], f"{env['run_id']}-{r}")
+        if status == "ok":
+            _say(f"{tag}NotifyCommits x{args.batch_size}, {bconc} concurrent calls")
+            out["batch"] = run_load("NotifyCommits", spec(
+                env["api_target"], env["tables"], args.batch_size, args.batch_threads),
+                children, env["api_groups"])
+        else:
+            _say(f"{tag}NotifyCommits not measurable: {status}")
+            out["batch"] = PhaseResult(name="NotifyCommits", status=status, concurrency=bconc,
+                                       batch_size=args.batch_size)
+    if "pgbench" in args.only:
+        _say(f"{tag}pgbench, {conc} clients")
+        out["pgbench"] = run_pgbench(env["pg"], conc, args.warmup, args.seconds,
+                                     workdir / f"pgbench-{r}")
+    return out
 
+
+def _ratios(phases: dict[str, PhaseResult]) -> dict[str, float | None]:
+    batch = phases.get("batch")
+    return {
+        "notify_vs_noop": _ratio(phases.get("notify"), phases.get("noop")),
+        "notify_vs_pgbench": _ratio(phases.get("notify"), phases.get("pgbench")),
+        "batch_vs_goal": (batch.commits_s / GOAL_BATCH_COMMITS_S
+                          if batch is not None and batch.status == "ok" else None),
+    }
+
+
+def _median_round(rounds: list[dict[str, PhaseResult]], key: str) -> PhaseResult | None:
+    """The round with the median calls/s (the lower one of an even count)."""
+    got = sorted((r[key] for r in rounds if key in r), key=lambda ph: ph.calls_s)
+    return got[(len(got) - 1) // 2] if got else None
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    children = Children()
+    tmp = Path(tempfile.mkdtemp(prefix="tms-bench-"))
+    tmp.chmod(0o755)  # the server runs as the postgres user when we are root
+    pg: LocalPostgres | None = None
+    env: dict[str, Any] = {"run_id": f"r{int(time.time())}"}
+    rounds: list[dict[str, PhaseResult]] = []
     try:
         if "noop" in args.only:
-            say(f"no-op gRPC server, {concurrency} concurrent calls ({args.client}), "
-                f"{args.warmup:g}+{args.seconds:g} s")
-            target, proc = start_noop(children, tmp)
-            phases["noop"] = run_load("no-op unary gRPC", spec(
-                target, ("tables/noop",), 0, args.threads), children)
-            children.stop_popen(proc)
-
+            _say("starting the no-op gRPC server")
+            env["noop_target"], env["noop"] = start_noop(children, tmp)
         if args.only & {"notify", "pgbench", "batch"}:
-            say("PostgreSQL")
+            _say("starting PostgreSQL")
             pg = LocalPostgres(tmp / "pg").start()
+            env["pg"] = pg
             dsn = pg.create_database(DB_NAME)
             migrate(dsn)
-
         if args.only & {"notify", "batch"}:
             assert pg is not None
-            say("tms-api")
-            target, api = start_api(children, tmp, dsn)
-            say(f"registering {args.tables} tables")
-            tables = register_tables(target, args.tables)
-            if "notify" in args.only:
-                say(f"NotifyCommit, {concurrency} concurrent calls, "
-                    f"{args.warmup:g}+{args.seconds:g} s")
-                on_start = (_py_spy_starter(children, api.pid, args.py_spy, args.warmup,
-                                            args.seconds, tmp) if args.py_spy else None)
-                phases["notify"] = run_load("NotifyCommit", spec(
-                    target, tables, 0, args.threads), children, on_start)
-            if "batch" in args.only:
-                status = probe_batch(target, tables[0], run_id)
-                bconc = args.procs * args.batch_threads
-                if status == "ok":
-                    say(f"NotifyCommits x{args.batch_size}, {bconc} concurrent calls")
-                    phases["batch"] = run_load("NotifyCommits", spec(
-                        target, tables, args.batch_size, args.batch_threads), children)
-                else:
-                    say(f"NotifyCommits not measurable: {status}")
-                    phases["batch"] = PhaseResult(name="NotifyCommits", status=status,
-                                                  concurrency=bconc, batch_size=args.batch_size)
-            children.stop_popen(api)
-            if api.returncode not in (0, -signal.SIGTERM):
-                say(f"tms-api exited with {api.returncode}:\n{_tail(tmp / 'api.log')}")
-
-        if "pgbench" in args.only:
-            assert pg is not None
-            say(f"pgbench, {concurrency} clients")
-            phases["pgbench"] = run_pgbench(pg, concurrency, args.procs, args.warmup,
-                                            args.seconds, tmp)
+            _say("starting tms-api")
+            env["api_target"], api = start_api(children, tmp, dsn)
+            env["api"] = api
+            _say(f"registering {args.tables} tables")
+            env["tables"] = register_tables(env["api_target"], args.tables)
+            env["api_groups"] = {"server": lambda: [api.pid], "postgres": postgres_pids(pg)}
+        for r in range(args.rounds):
+            rounds.append(_round(args, r, env, children, tmp))
+            if "api" in env and env["api"].poll() is not None:
+                raise BenchError(f"tms-api exited with {env['api'].returncode}:\n"
+                                 f"{_tail(tmp / 'api.log')}")
     finally:
         children.stop_all()
         if pg is not None:
             pg.stop("immediate")
         shutil.rmtree(tmp, ignore_errors=True)
 
-    ratios = {
-        "notify_vs_noop": _ratio(phases.get("notify"), phases.get("noop")),
-        "notify_vs_pgbench": _ratio(phases.get("notify"), phases.get("pgbench")),
-        "batch_vs_goal": (phases["batch"].commits_s / GOAL_BATCH_COMMITS_S
-                          if "batch" in phases and phases["batch"].status == "ok" else None),
-    }
-    order = [phases[k] for k in ("noop", "notify", "pgbench", "batch") if k in phases]
-    print(render(order, ratios))
+    phases = {k: ph for k in PHASES if (ph := _median_round(rounds, k)) is not None}
+    per_round = [_ratios(r) for r in rounds]
+    ratios: dict[str, float | None] = {}
+    for key in ("notify_vs_noop", "notify_vs_pgbench", "batch_vs_goal"):
+        values = [v for r in per_round if (v := r[key]) is not None]
+        ratios[key] = statistics.median(values) if values else None
+    if args.rounds > 1:
+        print(render_rounds(rounds, per_round))
+    print(render([phases[k] for k in ("noop", "notify", "pgbench", "batch") if k in phases],
+                 ratios, median=args.rounds > 1))
     return {
-        "config": {"seconds": args.seconds, "warmup_s": args.warmup, "procs": args.procs,
-                   "threads": args.threads, "client": args.client, "tables": args.tables,
-                   "batch_size": args.batch_size, "batch_threads": args.batch_threads,
-                   "server_threads": SERVER_THREADS, "cpus": os.cpu_count()},
+        "config": {"seconds": args.seconds, "warmup_s": args.warmup, "rounds": args.rounds,
+                   "procs": args.procs, "threads": args.threads, "client": args.client,
+                   "tables": args.tables, "batch_size": args.batch_size,
+                   "batch_threads": args.batch_threads, "server_threads": SERVER_THREADS,
+                   "cpus": os.cpu_count()},
         "phases": {k: asdict(v) for k, v in phases.items()},
         "ratios": ratios,
+        "rounds": [{k: asdict(v) for k, v in r.items()} for r in rounds],
+        "round_ratios": per_round,
         "goals": {"notify_vs_noop": GOAL_NOTIFY_VS_NOOP, "batch_commits_s": GOAL_BATCH_COMMITS_S},
     }
 
