@@ -60,8 +60,7 @@ class TableRecord:
     priority: int
     policy: dict[str, str]
     state: TableState
-    commit_seq: int
-    decided_seq: int
+    commit_count: int
     last_commit_id: str | None
     last_commit_time: datetime | None
     next_check_at: datetime

@@ -28,7 +28,7 @@ def _table(store: PostgresStore, table_id: str = "t1"):
 
 def test_migrate_is_idempotent(pg) -> None:
     first = migrate(pg.dsn)
-    assert [m.version for m in first] == [1, 2]
+    assert [m.version for m in first] == [1, 2, 3]
     assert migrate(pg.dsn) == []
 
 
@@ -44,7 +44,7 @@ def test_notify_commit_is_idempotent(store: PostgresStore) -> None:
     assert store.notify_commits([CommitEvent("t1", "s2")]) == [True]
     assert store.notify_commits([CommitEvent("nope", "s1")]) == [None]
     again = store.get_table("t1")
-    assert again is not None and again.commit_seq == t.commit_seq + 2
+    assert again is not None and again.commit_count == t.commit_count + 2
     assert again.last_commit_id == "s2"
 
 
@@ -102,12 +102,13 @@ def test_batch_notify_mixed(store: PostgresStore) -> None:
     assert store.notify_commits(events) == [False, True, True, None, False, True]
     a, b = store.get_table("a"), store.get_table("b")
     assert a is not None and b is not None
-    assert (a.commit_seq, a.last_commit_id) == (3, "n2")
-    assert (b.commit_seq, b.last_commit_id) == (1, "n1")
+    assert (a.commit_count, a.last_commit_id) == (3, "n2")
+    assert (b.commit_count, b.last_commit_id) == (1, "n1")
+    assert sorted(store.due_tables(10)) == sorted([a.id, b.id])
     assert store.notify_commits([]) == []
 
 
-def test_concurrent_batches_over_many_tables_do_not_deadlock(store: PostgresStore) -> None:
+def test_concurrent_batches_over_many_tables(store: PostgresStore) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     names = [f"t{i}" for i in range(6)]
@@ -121,22 +122,22 @@ def test_concurrent_batches_over_many_tables_do_not_deadlock(store: PostgresStor
     with ThreadPoolExecutor(6) as pool:
         results = list(pool.map(batch, range(30)))
     assert all(all(r) for r in results)
-    assert {store.get_table(n).commit_seq for n in names} == {30}  # type: ignore[union-attr]
+    assert {store.get_table(n).commit_count for n in names} == {30}  # type: ignore[union-attr]
 
 
-def test_notify_racing_a_deregistration_is_unknown_not_an_error(store: PostgresStore,
-                                                                db_dsn: str) -> None:
-    import threading
+def test_dirty_marks_survive_a_decision_in_progress(store: PostgresStore) -> None:
+    t = _table(store, "busy")
+    store.notify_commits([CommitEvent("busy", "c1")])
+    assert store.take_dirty(t.id) is True  # a decision starts
+    store.notify_commits([CommitEvent("busy", "c2")])  # a commit lands meanwhile
+    assert t.id in store.due_tables(10)
+    assert store.take_dirty(t.id) is True and store.take_dirty(t.id) is False
 
-    _table(store, "gone")
-    with psycopg.connect(db_dsn) as conn:
-        conn.execute("DELETE FROM tms_tables WHERE table_id = 'gone'")  # uncommitted delete
-        result: list[list[bool | None]] = []
-        t = threading.Thread(target=lambda: result.append(
-            store.notify_commits([CommitEvent("gone", "c1")])))
-        t.start()
-        t.join(1.0)
-        assert t.is_alive(), "the notify should wait for the deleting transaction"
-        conn.commit()
-    t.join(10)
-    assert result == [[None]]
+
+def test_deregistration_removes_events_and_marks(store: PostgresStore) -> None:
+    t = _table(store, "gone")
+    store.notify_commits([CommitEvent("gone", "c1")])
+    assert store.delete_table("gone", force=False)
+    assert t.id not in store.due_tables(10)
+    again = _table(store, "gone")
+    assert again.commit_count == 0 and again.last_commit_id is None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -25,12 +25,11 @@ from tms.formats.base import JobSpec, TableFormatPlugin
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 
 
-def make_table(pk: int = 1, commit_seq: int = 1, decided_seq: int = 0,
-               state: TableState = TableState.ACTIVE) -> TableRecord:
+def make_table(pk: int = 1, state: TableState = TableState.ACTIVE) -> TableRecord:
     return TableRecord(
         id=pk, table_id=f"t{pk}", format="fake", catalog="", namespace="", table_name="t",
         base_path="", catalog_properties={}, owner="", queue="default", priority=0, policy={},
-        state=state, commit_seq=commit_seq, decided_seq=decided_seq, last_commit_id=None,
+        state=state, commit_count=1, last_commit_id=None,
         last_commit_time=None, next_check_at=NOW + timedelta(hours=1), created_at=NOW,
         updated_at=NOW)
 
@@ -47,6 +46,7 @@ def make_op(op_id: int = 1, attempt: int = 1) -> OperationRecord:
 @dataclass
 class FakeStore:
     tables: dict[int, TableRecord] = field(default_factory=dict)
+    dirty: set[int] = field(default_factory=set)
     ops: list[tuple[int, Decision]] = field(default_factory=list)
     decisions: list[tuple[int, Decision, int | None]] = field(default_factory=list)
     finished_decisions: list[tuple[int, int, float]] = field(default_factory=list)
@@ -57,8 +57,16 @@ class FakeStore:
     handles: list[str] = field(default_factory=list)
     released: list[tuple[OperationRecord, str]] = field(default_factory=list)
 
-    def due_tables(self, limit: int) -> list[tuple[int, int]]:
-        return [(t.id, t.commit_seq) for t in self.tables.values()][:limit]
+    def due_tables(self, limit: int) -> list[int]:
+        return sorted(set(self.tables) | self.dirty)[:limit]
+
+    def take_dirty(self, pk: int) -> bool:
+        had = pk in self.dirty
+        self.dirty.discard(pk)
+        return had
+
+    def mark_dirty(self, pk: int) -> None:
+        self.dirty.add(pk)
 
     def reap_expired(self) -> tuple[list[int], list[int]]:
         return [], []
@@ -80,10 +88,8 @@ class FakeStore:
                         scheduler_id: str) -> None:
         self.decisions.append((pk, decision, operation_id))
 
-    def finish_decision(self, pk: int, seq: int, next_check_s: float) -> None:
-        self.finished_decisions.append((pk, seq, next_check_s))
-        t = self.tables[pk]
-        self.tables[pk] = replace(t, decided_seq=seq)
+    def finish_decision(self, pk: int, next_check_s: float) -> None:
+        self.finished_decisions.append((pk, next_check_s))
 
     def claim(self, owner: str, lease_s: float) -> OperationRecord | None:
         return self.to_claim.pop(0) if self.to_claim else None

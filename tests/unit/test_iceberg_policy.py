@@ -17,7 +17,7 @@ def table(**policy: str) -> TableRecord:
     return TableRecord(
         id=1, table_id="t", format="iceberg", catalog="c", namespace="ns", table_name="t",
         base_path="", catalog_properties={"type": "sql"}, owner="", queue="default",
-        priority=0, policy=dict(policy), state=TableState.ACTIVE, commit_seq=1, decided_seq=0,
+        priority=0, policy=dict(policy), state=TableState.ACTIVE, commit_count=1,
         last_commit_id=None, last_commit_time=None, next_check_at=NOW, created_at=NOW,
         updated_at=NOW)
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.unit.fakes import NOW, FakeCoordinator, FakeFormat, FakeStore, make_table
 from tms.domain import TableState
-from tms.scheduler.loop import INSPECT_FAILURE_RETRY_S, Scheduler
+from tms.scheduler.loop import INSPECT_FAILURE_RETRY_S, Scheduler, ZooKeeperLost
 
 
 def scheduler(store: FakeStore, coord: FakeCoordinator | None = None,
@@ -15,45 +17,67 @@ def scheduler(store: FakeStore, coord: FakeCoordinator | None = None,
 
 
 def test_queues_and_records_the_decision() -> None:
-    store = FakeStore(tables={1: make_table(commit_seq=7)})
+    store = FakeStore(tables={1: make_table()}, dirty={1})
     s = scheduler(store)
     assert s.run_once() == 1
     assert [d.action for _, d in store.ops] == ["compaction"]
     assert store.decisions[0][2] == 1 and store.decisions[0][1].reason == "20 small files"
-    assert store.finished_decisions == [(1, 7, 123.0)]
-    assert s.decided.is_set()
+    assert store.finished_decisions == [(1, 123.0)]
+    assert store.dirty == set() and s.decided.is_set()
 
 
 def test_already_decided_table_is_skipped() -> None:
-    store = FakeStore(tables={1: make_table(commit_seq=3, decided_seq=3)})
+    store = FakeStore(tables={1: make_table()})  # no mark, next check an hour away
     fmt = FakeFormat()
     assert scheduler(store, fmt=fmt).run_once() == 0
     assert fmt.inspected == [] and store.ops == []
 
 
+def test_pull_check_due_without_commits() -> None:
+    store = FakeStore(tables={1: make_table()})
+    s = Scheduler(store, FakeCoordinator(), {"fake": FakeFormat()},  # type: ignore[arg-type]
+                  "s1", now=lambda: NOW.replace(year=2027))
+    assert s.run_once() == 1 and len(store.ops) == 1
+
+
 def test_lock_held_elsewhere_means_no_decision() -> None:
-    store = FakeStore(tables={1: make_table(), 2: make_table(pk=2)})
+    store = FakeStore(tables={1: make_table(), 2: make_table(pk=2)}, dirty={1, 2})
     assert scheduler(store, FakeCoordinator(locked_by_other={1})).run_once() == 1
     assert [pk for pk, _ in store.ops] == [2]
+    assert store.dirty == {1}  # its mark waits for whoever holds the lock
 
 
 def test_no_zookeeper_session_no_decisions() -> None:
-    store = FakeStore(tables={1: make_table()})
+    store = FakeStore(tables={1: make_table()}, dirty={1})
     assert scheduler(store, FakeCoordinator(healthy=False)).run_once() == 0
-    assert store.ops == [] and store.decisions == []
+    assert store.ops == [] and store.decisions == [] and store.dirty == {1}
+
+
+def test_session_lost_mid_decision_keeps_the_mark() -> None:
+    store = FakeStore(tables={1: make_table()}, dirty={1})
+    coord = FakeCoordinator()
+
+    class LosesSession(FakeFormat):
+        def inspect(self, table):  # type: ignore[no-untyped-def]
+            coord.healthy = False
+            return super().inspect(table)
+
+    with pytest.raises(ZooKeeperLost):
+        scheduler(store, coord, LosesSession()).decide(1)
+    assert store.ops == [] and store.dirty == {1}
 
 
 def test_paused_table_gets_nothing() -> None:
-    store = FakeStore(tables={1: make_table(state=TableState.PAUSED)})
+    store = FakeStore(tables={1: make_table(state=TableState.PAUSED)}, dirty={1})
     assert scheduler(store).run_once() == 0
     assert store.ops == []
 
 
 def test_second_decision_while_active_records_why_not() -> None:
-    store = FakeStore(tables={1: make_table(commit_seq=1)})
+    store = FakeStore(tables={1: make_table()}, dirty={1})
     s = scheduler(store)
     s.run_once()
-    store.tables[1] = make_table(commit_seq=2, decided_seq=1)
+    store.dirty.add(1)
     s.run_once()
     assert len(store.ops) == 1
     last = store.decisions[-1][1]
@@ -61,8 +85,8 @@ def test_second_decision_while_active_records_why_not() -> None:
 
 
 def test_inspection_failure_is_recorded_and_retried_later() -> None:
-    store = FakeStore(tables={1: make_table(commit_seq=4)})
+    store = FakeStore(tables={1: make_table()}, dirty={1})
     scheduler(store, fmt=FakeFormat(fail=True)).run_once()
     assert store.ops == []
     assert "catalog unreachable" in store.decisions[0][1].reason
-    assert store.finished_decisions == [(1, 4, INSPECT_FAILURE_RETRY_S)]
+    assert store.finished_decisions == [(1, INSPECT_FAILURE_RETRY_S)]

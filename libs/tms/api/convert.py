@@ -44,7 +44,7 @@ def table_to_pb(t: TableRecord) -> tms_pb2.Table:
         catalog_properties=redact(t.catalog_properties), owner=t.owner, queue=t.queue,
         priority=t.priority, policy=t.policy, state=tms_pb2.Table.State.Value(t.state.value),
         last_commit_id=t.last_commit_id or "", last_commit_time=_ts(t.last_commit_time),
-        commit_count=t.commit_seq, create_time=_ts(t.created_at), update_time=_ts(t.updated_at),
+        commit_count=t.commit_count, create_time=_ts(t.created_at), update_time=_ts(t.updated_at),
     )
 
 

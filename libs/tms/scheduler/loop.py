@@ -1,9 +1,10 @@
 """The scheduler loop: find tables that are due, decide for each under its ZooKeeper lock,
 queue what the format plugin calls for, and record every decision with its reason.
 
-A table is due when commits arrived that no decision has seen (commit_seq > decided_seq) or its
-pull check is due (next_check_at), so a lost notification delays maintenance but never stops
-it. The loop also runs the lease reaper.
+A table is due when it carries a "new commits" mark (set by the intake, consumed here when a
+decision starts, set again by any commit arriving meanwhile) or its pull check is due
+(next_check_at), so a lost notification delays maintenance but never stops it. The loop also
+runs the lease reaper.
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ REAP_INTERVAL_S = 5.0
 DEFAULT_MAX_ATTEMPTS = 3
 
 log = structlog.get_logger("tms.scheduler")
+
+
+class ZooKeeperLost(RuntimeError):
+    """The scheduler no longer holds its ZooKeeper session, so no longer its locks."""
 
 
 class Scheduler:
@@ -69,7 +74,7 @@ class Scheduler:
         if not self.coordinator.healthy:
             return 0
         taken = 0
-        for pk, _seq in self.store.due_tables(DUE_BATCH_SIZE):
+        for pk in self.store.due_tables(DUE_BATCH_SIZE):
             if self.decide(pk):
                 taken += 1
         return taken
@@ -78,22 +83,28 @@ class Scheduler:
         with self.coordinator.table_lock(pk) as held:
             if not held:
                 return False
+            had_commits = self.store.take_dirty(pk)
             table = self.store.get_table_by_pk(pk)  # re-read under the lock
             if table is None or table.state is not TableState.ACTIVE:
-                return False
+                return False  # gone or paused: resuming schedules a check
             now = self._now()
-            if table.commit_seq <= table.decided_seq and table.next_check_at > now:
+            if not had_commits and table.next_check_at > now:
                 return False  # another scheduler decided while we waited for the lock
-            self._decide_locked(table, now)
+            try:
+                self._decide_locked(table, now)
+            except BaseException:
+                if had_commits:
+                    self.store.mark_dirty(pk)  # these commits still deserve a decision
+                raise
         self.decided.set()
         return True
 
     def _decide_locked(self, table: TableRecord, now: datetime) -> None:
-        bound = log.bind(table=table.table_id, commit_seq=table.commit_seq)
+        bound = log.bind(table=table.table_id)
         plugin = self.formats.get(table.format)
         if plugin is None:
             bound.error("no plugin for format", format=table.format)
-            self.store.finish_decision(table.id, table.commit_seq, INSPECT_FAILURE_RETRY_S)
+            self.store.finish_decision(table.id, INSPECT_FAILURE_RETRY_S)
             return
         try:
             metrics = plugin.inspect(table)
@@ -103,15 +114,14 @@ class Scheduler:
                 self.store.record_decision(
                     table.id, Decision(action, False, f"inspection failed: {e}"[:2000]), None,
                     self.scheduler_id)
-            self.store.finish_decision(table.id, table.commit_seq, INSPECT_FAILURE_RETRY_S)
+            self.store.finish_decision(table.id, INSPECT_FAILURE_RETRY_S)
             return
         last_runs = {a: self.store.last_succeeded(table.id, a) for a in plugin.actions}
         for decision in plugin.evaluate(table, metrics, last_runs, now):
             op_id = None
             if decision.should_run:
                 if not self.coordinator.healthy:
-                    bound.warning("zookeeper session lost mid-decision; not queueing")
-                    return
+                    raise ZooKeeperLost("session lost mid-decision; not queueing")
                 op_id = self.store.enqueue(table, decision, "policy", DEFAULT_MAX_ATTEMPTS)
                 if op_id is None:
                     decision = Decision(decision.action, False,
@@ -121,4 +131,4 @@ class Scheduler:
                     bound.info("operation queued", action=decision.action, operation=op_id,
                                reason=decision.reason)
             self.store.record_decision(table.id, decision, op_id, self.scheduler_id)
-        self.store.finish_decision(table.id, table.commit_seq, self.pull_interval_s)
+        self.store.finish_decision(table.id, self.pull_interval_s)

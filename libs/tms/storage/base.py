@@ -62,10 +62,16 @@ class Store(Protocol):
         """Per event, in order — True: newly recorded; False: a replay; None: unknown table."""
 
     # scheduling
-    def due_tables(self, limit: int) -> list[tuple[int, int]]:
-        """(table pk, commit_seq) of tables with undecided commits or a due pull check."""
+    def due_tables(self, limit: int) -> list[int]:
+        """Table pks with undecided commits or a due pull check."""
 
-    def finish_decision(self, pk: int, seq: int, next_check_s: float) -> None: ...
+    def take_dirty(self, pk: int) -> bool:
+        """Consume the table's "new commits" mark; whether there was one."""
+
+    def mark_dirty(self, pk: int) -> None:
+        """Put the mark back (a decision failed before it could see the commits)."""
+
+    def finish_decision(self, pk: int, next_check_s: float) -> None: ...
 
     def record_decision(self, pk: int, decision: Decision, operation_id: int | None,
                         scheduler_id: str) -> None: ...

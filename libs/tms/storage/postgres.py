@@ -55,7 +55,8 @@ class PostgresStore:
                  max_size: int = POOL_MAX_SIZE) -> None:
         self._pool = ConnectionPool(
             dsn, min_size=min_size, max_size=max_size, timeout=POOL_TIMEOUT_S, open=True,
-            kwargs={"row_factory": dict_row, "autocommit": False},
+            # autocommit: every store call is one statement, so one round trip, no BEGIN/COMMIT
+            kwargs={"row_factory": dict_row, "autocommit": True},
         )
 
     def close(self) -> None:
@@ -80,7 +81,7 @@ class PostgresStore:
         params["catalog_properties"] = Jsonb(spec.catalog_properties)
         params["policy"] = Jsonb(spec.policy)
         row = self._one("insert_table", params)
-        return _table(row) if row else None
+        return self.get_table_by_pk(row["id"]) if row else None
 
     def get_table(self, table_id: str) -> TableRecord | None:
         row = self._one("get_table", {"table_id": table_id})
@@ -109,11 +110,11 @@ class PostgresStore:
             params[f"set_{name}"] = value is not None
             params[name] = Jsonb(value) if isinstance(value, dict) else value
         row = self._one("update_table", params)
-        return _table(row) if row else None
+        return self.get_table_by_pk(row["id"]) if row else None
 
     def set_table_state(self, table_id: str, state: TableState) -> TableRecord | None:
         row = self._one("set_table_state", {"table_id": table_id, "state": state.value})
-        return _table(row) if row else None
+        return self.get_table_by_pk(row["id"]) if row else None
 
     def delete_table(self, table_id: str, force: bool) -> bool:
         return self._one("delete_table", {"table_id": table_id, "force": force}) is not None
@@ -142,29 +143,47 @@ class PostgresStore:
 
     # commits --------------------------------------------------------------------------------
     def notify_commits(self, events: Sequence[CommitEvent]) -> list[bool | None]:
-        if not events:
+        """One statement, inserts only; a repeat within the batch counts as a replay."""
+        first: dict[tuple[str, str], CommitEvent] = {}
+        for e in events:
+            first.setdefault((e.table_id, e.commit_id), e)
+        if not first:
             return []
+        unique = list(first.values())
         params = {
-            "table_ids": [e.table_id for e in events],
-            "commit_ids": [e.commit_id for e in events],
-            "commit_times": [e.commit_time for e in events],
-            "files_added": [e.files_added for e in events],
-            "bytes_added": [e.bytes_added for e in events],
-            "operation_types": [e.operation_type for e in events],
+            "table_ids": [e.table_id for e in unique],
+            "commit_ids": [e.commit_id for e in unique],
+            "commit_times": [e.commit_time for e in unique],
+            "files_added": [e.files_added for e in unique],
+            "bytes_added": [e.bytes_added for e in unique],
+            "operation_types": [e.operation_type for e in unique],
         }
         with self._pool.connection() as conn:
-            if len({e.table_id for e in events}) > 1:
-                conn.execute(q("lock_tables_for_commits"), {"table_ids": params["table_ids"]})
-            rows: list[dict[str, Any]] = conn.execute(  # type: ignore[assignment]
-                q("notify_commits"), params).fetchall()
-        return [bool(r["inserted"]) if r["known"] else None for r in rows]
+            rows = conn.execute(q("notify_commits"), params).fetchall()
+        known = {r["table_id"] for r in rows}  # type: ignore[call-overload]
+        new = {(r["table_id"], r["commit_id"]) for r in rows  # type: ignore[call-overload]
+               if r["commit_id"] is not None}  # type: ignore[call-overload]
+        out: list[bool | None] = []
+        for e in events:
+            key = (e.table_id, e.commit_id)
+            if e.table_id not in known:
+                out.append(None)
+            else:
+                out.append(key in new and first[key] is e)
+        return out
 
     # scheduling -----------------------------------------------------------------------------
-    def due_tables(self, limit: int) -> list[tuple[int, int]]:
-        return [(r["id"], r["commit_seq"]) for r in self._all("due_tables", {"limit": limit})]
+    def due_tables(self, limit: int) -> list[int]:
+        return [int(r["id"]) for r in self._all("due_tables", {"limit": limit})]
 
-    def finish_decision(self, pk: int, seq: int, next_check_s: float) -> None:
-        self._one("finish_decision", {"pk": pk, "seq": seq, "next_check_s": next_check_s})
+    def take_dirty(self, pk: int) -> bool:
+        return self._one("take_dirty", {"pk": pk}) is not None
+
+    def mark_dirty(self, pk: int) -> None:
+        self._one_write("mark_dirty", {"pk": pk})
+
+    def finish_decision(self, pk: int, next_check_s: float) -> None:
+        self._one_write("finish_decision", {"pk": pk, "next_check_s": next_check_s})
 
     def record_decision(self, pk: int, decision: Decision, operation_id: int | None,
                         scheduler_id: str) -> None:

@@ -7,16 +7,41 @@ INSERT INTO tms_tables (table_id, format, catalog, namespace, table_name, base_p
 VALUES (%(table_id)s, %(format)s, %(catalog)s, %(namespace)s, %(table_name)s, %(base_path)s,
         %(catalog_properties)s, %(owner)s, %(queue)s, %(priority)s, %(policy)s)
 ON CONFLICT (table_id) DO NOTHING
-RETURNING *;
+RETURNING id;
 
 -- name: get_table
-SELECT * FROM tms_tables WHERE table_id = %(table_id)s;
+-- Commit count and last commit are read from the events when asked for, so the intake path
+-- never has to update the table's row.
+SELECT t.*, c.commit_count, l.last_commit_id, l.last_commit_time
+FROM tms_tables t
+CROSS JOIN LATERAL (SELECT count(*) AS commit_count FROM tms_commit_events e
+                    WHERE e.table_pk = t.id) c
+LEFT JOIN LATERAL (SELECT e.commit_id AS last_commit_id,
+                          coalesce(e.commit_time, e.received_at) AS last_commit_time
+                   FROM tms_commit_events e WHERE e.table_pk = t.id
+                   ORDER BY e.seq DESC LIMIT 1) l ON true
+WHERE t.table_id = %(table_id)s;
 
 -- name: get_table_by_pk
-SELECT * FROM tms_tables WHERE id = %(pk)s;
+SELECT t.*, c.commit_count, l.last_commit_id, l.last_commit_time
+FROM tms_tables t
+CROSS JOIN LATERAL (SELECT count(*) AS commit_count FROM tms_commit_events e
+                    WHERE e.table_pk = t.id) c
+LEFT JOIN LATERAL (SELECT e.commit_id AS last_commit_id,
+                          coalesce(e.commit_time, e.received_at) AS last_commit_time
+                   FROM tms_commit_events e WHERE e.table_pk = t.id
+                   ORDER BY e.seq DESC LIMIT 1) l ON true
+WHERE t.id = %(pk)s;
 
 -- name: list_tables
-SELECT * FROM tms_tables
+SELECT t.*, c.commit_count, l.last_commit_id, l.last_commit_time
+FROM tms_tables t
+CROSS JOIN LATERAL (SELECT count(*) AS commit_count FROM tms_commit_events e
+                    WHERE e.table_pk = t.id) c
+LEFT JOIN LATERAL (SELECT e.commit_id AS last_commit_id,
+                          coalesce(e.commit_time, e.received_at) AS last_commit_time
+                   FROM tms_commit_events e WHERE e.table_pk = t.id
+                   ORDER BY e.seq DESC LIMIT 1) l ON true
 WHERE table_id > %(after)s
   AND (%(format)s::text IS NULL OR format = %(format)s)
   AND (%(state)s::tms_table_state IS NULL OR state = %(state)s::tms_table_state)
@@ -41,7 +66,7 @@ SET owner = CASE WHEN %(set_owner)s THEN %(owner)s ELSE owner END,
     next_check_at = CASE WHEN %(set_policy)s THEN now() ELSE next_check_at END,
     updated_at = now()
 WHERE table_id = %(table_id)s
-RETURNING *;
+RETURNING id;
 
 -- name: set_table_state
 UPDATE tms_tables
@@ -49,14 +74,21 @@ SET state = %(state)s::tms_table_state,
     next_check_at = CASE WHEN %(state)s = 'ACTIVE' THEN now() ELSE next_check_at END,
     updated_at = now()
 WHERE table_id = %(table_id)s
-RETURNING *;
+RETURNING id;
 
 -- name: delete_table
-DELETE FROM tms_tables t
-WHERE t.table_id = %(table_id)s
-  AND (%(force)s OR NOT EXISTS (SELECT 1 FROM tms_operations o
-                                WHERE o.table_pk = t.id AND o.state = 'RUNNING'))
-RETURNING id;
+WITH gone AS (
+    DELETE FROM tms_tables t
+    WHERE t.table_id = %(table_id)s
+      AND (%(force)s OR NOT EXISTS (SELECT 1 FROM tms_operations o
+                                    WHERE o.table_pk = t.id AND o.state = 'RUNNING'))
+    RETURNING id
+), events AS (
+    DELETE FROM tms_commit_events WHERE table_pk IN (SELECT id FROM gone)
+), marks AS (
+    DELETE FROM tms_dirty_tables WHERE table_pk IN (SELECT id FROM gone)
+)
+SELECT id FROM gone;
 
 -- name: claim_request
 -- request_id idempotency: the first caller inserts; a replay (or a concurrent twin, once the
@@ -72,72 +104,54 @@ SELECT * FROM tms_requests WHERE request_id = %(request_id)s;
 -- name: set_request_resource
 UPDATE tms_requests SET resource = %(resource)s WHERE request_id = %(request_id)s;
 
--- name: lock_tables_for_commits
--- A batch touching several tables locks their rows in id order first, so two concurrent
--- batches can never deadlock on each other's rows.
-SELECT id FROM tms_tables WHERE table_id = ANY(%(table_ids)s) ORDER BY id FOR NO KEY UPDATE;
-
 -- name: notify_commits
--- The one intake path for commits (single and batch): record each event, idempotent on
--- (table, commit id), and bump each table's commit sequence by the number of new events.
--- Returns one row per input, in input order: known table? newly recorded?
+-- The one intake path for commits (single and batch), inserts only: the events (idempotent on
+-- (table, commit id); the caller has removed duplicates within the batch) and the tables'
+-- "new commits" marks. Returns the known tables and the events newly recorded.
 WITH input AS (
     SELECT * FROM unnest(%(table_ids)s::text[], %(commit_ids)s::text[],
                          %(commit_times)s::timestamptz[], %(files_added)s::bigint[],
                          %(bytes_added)s::bigint[], %(operation_types)s::text[])
         WITH ORDINALITY AS i(table_id, commit_id, commit_time, files_added, bytes_added,
-                             operation_type, idx)
+                             operation_type, ord)
 ), known AS (
-    -- KEY SHARE: a table being deregistered right now is waited for, then seen as gone,
-    -- instead of failing the insert below on its foreign key
-    SELECT id, table_id FROM tms_tables WHERE table_id = ANY(%(table_ids)s) FOR KEY SHARE
-), resolved AS (
-    SELECT i.*, t.id AS table_pk,
-           min(i.idx) OVER (PARTITION BY i.table_id, i.commit_id) AS first_idx
-    FROM input i LEFT JOIN known t ON t.table_id = i.table_id
+    SELECT id, table_id FROM tms_tables WHERE table_id = ANY(%(table_ids)s)
 ), ins AS (
     INSERT INTO tms_commit_events (table_pk, commit_id, commit_time, files_added, bytes_added,
                                    operation_type)
-    SELECT table_pk, commit_id, commit_time, files_added, bytes_added, operation_type
-    FROM resolved
-    WHERE table_pk IS NOT NULL AND idx = first_idx
+    SELECT k.id, i.commit_id, i.commit_time, i.files_added, i.bytes_added, i.operation_type
+    FROM input i JOIN known k ON k.table_id = i.table_id
+    ORDER BY i.ord  -- seq follows the writer's order: the last one is the latest commit
     ON CONFLICT (table_pk, commit_id) DO NOTHING
     RETURNING table_pk, commit_id
-), fresh AS (
-    SELECT r.* FROM resolved r JOIN ins ON ins.table_pk = r.table_pk
-                                      AND ins.commit_id = r.commit_id AND r.idx = r.first_idx
-), upd AS (
-    UPDATE tms_tables t
-    SET commit_seq = t.commit_seq + c.n, last_commit_id = c.last_id,
-        last_commit_time = coalesce(c.last_time, now()), updated_at = now()
-    FROM (SELECT table_pk, count(*) AS n,
-                 (array_agg(commit_id ORDER BY idx DESC))[1] AS last_id,
-                 (array_agg(commit_time ORDER BY idx DESC))[1] AS last_time
-          FROM fresh GROUP BY table_pk) c
-    WHERE t.id = c.table_pk
-    RETURNING t.id
+), dirty AS (
+    INSERT INTO tms_dirty_tables (table_pk)
+    SELECT DISTINCT table_pk FROM ins
+    ON CONFLICT (table_pk) DO NOTHING
 )
-SELECT r.idx, r.table_pk IS NOT NULL AS known,
-       EXISTS (SELECT 1 FROM fresh f WHERE f.idx = r.idx) AS inserted
-FROM resolved r
-ORDER BY r.idx;
+SELECT k.table_id, NULL::text AS commit_id FROM known k
+UNION ALL
+SELECT k.table_id, ins.commit_id FROM ins JOIN known k ON k.id = ins.table_pk;
 
 -- name: due_tables
--- Tables with commits not yet decided on, then tables whose pull check is due.
-(SELECT id, commit_seq FROM tms_tables
-  WHERE state = 'ACTIVE' AND commit_seq > decided_seq
-  ORDER BY id LIMIT %(limit)s)
+-- Tables with undecided commits, then tables whose pull check is due.
+(SELECT table_pk AS id FROM tms_dirty_tables ORDER BY since LIMIT %(limit)s)
 UNION
-(SELECT id, commit_seq FROM tms_tables
+(SELECT id FROM tms_tables
   WHERE state = 'ACTIVE' AND next_check_at <= now()
   ORDER BY next_check_at LIMIT %(limit)s);
 
+-- name: take_dirty
+-- The scheduler, holding the table's lock, consumes its "new commits" mark.
+DELETE FROM tms_dirty_tables WHERE table_pk = %(pk)s RETURNING table_pk;
+
+-- name: mark_dirty
+INSERT INTO tms_dirty_tables (table_pk) VALUES (%(pk)s) ON CONFLICT (table_pk) DO NOTHING;
+
 -- name: finish_decision
 UPDATE tms_tables
-SET decided_seq = GREATEST(decided_seq, %(seq)s),
-    next_check_at = now() + make_interval(secs => %(next_check_s)s)
-WHERE id = %(pk)s
-RETURNING decided_seq;
+SET next_check_at = now() + make_interval(secs => %(next_check_s)s)
+WHERE id = %(pk)s;
 
 -- name: upsert_decision
 INSERT INTO tms_decisions (table_pk, action, decided_at, should_run, reason, metrics,
