@@ -18,6 +18,7 @@ from tms.api import pagination
 from tms.api import validate as v
 from tms.api.allowlist import RegistrationAllowlist
 from tms.api.auth import Authenticator, Principal, permission_denied
+from tms.api.batcher import CommitBatcher
 from tms.api.errors import ApiError, not_found, unavailable
 from tms.domain import TableRecord
 from tms.formats.base import TableFormatPlugin
@@ -60,6 +61,10 @@ class ServicerBase:
         self.formats = formats
         self.auth = auth or Authenticator.disabled()
         self.allowlist = allowlist or RegistrationAllowlist()
+        self.batcher = CommitBatcher(store)
+
+    def close(self) -> None:
+        self.batcher.close()
 
     @staticmethod
     def check_scope(principal: Principal, table_id: str, owner: str | None) -> None:

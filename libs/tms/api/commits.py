@@ -52,7 +52,7 @@ class CommitsMixin(ServicerBase):
             raise invalid(p)
         if self._out_of_scope(principal, {event.table_id}):
             self.check_scope(principal, event.table_id, None)
-        (outcome,) = self.store.notify_commits([event])
+        outcome = self.batcher.notify(event)
         if outcome is None:
             raise not_found(request.table)
         return tms_pb2.NotifyCommitResponse(duplicate=not outcome)

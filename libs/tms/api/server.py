@@ -63,8 +63,8 @@ class ApiServer:
             options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                      ("grpc.so_reuseport", 0)],
         )
-        tms_pb2_grpc.add_TableManagementServiceServicer_to_server(
-            TableManagementServicer(store, formats, auth, allowlist), self.server)
+        self.servicer = TableManagementServicer(store, formats, auth, allowlist)
+        tms_pb2_grpc.add_TableManagementServiceServicer_to_server(self.servicer, self.server)
         self.health = health.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         if reflection_enabled:
@@ -101,3 +101,4 @@ class ApiServer:
         self._stop.set()
         self._set_health(False)
         self.server.stop(grace_s).wait()
+        self.servicer.close()

@@ -1,0 +1,58 @@
+"""Group commit: concurrent notifications share store calls; errors reach every waiter."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from tms.api.batcher import CommitBatcher
+from tms.domain import CommitEvent
+
+
+class SlowStore:
+    """Blocks its first call until released, so the next events pile up into one group."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.calls: list[int] = []
+        self.release = threading.Event()
+        self.fail = fail
+
+    def notify_commits(self, events: Sequence[CommitEvent]) -> list[bool | None]:
+        self.calls.append(len(events))
+        if len(self.calls) == 1:
+            assert self.release.wait(10)
+        if self.fail:
+            raise OSError("database gone")
+        return [None if e.table_id == "unknown" else e.commit_id != "dup" for e in events]
+
+
+def test_waiting_events_are_written_together() -> None:
+    store = SlowStore()
+    batcher = CommitBatcher(store, flushers=1)  # type: ignore[arg-type]
+    with ThreadPoolExecutor(12) as pool:
+        first = pool.submit(batcher.notify, CommitEvent("t", "first"))
+        while not store.calls:
+            threading.Event().wait(0.01)
+        events = [CommitEvent("t", str(i)) for i in range(9)]
+        events += [CommitEvent("t", "dup"), CommitEvent("unknown", "x")]
+        futures = [pool.submit(batcher.notify, e) for e in events]
+        while batcher._queue.qsize() < len(events):
+            threading.Event().wait(0.01)
+        store.release.set()
+        results = [f.result(10) for f in futures]
+    assert first.result(10) is True
+    assert results == [True] * 9 + [False, None]
+    assert store.calls == [1, 11]
+    batcher.close()
+
+
+def test_store_errors_reach_every_waiter() -> None:
+    store = SlowStore(fail=True)
+    store.release.set()
+    batcher = CommitBatcher(store)  # type: ignore[arg-type]
+    with pytest.raises(OSError, match="database gone"):
+        batcher.notify(CommitEvent("t", "1"))
+    batcher.close()
