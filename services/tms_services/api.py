@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import structlog
@@ -17,6 +20,8 @@ from tms.storage.postgres import PostgresStore
 from tms_services.common import base_parser, require, stop_event_on_signals
 
 DEFAULT_LISTEN = "127.0.0.1:50051"
+MAX_WORKERS = 64
+SUPERVISE_POLL_S = 0.5
 API_POOL_SIZE = 20
 
 
@@ -41,6 +46,11 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, argparse.Arg
                         help="require client certificates signed by this CA (mutual TLS)")
     parser.add_argument("--allowed-catalogs", default=_env("TMS_ALLOWED_CATALOGS"),
                         help="comma-separated catalog names tables may be registered in")
+    parser.add_argument("--workers", type=int,
+                        default=int(os.environ.get("TMS_API_WORKERS", "1")),
+                        help="server processes sharing the port (SO_REUSEPORT): one Python "
+                             "process is bound by its interpreter lock, a node has cores")
+    parser.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--allowed-locations", default=_env("TMS_ALLOWED_LOCATIONS"),
                         help="comma-separated location prefixes for base paths / warehouses")
     args = parser.parse_args(argv)
@@ -49,11 +59,39 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, argparse.Arg
         parser.error("--tls-cert and --tls-key go together")
     if args.tls_client_ca and not args.tls_cert:
         parser.error("--tls-client-ca needs --tls-cert and --tls-key")
+    if not 1 <= args.workers <= MAX_WORKERS:
+        parser.error(f"--workers must be between 1 and {MAX_WORKERS}")
     return args, parser
+
+
+def supervise(argv: list[str], workers: int) -> int:
+    """Run ``workers`` copies of this server on one port; stop them all on SIGTERM/SIGINT;
+    if one dies, stop the others and exit with its code so the orchestrator restarts the pod."""
+    cmd = [sys.executable, "-m", "tms_services.api", *argv, "--workers", "1", "--reuse-port"]
+    procs = [subprocess.Popen(cmd) for _ in range(workers)]
+    stop = stop_event_on_signals()
+    code = 0
+    while not stop.is_set():
+        dead = [p for p in procs if p.poll() is not None]
+        if dead:
+            code = dead[0].returncode or 1
+            break
+        stop.wait(SUPERVISE_POLL_S)
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    for p in procs:
+        p.wait()
+    return code
 
 
 def main(argv: list[str] | None = None) -> None:
     args, parser = parse_args(argv)
+    if args.workers > 1:
+        raw = list(sys.argv[1:] if argv is None else argv)
+        raw = [a for i, a in enumerate(raw) if a != "--workers" and not a.startswith(
+            "--workers=") and (i == 0 or raw[i - 1] != "--workers")]
+        sys.exit(supervise(raw, args.workers))
     configure_logging("tms-api")
     log = structlog.get_logger("tms.api")
     try:
@@ -72,7 +110,7 @@ def main(argv: list[str] | None = None) -> None:
     store = PostgresStore(args.database_url, max_size=API_POOL_SIZE)
     server = ApiServer(store, load_formats(), args.listen,
                        reflection_enabled=not args.no_reflection, auth=auth,
-                       allowlist=allowlist, tls=tls)
+                       allowlist=allowlist, tls=tls, reuse_port=args.reuse_port)
     server.start()
     stop.wait()
     server.stop()

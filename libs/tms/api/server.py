@@ -54,14 +54,15 @@ class ApiServer:
                  listen: str, *, reflection_enabled: bool = True,
                  auth: Authenticator | None = None,
                  allowlist: RegistrationAllowlist | None = None,
-                 tls: TlsConfig | None = None) -> None:
+                 tls: TlsConfig | None = None, reuse_port: bool = False) -> None:
         self._store = store
         self._stop = threading.Event()
         self.server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=SERVER_THREADS),
             interceptors=[DecodeErrorInterceptor()],
             options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-                     ("grpc.so_reuseport", 0)],
+                     # several worker processes of one node share the port (--workers)
+                     ("grpc.so_reuseport", 1 if reuse_port else 0)],
         )
         self.servicer = TableManagementServicer(store, formats, auth, allowlist)
         tms_pb2_grpc.add_TableManagementServiceServicer_to_server(self.servicer, self.server)
