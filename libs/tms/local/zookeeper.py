@@ -6,6 +6,7 @@ config of our own; readiness is proven by a real kazoo create, not by the port b
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -66,6 +67,16 @@ class LocalZooKeeper:
     def _wait_ready(self) -> None:
         from kazoo.client import KazooClient
 
+        # refused connections are expected while the server starts: keep kazoo quiet meanwhile
+        kazoo_log = logging.getLogger("kazoo.client")
+        level = kazoo_log.level
+        kazoo_log.setLevel(logging.CRITICAL)
+        try:
+            self._poll_ready(KazooClient)
+        finally:
+            kazoo_log.setLevel(level)
+
+    def _poll_ready(self, KazooClient: type) -> None:  # noqa: N803 - the class, injected
         deadline = time.monotonic() + ZK_START_TIMEOUT_S
         while True:
             if self.proc is not None and self.proc.poll() is not None:
