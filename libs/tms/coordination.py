@@ -15,11 +15,13 @@ from contextlib import contextmanager
 import structlog
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import KazooException, LockTimeout
+from kazoo.recipe.lock import Lock
 
 ZK_SESSION_TIMEOUT_S = 10.0
 ZK_CONNECT_TIMEOUT_S = 15.0
 ZK_ROOT = "/tms"
 TABLE_LOCKS_PATH = f"{ZK_ROOT}/locks/tables"
+LEADER_PATH = f"{ZK_ROOT}/leader"
 
 log = structlog.get_logger("tms.coordination")
 
@@ -30,6 +32,7 @@ class Coordinator:
         self.member_id = member_id
         self.client = KazooClient(hosts=hosts, timeout=session_timeout_s)
         self._connected = threading.Event()
+        self._leader: Lock | None = None
         self.client.add_listener(self._on_state)
 
     def _on_state(self, state: str) -> None:
@@ -37,6 +40,8 @@ class Coordinator:
             self._connected.set()
         else:
             self._connected.clear()
+            if state == KazooState.LOST:
+                self._leader = None  # its ephemeral node died with the session
             log.warning("zookeeper session not usable", state=state, member=self.member_id)
 
     def start(self, timeout_s: float = ZK_CONNECT_TIMEOUT_S) -> None:
@@ -54,6 +59,23 @@ class Coordinator:
     @property
     def healthy(self) -> bool:
         return self._connected.is_set()
+
+    def is_leader(self) -> bool:
+        """Whether this member leads (runs the reaper). The first member to take the leader
+        lock keeps it for as long as its session lives; the others try again each call."""
+        if not self.healthy:
+            return False
+        if self._leader is None:
+            self._leader = self.client.Lock(LEADER_PATH, self.member_id)
+        if self._leader.is_acquired:
+            return True
+        try:
+            got = bool(self._leader.acquire(blocking=False))
+        except (KazooException, LockTimeout):
+            return False
+        if got:
+            log.info("leadership taken", member=self.member_id)
+        return got
 
     @contextmanager
     def table_lock(self, table_pk: int) -> Iterator[bool]:

@@ -70,3 +70,31 @@ def test_two_schedulers_fifty_concurrent_commits(make_stack) -> None:
     assert decisions["quiet"] is False
     assert seqs == {"busy": 50, "quiet": 5}
     assert all(s.alive for s in schedulers)
+
+
+def test_table_without_notifications_is_maintained_after_its_pull_interval(make_stack) -> None:
+    stack = make_stack()
+    stack.start_api()
+    stack.start_scheduler(0)
+    catalog, props = iceberg_catalog(stack, CATALOG)
+    table = iceberg_data.create_table(catalog, "it", "silent")
+    iceberg_data.append_batches(table, 3, rows_per_commit=3)
+    stub = stub_for(stack)
+    stub.RegisterTable(tms_pb2.RegisterTableRequest(table_id="silent", table=tms_pb2.Table(
+        format="iceberg", catalog=CATALOG, namespace="it", table_name="silent",
+        catalog_properties=props, policy={"scheduler.pull-interval-s": "2"})), timeout=10)
+
+    def explain() -> tms_pb2.ActionExplanation:
+        return stub.ExplainTable(tms_pb2.ExplainTableRequest(name="tables/silent"),
+                                 timeout=10).actions[0]
+
+    first = wait_for(lambda: (e := explain()).decided and e, "the first (pull) decision")
+    assert not first.should_run and first.reason.startswith("3 small data files")
+    # the writer commits 15 more times and every notification is lost
+    iceberg_data.append_batches(table, 15, rows_per_commit=3)
+    later = wait_for(lambda: (e := explain()).should_run and e,
+                     "a pull decision that sees the new files", timeout_s=60)
+    assert "18 of 18 data files" in later.reason and later.active_operation
+    ops = stub.ListOperations(tms_pb2.ListOperationsRequest(parent="tables/silent"),
+                              timeout=10).operations
+    assert [(o.action, o.state) for o in ops] == [("compaction", tms_pb2.Operation.QUEUED)]

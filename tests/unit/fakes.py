@@ -116,6 +116,9 @@ class FakeCoordinator:
         self.healthy = healthy
         self.locked_by_other = locked_by_other or set()
 
+    def is_leader(self) -> bool:
+        return self.healthy
+
     @contextmanager
     def table_lock(self, table_pk: int) -> Iterator[bool]:
         yield self.healthy and table_pk not in self.locked_by_other

@@ -40,9 +40,19 @@ class PolicyKey:
         return self.default if raw is None else self.parse(raw)
 
 
+# Keys every table takes whatever its format: they steer the scheduler, not the format.
+DEFAULT_PULL_INTERVAL_S = 600  # inspect a table at least this often, commits or not
+MIN_PULL_INTERVAL_S = 1
+PULL_INTERVAL_KEY = PolicyKey("scheduler.pull-interval-s", int, DEFAULT_PULL_INTERVAL_S,
+                              MIN_PULL_INTERVAL_S)
+COMMON_KEYS: dict[str, PolicyKey] = {PULL_INTERVAL_KEY.key: PULL_INTERVAL_KEY}
+
+
 def validate_policy(keys: Mapping[str, PolicyKey], overrides: Mapping[str, str],
                     field: str = "table.policy") -> list[tuple[str, str]]:
-    """Problems with a policy map: unknown keys and unparsable values, each with its field."""
+    """Problems with a policy map: unknown keys and unparsable values, each with its field.
+    The common scheduler keys are always accepted."""
+    keys = {**COMMON_KEYS, **keys}
     problems = []
     for k, v in overrides.items():
         spec = keys.get(k)

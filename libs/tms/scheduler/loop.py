@@ -19,10 +19,11 @@ import structlog
 from tms.coordination import Coordinator
 from tms.domain import Decision, TableRecord, TableState
 from tms.formats.base import TableFormatPlugin
+from tms.formats.policy import DEFAULT_PULL_INTERVAL_S, PULL_INTERVAL_KEY
 from tms.storage.base import Store
 
 POLL_INTERVAL_S = 0.5
-PULL_INTERVAL_S = 600.0
+PULL_INTERVAL_S = float(DEFAULT_PULL_INTERVAL_S)
 INSPECT_FAILURE_RETRY_S = 60.0
 DUE_BATCH_SIZE = 100
 REAP_INTERVAL_S = 5.0
@@ -66,7 +67,7 @@ class Scheduler:
 
     def run_once(self) -> int:
         """One pass over the due tables; returns how many decisions it took."""
-        if self._clock() - self._last_reap >= REAP_INTERVAL_S:
+        if self._clock() - self._last_reap >= REAP_INTERVAL_S and self.coordinator.is_leader():
             self._last_reap = self._clock()
             requeued, failed = self.store.reap_expired()
             if requeued or failed:
@@ -131,4 +132,13 @@ class Scheduler:
                     bound.info("operation queued", action=decision.action, operation=op_id,
                                reason=decision.reason)
             self.store.record_decision(table.id, decision, op_id, self.scheduler_id)
-        self.store.finish_decision(table.id, self.pull_interval_s)
+        self.store.finish_decision(table.id, self.pull_interval(table))
+
+    def pull_interval(self, table: TableRecord) -> float:
+        """The table's own heartbeat timeout if it sets one, else the scheduler's default."""
+        if PULL_INTERVAL_KEY.key in table.policy:
+            try:
+                return float(PULL_INTERVAL_KEY.get(table.policy))
+            except ValueError:  # validated at registration; a bad value must not stop us
+                log.warning("bad pull interval", table=table.table_id)
+        return self.pull_interval_s
