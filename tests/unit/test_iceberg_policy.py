@@ -1,83 +1,151 @@
-"""The Iceberg compaction policy's edge cases, on fake metrics (no catalog needed)."""
+"""Every Iceberg trigger policy's edge cases, on metrics made up in the test (no catalog)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
-from tms.domain import OperationRecord, OperationState, TableRecord, TableSpec, TableState
+from tms.domain import Decision, OperationRecord, OperationState, TableSpec
 from tms.formats.iceberg import DEFAULT_MIN_SMALL_FILES, IcebergFormat
+from tms.formats.iceberg_policy import RULES
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
+DAY_MS = 86_400_000
+NOW_MS = int(NOW.timestamp() * 1000)
 
 
-def table(**policy: str) -> TableRecord:
-    return TableRecord(
-        id=1, table_id="t", format="iceberg", catalog="c", namespace="ns", table_name="t",
-        base_path="", catalog_properties={"type": "sql"}, owner="", queue="default",
-        priority=0, policy=dict(policy), state=TableState.ACTIVE, commit_count=1,
-        last_commit_id=None, last_commit_time=None, next_check_at=NOW, created_at=NOW,
-        updated_at=NOW)
-
-
-def metrics(small: int | None, files: int = 100) -> dict:
-    return {"small_files": small, "data_files": files, "small_file_bytes": 16 << 20}
+def metrics(small: int | None = 0, files: int = 100, snapshot_ages_ms: tuple[int, ...] = (0,),
+            manifests: int = 1, delete_files: int = 0) -> dict[str, Any]:
+    times = [NOW_MS - age for age in snapshot_ages_ms]
+    return {"small_files": small, "data_files": files, "small_file_bytes": 16 << 20,
+            "manifests": manifests, "delete_files": delete_files, "snapshots": len(times),
+            "_snapshot_times_ms": times}
 
 
 def last_run(ago_s: float) -> OperationRecord:
     t = NOW - timedelta(seconds=ago_s)
     return OperationRecord(
-        id=9, table_pk=1, action="compaction", state=OperationState.SUCCEEDED, attempt=1,
+        id=9, table_pk=1, action="x", state=OperationState.SUCCEEDED, attempt=1,
         max_attempts=3, priority=0, trigger="policy", reason="r", params={}, metrics={},
         created_at=t, started_at=t, finished_at=t, lease_owner="e", lease_expires_at=None,
         engine_handle=None, exit_code=0, result={}, error=None, log_tail=None)
 
 
-def decide(tbl: TableRecord, m: dict, last: OperationRecord | None = None):
-    (d,) = IcebergFormat().evaluate(tbl, m, {"compaction": last}, NOW)
-    return d
+def decide(action: str, m: dict[str, Any], last: OperationRecord | None = None,
+           **policy: str) -> Decision:
+    return RULES[action](policy, m, last, NOW)
 
 
-def test_at_threshold_runs_with_target_param() -> None:
-    d = decide(table(), metrics(DEFAULT_MIN_SMALL_FILES))
+# compaction ---------------------------------------------------------------------------------
+def test_compaction_at_threshold_runs_with_target_param() -> None:
+    d = decide("compaction", metrics(DEFAULT_MIN_SMALL_FILES))
     assert d.should_run and d.params == {"target-file-size-bytes": str(128 << 20)}
     assert f"{DEFAULT_MIN_SMALL_FILES} of 100 data files" in d.reason
 
 
-def test_one_below_threshold_waits() -> None:
-    d = decide(table(), metrics(DEFAULT_MIN_SMALL_FILES - 1))
+def test_compaction_one_below_threshold_waits() -> None:
+    d = decide("compaction", metrics(DEFAULT_MIN_SMALL_FILES - 1))
     assert not d.should_run and "starts at 12" in d.reason
 
 
-def test_too_few_files_to_count_small_ones() -> None:
-    d = decide(table(), metrics(None, files=3))
+def test_compaction_too_few_files_to_count() -> None:
+    d = decide("compaction", metrics(None, files=3))
     assert not d.should_run and d.reason.startswith("3 small data files")
 
 
-def test_disabled_by_policy() -> None:
-    d = decide(table(**{"compaction.enabled": "false"}), metrics(500))
-    assert not d.should_run and "disabled" in d.reason
+def test_compaction_disabled_and_overrides() -> None:
+    assert "disabled" in decide("compaction", metrics(500),
+                                **{"compaction.enabled": "false"}).reason
+    assert decide("compaction", metrics(2), **{"compaction.min-small-files": "2"}).should_run
+    assert not decide("compaction", metrics(49),
+                      **{"compaction.min-small-files": "50"}).should_run
 
 
-def test_override_threshold() -> None:
-    assert decide(table(**{"compaction.min-small-files": "2"}), metrics(2)).should_run
-    assert not decide(table(**{"compaction.min-small-files": "50"}), metrics(49)).should_run
-
-
-def test_min_interval() -> None:
-    tbl = table(**{"compaction.min-interval-s": "300"})
-    d = decide(tbl, metrics(100), last_run(299))
+def test_compaction_min_interval() -> None:
+    pol = {"compaction.min-interval-s": "300"}
+    d = decide("compaction", metrics(100), last_run(299), **pol)
     assert not d.should_run and "minimum interval 300 s" in d.reason
-    assert decide(tbl, metrics(100), last_run(300)).should_run
+    assert decide("compaction", metrics(100), last_run(300), **pol).should_run
 
 
-def test_metrics_are_kept_with_the_decision() -> None:
-    m = metrics(20)
-    assert decide(table(), m).metrics == m
+def test_stored_metrics_leave_out_bulky_inputs() -> None:
+    d = decide("compaction", metrics(20))
+    assert "_snapshot_times_ms" not in d.metrics and d.metrics["small_files"] == 20
 
 
+# clustering ---------------------------------------------------------------------------------
+def test_clustering_off_by_default_and_needs_an_order() -> None:
+    assert not decide("clustering", metrics(snapshot_ages_ms=(0,) * 50)).should_run
+    d = decide("clustering", metrics(), **{"clustering.enabled": "true"})
+    assert not d.should_run and "sort-order" in d.reason
+
+
+def test_clustering_counts_new_snapshots_since_last_run() -> None:
+    pol = {"clustering.enabled": "true", "clustering.zorder-columns": "a, b",
+           "clustering.min-interval-s": "0"}
+    ages = tuple(range(0, 20_000, 1000))  # 20 snapshots, one per second
+    d = decide("clustering", metrics(snapshot_ages_ms=ages), last_run(9.5), **pol)
+    assert d.should_run and d.params["zorder-columns"] == "a, b"  # 10 newer: at threshold
+    below = decide("clustering", metrics(snapshot_ages_ms=ages), last_run(8.5), **pol)
+    assert not below.should_run and "9 new snapshots" in below.reason
+    sort = decide("clustering", metrics(snapshot_ages_ms=ages),
+                  **{"clustering.enabled": "true", "clustering.sort-order": "id DESC"})
+    assert sort.should_run and sort.params["sort-order"] == "id DESC"
+
+
+# snapshot expiry ----------------------------------------------------------------------------
+def test_expire_snapshots_needs_old_snapshots_beyond_those_kept() -> None:
+    young = metrics(snapshot_ages_ms=(0, DAY_MS, 2 * DAY_MS))
+    assert not decide("expire_snapshots", young).should_run
+    old = metrics(snapshot_ages_ms=(0, 6 * DAY_MS, 7 * DAY_MS))
+    d = decide("expire_snapshots", old)
+    assert d.should_run and "2 of 3 snapshots" in d.reason
+    assert d.params == {"older-than": "2026-05-27T00:00:00.000Z", "retain-last": "1"}
+    kept = decide("expire_snapshots", old, **{"expire-snapshots.retain-last": "3"})
+    assert not kept.should_run
+
+
+def test_expire_snapshots_interval_and_disable() -> None:
+    old = metrics(snapshot_ages_ms=(0, 9 * DAY_MS))
+    assert not decide("expire_snapshots", old, last_run(60)).should_run
+    assert not decide("expire_snapshots", old, **{"expire-snapshots.enabled": "no"}).should_run
+
+
+# orphan files -------------------------------------------------------------------------------
+def test_orphan_files_only_when_enabled_and_due() -> None:
+    assert not decide("remove_orphan_files", metrics()).should_run
+    pol = {"orphan-files.enabled": "true"}
+    d = decide("remove_orphan_files", metrics(), **pol)
+    assert d.should_run and d.params == {"older-than": "2026-05-29T00:00:00.000Z"}
+    assert not decide("remove_orphan_files", metrics(), last_run(3600), **pol).should_run
+
+
+# manifests and position deletes ---------------------------------------------------------------
+def test_manifest_rewrite_threshold() -> None:
+    assert not decide("rewrite_manifests", metrics(manifests=99)).should_run
+    assert decide("rewrite_manifests", metrics(manifests=100)).should_run
+    assert decide("rewrite_manifests", metrics(manifests=5),
+                  **{"manifests.max-count": "5"}).should_run
+
+
+def test_position_delete_rewrite_threshold() -> None:
+    assert not decide("rewrite_position_deletes", metrics(delete_files=19)).should_run
+    d = decide("rewrite_position_deletes", metrics(delete_files=20))
+    assert d.should_run and "20 delete files" in d.reason
+
+
+def test_evaluate_decides_every_action() -> None:
+    from tests.unit.fakes import make_table
+
+    table = replace(make_table(), format="iceberg")
+    decisions = IcebergFormat().evaluate(table, metrics(), {}, NOW)
+    assert [d.action for d in decisions] == list(RULES)
+
+
+# registration -------------------------------------------------------------------------------
 SPEC = TableSpec(table_id="t", format="iceberg", catalog="cat", namespace="a.b",
                  table_name="t", catalog_properties={"type": "sql"})
 
@@ -90,6 +158,11 @@ SPEC = TableSpec(table_id="t", format="iceberg", catalog="cat", namespace="a.b",
     ({"catalog_properties": {}}, "table.catalog_properties"),
     ({"policy": {"compaction.min-small-files": "1"}}, "table.policy[compaction.min-small-files]"),
     ({"policy": {"compaction.enabled": "maybe"}}, "table.policy[compaction.enabled]"),
+    ({"policy": {"clustering.sort-order": "id; DROP TABLE x"}},
+     "table.policy[clustering.sort-order]"),
+    ({"policy": {"clustering.zorder-columns": "a,"}}, "table.policy[clustering.zorder-columns]"),
+    ({"policy": {"orphan-files.older-than-s": "60"}}, "table.policy[orphan-files.older-than-s]"),
+    ({"policy": {"scheduler.pull-interval-s": "0"}}, "table.policy[scheduler.pull-interval-s]"),
 ])
 def test_validate(change: dict, field: str) -> None:
     problems = IcebergFormat().validate(replace(SPEC, **change))
@@ -97,4 +170,6 @@ def test_validate(change: dict, field: str) -> None:
 
 
 def test_validate_accepts_good_spec() -> None:
-    assert IcebergFormat().validate(SPEC) == []
+    good = replace(SPEC, policy={"clustering.sort-order": "id DESC NULLS LAST, kind",
+                                 "scheduler.pull-interval-s": "60"})
+    assert IcebergFormat().validate(good) == []

@@ -57,5 +57,29 @@ def test_table_names_never_reach_the_command_line(tmp_path: Path) -> None:
 
 
 def test_engine_refuses_jobs_it_cannot_run(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="jvm"):
-        SparkSubmitEngine(settings()).argv(JobSpec("jvm", "Main"), tmp_path, tmp_path)
+    with pytest.raises(ValueError, match="TMS_HUDI_UTILITIES_JAR"):
+        SparkSubmitEngine(settings(), jvm_jar="").argv(JobSpec("jvm", "Main"), tmp_path,
+                                                       tmp_path)
+    with pytest.raises(ValueError, match="'wasm'"):
+        SparkSubmitEngine(settings()).argv(JobSpec("wasm", "x"), tmp_path, tmp_path)
+
+
+def test_hudi_compaction_command_line_exactly(tmp_path: Path) -> None:
+    """Hudi cannot run here (no Hudi jars on these machines): its command line is tested."""
+    from dataclasses import replace
+
+    from tests.unit.fakes import make_op, make_table
+    from tms.formats.hudi import HudiFormat
+
+    jar = "/opt/hudi/hudi-utilities-bundle_2.12-1.0.2.jar"
+    table = replace(make_table(), format="hudi", table_name="trips",
+                    base_path="/lake/trips")
+    op = replace(make_op(), action="compaction",
+                 params={"mode": "execute", "instant": "20260101000000000"})
+    job = HudiFormat().build_job(table, op)
+    argv = SparkSubmitEngine(settings(), jvm_jar=jar).argv(job, tmp_path, tmp_path)
+    at = argv.index("--class")
+    assert argv[at:] == ["--class", "org.apache.hudi.utilities.HoodieCompactor", jar,
+                         "--base-path", "/lake/trips", "--table-name", "trips",
+                         "--mode", "execute", "--instant-time", "20260101000000000"]
+    assert argv[argv.index("--master") + 1] == "local[2]"

@@ -23,6 +23,7 @@ from tms.formats.base import JobSpec
 from tms.spark.settings import SparkSettings
 
 POLL_INTERVAL_S = 0.5
+ENV_HUDI_UTILITIES_JAR = "TMS_HUDI_UTILITIES_JAR"
 KILL_GRACE_S = 5.0
 ERROR_MAX_CHARS = 4000
 _APP_ID_RE = re.compile(
@@ -46,14 +47,23 @@ def _die_with_parent() -> None:
 class SparkSubmitEngine:
     name = "spark-submit"
 
-    def __init__(self, settings: SparkSettings) -> None:
+    def __init__(self, settings: SparkSettings, jvm_jar: str | None = None) -> None:
         self.settings = settings
+        self.jvm_jar = jvm_jar if jvm_jar is not None else os.environ.get(ENV_HUDI_UTILITIES_JAR)
 
     def argv(self, job: JobSpec, spec_path: Path, result_path: Path) -> list[str]:
-        if job.kind != "pyspark":
-            raise ValueError(f"spark-submit engine cannot run a {job.kind!r} job yet")
-        return self.settings.submit_argv(
-            job.app, ["--spec", str(spec_path), "--result", str(result_path)])
+        if job.kind == "pyspark":
+            return self.settings.submit_argv(
+                job.app, ["--spec", str(spec_path), "--result", str(result_path)])
+        if job.kind == "jvm":
+            # a JVM main class from a jar (Hudi's utilities): spark-submit --class MAIN JAR ARGS
+            if not self.jvm_jar:
+                raise ValueError(f"{ENV_HUDI_UTILITIES_JAR} must name the Hudi utilities-bundle "
+                                 f"jar to run {job.app}")
+            argv = self.settings.submit_argv(self.jvm_jar, list(job.args))
+            at = argv.index(self.jvm_jar)
+            return [*argv[:at], "--class", job.app, *argv[at:]]
+        raise ValueError(f"spark-submit engine cannot run a {job.kind!r} job")
 
     def run(self, job: JobSpec, workdir: Path, stop: threading.Event,
             on_handle: Callable[[str], None]) -> EngineResult:
@@ -88,6 +98,8 @@ class SparkSubmitEngine:
         result = self._read_result(result_path)
         if stopped:
             return EngineResult(False, None, "stopped", tail, code, handle, stopped=True)
+        if code == 0 and job.kind == "jvm":  # JVM mains report by exit code alone
+            return EngineResult(True, {"exit_code": 0}, None, tail, code, handle)
         if code == 0 and result and result.get("ok"):
             handle = result.get("spark_app_id") or handle
             return EngineResult(True, result.get("result") or {}, None, tail, code, handle)

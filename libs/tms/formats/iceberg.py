@@ -15,21 +15,11 @@ from typing import Any
 
 from tms.domain import Decision, OperationRecord, TableRecord, TableSpec
 from tms.formats.base import JobSpec, TableFormatPlugin
-from tms.formats.policy import PolicyKey, validate_policy
+from tms.formats.iceberg_policy import RULES, K
+from tms.formats.policy import validate_policy
 
-MIB = 1024 * 1024
-DEFAULT_TARGET_FILE_SIZE_BYTES = 128 * MIB
-DEFAULT_SMALL_FILE_BYTES = 16 * MIB  # target / 8, Amoro's fragment ratio
-DEFAULT_MIN_SMALL_FILES = 12
-DEFAULT_COMPACTION_MIN_INTERVAL_S = 60
-
-POLICY_KEYS: dict[str, PolicyKey] = {p.key: p for p in (
-    PolicyKey("compaction.enabled", bool, True),
-    PolicyKey("compaction.target-file-size-bytes", int, DEFAULT_TARGET_FILE_SIZE_BYTES, 1),
-    PolicyKey("compaction.small-file-bytes", int, DEFAULT_SMALL_FILE_BYTES, 1),
-    PolicyKey("compaction.min-small-files", int, DEFAULT_MIN_SMALL_FILES, 2),
-    PolicyKey("compaction.min-interval-s", int, DEFAULT_COMPACTION_MIN_INTERVAL_S, 0),
-)}
+POLICY_KEYS = K
+DEFAULT_MIN_SMALL_FILES = K["compaction.min-small-files"].as_int({})
 _CATALOG_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 _IDENT_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,127}$")
 
@@ -40,7 +30,7 @@ def _job_app() -> str:
 
 class IcebergFormat(TableFormatPlugin):
     name = "iceberg"
-    actions = ("compaction",)
+    actions = tuple(RULES)
 
     def __init__(self) -> None:
         self._catalogs: dict[tuple[str, tuple[tuple[str, str], ...]], Any] = {}
@@ -79,13 +69,18 @@ class IcebergFormat(TableFormatPlugin):
     def inspect(self, table: TableRecord) -> dict[str, Any]:
         tbl = self._catalog(table).load_table((*table.namespace.split("."), table.table_name))
         snap = tbl.current_snapshot()
-        small_limit = int(POLICY_KEYS["compaction.small-file-bytes"].get(table.policy))
-        min_small = int(POLICY_KEYS["compaction.min-small-files"].get(table.policy))
+        small_limit = K["compaction.small-file-bytes"].as_int(table.policy)
+        min_small = K["compaction.min-small-files"].as_int(table.policy)
+        times = [s.timestamp_ms for s in tbl.metadata.snapshots]
         metrics: dict[str, Any] = {"snapshot_id": None, "data_files": 0, "delete_files": 0,
                                    "total_bytes": 0, "records": 0, "small_files": 0,
-                                   "small_file_bytes": small_limit, "manifests_read": 0}
+                                   "small_file_bytes": small_limit, "manifests": 0,
+                                   "snapshots": len(times), "_snapshot_times_ms": times,
+                                   "oldest_snapshot_ms": min(times, default=None)}
         if snap is None:
             return metrics
+        manifests = snap.manifests(tbl.io)  # the manifest list: one small file
+        metrics["manifests"] = len(manifests)
         summary = snap.summary.additional_properties if snap.summary else {}
         metrics.update(
             snapshot_id=str(snap.snapshot_id),
@@ -99,48 +94,20 @@ class IcebergFormat(TableFormatPlugin):
             metrics["small_files"] = None
             return metrics
         small = 0
-        manifests = snap.manifests(tbl.io)
         for manifest in manifests:
             for entry in manifest.fetch_manifest_entry(tbl.io, discard_deleted=True):
                 df = entry.data_file
                 if df.content == 0 and df.file_size_in_bytes < small_limit:
                     small += 1
         metrics["small_files"] = small
-        metrics["manifests_read"] = len(manifests)
         return metrics
 
     # policy ---------------------------------------------------------------------------------
     def evaluate(self, table: TableRecord, metrics: Mapping[str, Any],
                  last_runs: Mapping[str, OperationRecord | None], now: datetime
                  ) -> list[Decision]:
-        return [self._compaction(table, metrics, last_runs.get("compaction"), now)]
-
-    def _compaction(self, table: TableRecord, metrics: Mapping[str, Any],
-                    last: OperationRecord | None, now: datetime) -> Decision:
-        pol = table.policy
-        min_small = int(POLICY_KEYS["compaction.min-small-files"].get(pol))
-        interval = int(POLICY_KEYS["compaction.min-interval-s"].get(pol))
-        target = int(POLICY_KEYS["compaction.target-file-size-bytes"].get(pol))
-        limit = metrics["small_file_bytes"]
-        seen = dict(metrics)
-        params = {"target-file-size-bytes": str(target)}
-        if not POLICY_KEYS["compaction.enabled"].get(pol):
-            return Decision("compaction", False, "compaction is disabled by policy", seen)
-        small = metrics["small_files"]
-        if small is None or small < min_small:
-            count = metrics["data_files"] if small is None else small
-            return Decision("compaction", False,
-                            f"{count} small data files (< {limit} bytes); "
-                            f"compaction starts at {min_small}", seen)
-        if last is not None and last.finished_at is not None:
-            age = (now - last.finished_at).total_seconds()
-            if age < interval:
-                return Decision("compaction", False,
-                                f"{small} small data files, but the last compaction finished "
-                                f"{age:.0f} s ago (minimum interval {interval} s)", seen)
-        return Decision("compaction", True,
-                        f"{small} of {metrics['data_files']} data files are smaller than "
-                        f"{limit} bytes (threshold {min_small} small files)", seen, params)
+        return [rule(table.policy, metrics, last_runs.get(action), now)
+                for action, rule in RULES.items()]
 
     # execution ------------------------------------------------------------------------------
     def build_job(self, table: TableRecord, operation: OperationRecord) -> JobSpec:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -15,11 +16,18 @@ class PolicyKey:
 
     key: str
     kind: type
-    default: int | bool
+    default: int | bool | str
     minimum: int = 0
+    pattern: str = ""  # for str keys: a regular expression the whole value must match
+    what: str = ""  # for str keys: what the pattern means, for the error message
 
-    def parse(self, raw: str) -> int | bool:
+    def parse(self, raw: str) -> int | bool | str:
         """Parse a string value; ValueError says what was expected."""
+        if self.kind is str:
+            value = raw.strip()
+            if self.pattern and value and not re.fullmatch(self.pattern, value):
+                raise ValueError(f"{self.key} must be {self.what or self.pattern}, got {raw!r}")
+            return value
         if self.kind is bool:
             low = raw.strip().lower()
             if low in _TRUE:
@@ -28,16 +36,25 @@ class PolicyKey:
                 return False
             raise ValueError(f"{self.key} must be true or false, got {raw!r}")
         try:
-            value = int(raw.strip())
+            number = int(raw.strip())
         except ValueError:
             raise ValueError(f"{self.key} must be an integer, got {raw!r}") from None
-        if value < self.minimum:
-            raise ValueError(f"{self.key} must be >= {self.minimum}, got {value}")
-        return value
+        if number < self.minimum:
+            raise ValueError(f"{self.key} must be >= {self.minimum}, got {number}")
+        return number
 
-    def get(self, overrides: Mapping[str, str]) -> int | bool:
+    def get(self, overrides: Mapping[str, str]) -> int | bool | str:
         raw = overrides.get(self.key)
         return self.default if raw is None else self.parse(raw)
+
+    def as_int(self, overrides: Mapping[str, str]) -> int:
+        return int(self.get(overrides))
+
+    def as_bool(self, overrides: Mapping[str, str]) -> bool:
+        return bool(self.get(overrides))
+
+    def as_str(self, overrides: Mapping[str, str]) -> str:
+        return str(self.get(overrides))
 
 
 # Keys every table takes whatever its format: they steer the scheduler, not the format.

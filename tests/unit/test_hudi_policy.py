@@ -1,0 +1,324 @@
+"""The Hudi plugin's trigger policies, validation and job arguments, on fake metrics."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from tms.domain import (
+    Decision,
+    OperationRecord,
+    OperationState,
+    TableRecord,
+    TableSpec,
+    TableState,
+)
+from tms.formats.base import TableFormatPlugin
+from tms.formats.hudi import (
+    CLEANER,
+    CLUSTERING_JOB,
+    COMPACTOR,
+    DEFAULT_CLEAN_COMMITS,
+    DEFAULT_CLUSTERING_COMMITS,
+    DEFAULT_COMPACTION_DELTA_COMMITS,
+    DEFAULT_COMPACTION_DELTA_SECONDS,
+    HudiFormat,
+)
+
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+BASE = "/lake/trips"
+
+
+def table(base_path: str = BASE, table_name: str = "", **policy: str) -> TableRecord:
+    return TableRecord(
+        id=1, table_id="t", format="hudi", catalog="", namespace="", table_name=table_name,
+        base_path=base_path, catalog_properties={}, owner="", queue="default", priority=0,
+        policy=dict(policy), state=TableState.ACTIVE, commit_count=1, last_commit_id=None,
+        last_commit_time=None, next_check_at=NOW, created_at=NOW, updated_at=NOW)
+
+
+def metrics(deltas: int = 0, age_s: float = 0.0, compacted: bool = True,
+            table_type: str = "MERGE_ON_READ", pending_compactions: tuple[str, ...] = (),
+            pending_clusterings: tuple[str, ...] = (), since_clustering: int = 0,
+            since_clean: int = 0) -> dict[str, Any]:
+    """What HudiFormat.inspect returns, with only the numbers a test cares about set."""
+    return {
+        "table_name": "trips", "table_version": 8, "table_type": table_type,
+        "timezone": "UTC", "completed_by_action": {},
+        "delta_commits_since_compaction": deltas,
+        "last_compaction_instant": "20260601100000000" if compacted else None,
+        "last_compaction_time": (NOW - timedelta(seconds=age_s)).isoformat(),
+        "pending_compactions": list(pending_compactions),
+        "pending_clusterings": list(pending_clusterings),
+        "last_clustering_instant": None, "commits_since_clustering": since_clustering,
+        "last_clean_instant": "20260601090000000", "commits_since_clean": since_clean,
+        "last_completed_instant": None, "last_completed_time": None,
+    }
+
+
+def decide(m: dict[str, Any], **policy: str) -> dict[str, Decision]:
+    return {d.action: d for d in HudiFormat().evaluate(table(**policy), m, {}, NOW)}
+
+
+def compaction(m: dict[str, Any], **policy: str) -> Decision:
+    return decide(m, **policy)["compaction"]
+
+
+def strategy(name: str) -> dict[str, str]:
+    return {"compaction.trigger-strategy": name}
+
+
+def test_plugin_shape() -> None:
+    plugin = HudiFormat()
+    assert isinstance(plugin, TableFormatPlugin)
+    assert (plugin.name, plugin.actions) == ("hudi", ("compaction", "clustering", "clean"))
+    assert [d.action for d in plugin.evaluate(table(), metrics(), {}, NOW)] == list(
+        plugin.actions)
+
+
+def test_documented_defaults() -> None:
+    assert (DEFAULT_COMPACTION_DELTA_COMMITS, DEFAULT_COMPACTION_DELTA_SECONDS) == (5, 3600)
+    assert (DEFAULT_CLUSTERING_COMMITS, DEFAULT_CLEAN_COMMITS) == (4, 10)
+
+
+# compaction: NUM_COMMITS (the default) --------------------------------------------------------
+def test_num_commits_at_threshold_runs() -> None:
+    d = compaction(metrics(deltas=5))
+    assert d.should_run and d.params == {"mode": "scheduleAndExecute"}
+    assert d.reason == "5 delta commits since the last compaction (threshold 5, NUM_COMMITS)"
+
+
+def test_num_commits_one_below_waits() -> None:
+    d = compaction(metrics(deltas=4, age_s=10 * 86400))
+    assert not d.should_run and d.params == {}
+    assert d.reason == "4 delta commits since the last compaction (threshold 5, NUM_COMMITS)"
+
+
+def test_num_commits_override_and_never_compacted() -> None:
+    d = compaction(metrics(deltas=2, compacted=False), **{"compaction.delta-commits": "2"})
+    assert d.should_run
+    assert d.reason == ("2 delta commits since the first delta commit (no compaction on the "
+                        "active timeline) (threshold 2, NUM_COMMITS)")
+
+
+# compaction: TIME_ELAPSED ---------------------------------------------------------------------
+def test_time_elapsed_exactly_at_threshold_runs() -> None:
+    d = compaction(metrics(deltas=1, age_s=3600), **strategy("TIME_ELAPSED"))
+    assert d.should_run
+    assert d.reason == ("1 delta commits; 3600 s since the last compaction "
+                        "(threshold 3600 s, TIME_ELAPSED)")
+
+
+def test_time_elapsed_just_under_waits() -> None:
+    d = compaction(metrics(deltas=50, age_s=3599.999), **strategy("TIME_ELAPSED"))
+    assert not d.should_run and d.reason == ("50 delta commits; 3599 s since the last compaction "
+                                             "(threshold 3600 s, TIME_ELAPSED)")
+
+
+def test_time_elapsed_override() -> None:
+    pol = {**strategy("time_elapsed"), "compaction.delta-seconds": "60"}  # any case accepted
+    assert compaction(metrics(deltas=1, age_s=61), **pol).should_run
+    assert not compaction(metrics(deltas=1, age_s=59), **pol).should_run
+
+
+# compaction: NUM_AND_TIME / NUM_OR_TIME ----------------------------------------------------------
+@pytest.mark.parametrize("deltas,age_s,run", [
+    (5, 3600, True), (5, 3599.5, False), (4, 3600, False), (4, 3599.5, False)])
+def test_num_and_time(deltas: int, age_s: float, run: bool) -> None:
+    d = compaction(metrics(deltas=deltas, age_s=age_s), **strategy("NUM_AND_TIME"))
+    assert d.should_run is run
+    assert d.reason.startswith(f"{deltas} delta commits (threshold 5) and ")
+    assert d.reason.endswith("(threshold 3600 s) since the last compaction, NUM_AND_TIME")
+
+
+@pytest.mark.parametrize("deltas,age_s,run", [
+    (5, 0, True), (4, 3600, True), (4, 3599.5, False), (1, 3599.5, False)])
+def test_num_or_time(deltas: int, age_s: float, run: bool) -> None:
+    d = compaction(metrics(deltas=deltas, age_s=age_s), **strategy("NUM_OR_TIME"))
+    assert d.should_run is run and d.reason.endswith(", NUM_OR_TIME")
+
+
+def test_reason_names_the_elapsed_seconds() -> None:
+    d = compaction(metrics(deltas=4, age_s=7200), **strategy("NUM_OR_TIME"))
+    assert d.reason == ("4 delta commits (threshold 5) and 7200 s (threshold 3600 s) since the "
+                        "last compaction, NUM_OR_TIME")
+
+
+# compaction: other rules ------------------------------------------------------------------------
+def test_nothing_to_compact_whatever_the_time() -> None:
+    d = compaction(metrics(deltas=0, age_s=10 * 86400), **strategy("TIME_ELAPSED"))
+    assert not d.should_run
+    assert d.reason == "0 delta commits since the last compaction; nothing to compact"
+
+
+def test_future_clock_hints_at_time_zone() -> None:
+    d = compaction(metrics(deltas=9, age_s=-6 * 3600), **strategy("NUM_AND_TIME"))
+    assert not d.should_run and "check the policy's timeline.timezone" in d.reason
+
+
+def test_copy_on_write_never_compacts() -> None:
+    d = compaction(metrics(deltas=99, table_type="COPY_ON_WRITE"))
+    assert not d.should_run
+    assert d.reason == ("compaction applies to MERGE_ON_READ tables only; this table is "
+                        "COPY_ON_WRITE")
+
+
+def test_compaction_disabled() -> None:
+    d = compaction(metrics(deltas=99, pending_compactions=("1",)),
+                   **{"compaction.enabled": "false"})
+    assert not d.should_run and "compaction.enabled=false" in d.reason
+
+
+def test_pending_compaction_executes_the_oldest() -> None:
+    d = compaction(metrics(deltas=0, pending_compactions=("20260601110000000",
+                                                          "20260601113000000")))
+    assert d.should_run
+    assert d.params == {"mode": "execute", "instant": "20260601110000000"}
+    assert d.reason == ("compaction plan 20260601110000000 is pending (2 pending); executing it "
+                        "before scheduling a new one")
+
+
+# clustering ---------------------------------------------------------------------------------------
+def test_clustering_disabled_by_default() -> None:
+    d = decide(metrics(since_clustering=100, pending_clusterings=("1",)))["clustering"]
+    assert not d.should_run
+    assert d.reason == "clustering is disabled by policy (clustering.enabled=false)"
+
+
+@pytest.mark.parametrize("commits,run", [(4, True), (3, False)])
+def test_clustering_threshold(commits: int, run: bool) -> None:
+    d = decide(metrics(since_clustering=commits), **{"clustering.enabled": "true"})["clustering"]
+    assert d.should_run is run
+    assert d.reason == (f"{commits} commits with no clustering on the active timeline "
+                        "(threshold 4)")
+    assert d.params == ({"mode": "scheduleAndExecute"} if run else {})
+
+
+def test_pending_clustering_executes_the_oldest() -> None:
+    d = decide(metrics(pending_clusterings=("20260601110000000",)),
+               **{"clustering.enabled": "true"})["clustering"]
+    assert d.should_run and d.params == {"mode": "execute", "instant": "20260601110000000"}
+
+
+def test_clustering_threshold_override() -> None:
+    pol = {"clustering.enabled": "yes", "clustering.commits": "1"}
+    assert decide(metrics(since_clustering=1), **pol)["clustering"].should_run
+
+
+# clean --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("commits,run", [(10, True), (9, False), (0, False)])
+def test_clean_threshold(commits: int, run: bool) -> None:
+    d = decide(metrics(since_clean=commits))["clean"]
+    assert d.should_run is run
+    assert d.reason == f"{commits} commits since the last clean (threshold 10)"
+
+
+def test_clean_override_and_disabled() -> None:
+    assert decide(metrics(since_clean=1), **{"clean.commits": "1"})["clean"].should_run
+    d = decide(metrics(since_clean=50), **{"clean.enabled": "off"})["clean"]
+    assert not d.should_run and d.reason == "clean is disabled by policy (clean.enabled=false)"
+
+
+def test_metrics_are_kept_with_every_decision() -> None:
+    m = metrics(deltas=3)
+    assert all(d.metrics == m for d in decide(m).values())
+
+
+# validation ---------------------------------------------------------------------------------------
+SPEC = TableSpec(table_id="t", format="hudi", base_path="/lake/trips", table_name="trips")
+
+
+@pytest.mark.parametrize("change,field,words", [
+    ({"base_path": ""}, "table.base_path", "required for hudi"),
+    ({"base_path": "lake/trips"}, "table.base_path", "absolute"),
+    ({"base_path": "s3a://bucket/trips"}, "table.base_path", "scheme 's3a'"),
+    ({"table_name": "-x"}, "table.table_name", "letters"),
+    ({"policy": {"compaction.delta-commit": "5"}}, "table.policy[compaction.delta-commit]",
+     "unknown policy key; known: clean.commits, "),
+    ({"policy": {"compaction.delta-commits": "0"}}, "table.policy[compaction.delta-commits]",
+     ">= 1"),
+    ({"policy": {"compaction.delta-seconds": "soon"}}, "table.policy[compaction.delta-seconds]",
+     "integer"),
+    ({"policy": {"compaction.trigger-strategy": "NUM"}},
+     "table.policy[compaction.trigger-strategy]",
+     "one of NUM_COMMITS, TIME_ELAPSED, NUM_AND_TIME, NUM_OR_TIME"),
+    ({"policy": {"clustering.enabled": "maybe"}}, "table.policy[clustering.enabled]",
+     "true or false"),
+    ({"policy": {"clean.commits": "-1"}}, "table.policy[clean.commits]", ">= 1"),
+    ({"policy": {"timeline.timezone": "Mars/Olympus"}}, "table.policy[timeline.timezone]",
+     "IANA time zone"),
+])
+def test_validate(change: dict, field: str, words: str) -> None:
+    problems = dict(HudiFormat().validate(replace(SPEC, **change)))
+    assert field in problems and words in problems[field]
+
+
+def test_validate_accepts_good_specs() -> None:
+    policy = {"compaction.trigger-strategy": "num_or_time", "compaction.delta-commits": "3",
+              "compaction.delta-seconds": "600", "clustering.enabled": "true",
+              "clustering.commits": "8", "clean.enabled": "false", "clean.commits": "20",
+              "timeline.timezone": "Asia/Shanghai", "scheduler.pull-interval-s": "60"}
+    plugin = HudiFormat()
+    assert plugin.validate(replace(SPEC, policy=policy)) == []
+    assert plugin.validate(replace(SPEC, base_path="file:///lake/trips", table_name="")) == []
+
+
+# build_job ----------------------------------------------------------------------------------------
+def op(action: str, **params: str) -> OperationRecord:
+    return OperationRecord(
+        id=7, table_pk=1, action=action, state=OperationState.RUNNING, attempt=1,
+        max_attempts=3, priority=0, trigger="policy", reason="r", params=dict(params),
+        metrics={"table_name": "trips_from_props"}, created_at=NOW, started_at=NOW,
+        finished_at=None, lease_owner="e", lease_expires_at=None, engine_handle=None,
+        exit_code=None, result=None, error=None, log_tail=None)
+
+
+def test_build_compaction_jobs() -> None:
+    job = HudiFormat().build_job(table(table_name="trips"),
+                                 op("compaction", mode="scheduleAndExecute"))
+    assert (job.kind, job.app) == ("jvm", COMPACTOR)
+    assert job.args == ("--base-path", BASE, "--table-name", "trips",
+                        "--mode", "scheduleAndExecute")
+    job = HudiFormat().build_job(table(table_name="trips"),
+                                 op("compaction", mode="execute", instant="20260601110000000"))
+    assert job.args == ("--base-path", BASE, "--table-name", "trips", "--mode", "execute",
+                        "--instant-time", "20260601110000000")
+
+
+def test_build_clustering_jobs() -> None:
+    job = HudiFormat().build_job(table(), op("clustering", mode="scheduleAndExecute"))
+    assert (job.kind, job.app) == ("jvm", CLUSTERING_JOB)
+    # no registered name: the one hoodie.properties gave at inspection
+    assert job.args == ("--base-path", BASE, "--table-name", "trips_from_props",
+                        "--mode", "scheduleAndExecute")
+    job = HudiFormat().build_job(table(table_name="t1"),
+                                 op("clustering", mode="execute", instant="20260601110000000"))
+    assert job.args == ("--base-path", BASE, "--table-name", "t1", "--mode", "execute",
+                        "--instant-time", "20260601110000000")
+
+
+def test_build_clean_job() -> None:
+    job = HudiFormat().build_job(table("file:///lake/my trips"), op("clean"))
+    assert (job.kind, job.app, job.args) == (
+        "jvm", CLEANER, ("--target-base-path", "file:///lake/my trips"))
+
+
+def test_table_name_falls_back_to_the_directory() -> None:
+    o = replace(op("compaction"), metrics={})
+    job = HudiFormat().build_job(table("file:///lake/my trips"), o)
+    assert job.args[:6] == ("--base-path", "file:///lake/my trips", "--table-name", "my_trips",
+                            "--mode", "scheduleAndExecute")
+
+
+@pytest.mark.parametrize("operation,words", [
+    (op("compaction", mode="execute"), "instant time"),
+    (op("compaction", mode="execute", instant="--props=/etc/x"), "instant time"),
+    (op("clustering", mode="purgePendingInstant"), "unknown mode"),
+    (op("expire_snapshots"), "no action"),
+])
+def test_build_job_refuses_bad_operations(operation: OperationRecord, words: str) -> None:
+    with pytest.raises(ValueError, match=words):
+        HudiFormat().build_job(table(), operation)
