@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from tms.coordination import Coordinator
+from tms.coordination import ZK_SESSION_TIMEOUT_S, Coordinator
 from tms.formats.registry import load_formats
 from tms.observability import configure_logging
 from tms.scheduler.loop import POLL_INTERVAL_S, PULL_INTERVAL_S, Scheduler
@@ -23,6 +23,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--zookeeper", default=os.environ.get(ENV_ZOOKEEPER),
                         help=f"ZooKeeper hosts, host:port[,host:port] (env {ENV_ZOOKEEPER})")
     parser.add_argument("--id", default=member_id("scheduler"))
+    parser.add_argument("--zk-session-timeout-s", type=float, default=ZK_SESSION_TIMEOUT_S,
+                        help="ZooKeeper session timeout: how long a partitioned scheduler keeps "
+                             "its locks")
     parser.add_argument("--poll-interval-s", type=float, default=POLL_INTERVAL_S)
     parser.add_argument("--pull-interval-s", type=float, default=PULL_INTERVAL_S,
                         help="inspect a table at least this often even without commits")
@@ -31,7 +34,7 @@ def main(argv: list[str] | None = None) -> None:
     configure_logging("tms-scheduler")
     stop = stop_event_on_signals()
     store = PostgresStore(args.database_url)
-    coordinator = Coordinator(args.zookeeper, args.id)
+    coordinator = Coordinator(args.zookeeper, args.id, args.zk_session_timeout_s)
     coordinator.start()
     try:
         Scheduler(store, coordinator, load_formats(), args.id,

@@ -1,5 +1,10 @@
 """PySpark application that runs one Iceberg maintenance action and writes the outcome as JSON.
 
+Actions (``ACTIONS``), each one Iceberg Spark procedure: ``compaction`` and ``clustering``
+(``rewrite_data_files`` binpack / sort or zorder), ``expire_snapshots``, ``remove_orphan_files``,
+``rewrite_manifests``, ``rewrite_position_deletes`` (``rewrite_position_delete_files``). The result
+is the procedure's result columns.
+
 spark-submit runs this file directly (``spark-submit ... iceberg_maintenance.py --spec S --result
 R``), so it imports nothing but pyspark and the standard library: it must also work when shipped
 alone to a cluster. The spec names the catalog exactly as the TMS side (pyiceberg) names it,
@@ -21,6 +26,7 @@ import tempfile
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -109,13 +115,15 @@ def parse_spec(data: Any) -> JobSpec:
     for key in options:
         if not _OPTION_KEY_RE.fullmatch(key):
             raise SpecError(f"invalid option name {key[:200]!r}")
-    return JobSpec(
+    spec = JobSpec(
         catalog_name=catalog_name,
         catalog_properties={str(k): _option_value(str(k), v) for k, v in props.items()},
         table=parse_table(data.get("table")),
         action=action,
         options={k: _option_value(k, v) for k, v in options.items()},
     )
+    ACTIONS[action](spec)  # validates the action's options before anything starts
+    return spec
 
 
 def _sql_catalog_to_jdbc(props: Mapping[str, str]) -> dict[str, str]:
@@ -157,22 +165,239 @@ def _row_dict(row: Any) -> dict[str, Any]:
     return dict(row.asDict(recursive=True))
 
 
-def run_compaction(spark: Any, spec: JobSpec) -> dict[str, Any]:
-    """Bin-pack small data files (``rewrite_data_files``, strategy binpack)."""
-    args = [f"table => {sql_string(spec.table_ref)}", "strategy => 'binpack'"]
-    if spec.options:
-        pairs = ", ".join(f"{sql_string(k)}, {sql_string(v)}" for k, v in spec.options.items())
-        args.append(f"options => map({pairs})")
-    rows = spark.sql(
-        f"CALL {quote_ident(spec.catalog_name)}.system.rewrite_data_files({', '.join(args)})"
-    ).collect()
+# --- actions -----------------------------------------------------------------------------------
+#
+# Each action turns the spec's options into one ``CALL <catalog>.system.<procedure>(...)``. The
+# plan is built (and every option validated) in ``parse_spec``, before Spark starts, so a bad spec
+# fails in milliseconds with a clear message instead of after a cold Spark start. Argument values
+# reach SQL only as escaped string literals, validated integers/booleans, or timestamps re-rendered
+# from a parsed ``datetime``.
+
+_COLUMN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,254}(\.[A-Za-z_][A-Za-z0-9_]{0,254})*$")
+_POSITIVE_INT_RE = re.compile(r"^[1-9][0-9]{0,9}$")
+_DIRECTIONS = ("ASC", "DESC")
+_NULL_ORDERS = ("FIRST", "LAST")
+MAX_INT = 2**31 - 1
+MAX_LISTED_ORPHANS = 100
+# remove_orphan_files refuses an older_than less than 24 h ago (concurrent writers' files may
+# not be committed yet); checked here too so the job fails before Spark starts.
+MIN_ORPHAN_AGE_S = 24 * 3600
+
+
+def _first_row(df: Any) -> dict[str, Any]:
+    rows = df.collect()
     return _row_dict(rows[0]) if rows else {}
 
 
-Action = Callable[[Any, JobSpec], dict[str, Any]]
-ACTIONS: dict[str, Action] = {
-    "compaction": run_compaction,
+@dataclass(frozen=True)
+class ProcedureCall:
+    """One Iceberg procedure call; ``args`` are ``name => <SQL literal>`` fragments."""
+
+    procedure: str
+    args: tuple[str, ...]
+    summarize: Callable[[Any], dict[str, Any]] = _first_row
+    info: dict[str, Any] = field(default_factory=dict)  # added to the result (e.g. dry_run)
+
+    def sql(self, catalog_name: str) -> str:
+        return (f"CALL {quote_ident(catalog_name)}.system.{self.procedure}"
+                f"({', '.join(self.args)})")
+
+
+def _options_map(options: Mapping[str, str]) -> str:
+    pairs = ", ".join(f"{sql_string(k)}, {sql_string(v)}" for k, v in options.items())
+    return f"options => map({pairs})"
+
+
+def _table_arg(spec: JobSpec) -> str:
+    return f"table => {sql_string(spec.table_ref)}"
+
+
+def _only_options(spec: JobSpec, allowed: tuple[str, ...]) -> None:
+    """Actions without an options map take only the named options: a typo must not be ignored."""
+    unknown = sorted(set(spec.options) - set(allowed))
+    if unknown:
+        raise SpecError(f"{spec.action}: unknown option(s) {unknown}; "
+                        f"accepted: {sorted(allowed) or 'none'}")
+
+
+def parse_bool(key: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value not in ("true", "false"):
+        raise SpecError(f"option {key!r}: expected 'true' or 'false', got {raw[:50]!r}")
+    return value == "true"
+
+
+def parse_positive_int(key: str, raw: str) -> int:
+    value = raw.strip()
+    if not _POSITIVE_INT_RE.fullmatch(value) or int(value) > MAX_INT:
+        raise SpecError(f"option {key!r}: expected an integer from 1 to {MAX_INT}, "
+                        f"got {raw[:50]!r}")
+    return int(value)
+
+
+def parse_timestamp(key: str, raw: str) -> datetime:
+    """An ISO-8601 timestamp as an aware UTC datetime; one without an offset is taken as UTC."""
+    try:
+        parsed = datetime.fromisoformat(raw.strip())
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=UTC)
+        return parsed.astimezone(UTC)
+    except (ValueError, OverflowError):
+        raise SpecError(f"option {key!r}: expected an ISO-8601 timestamp such as "
+                        f"2024-05-01T00:00:00Z, got {raw[:50]!r}") from None
+
+
+def timestamp_literal(value: datetime) -> str:
+    """A Spark ``TIMESTAMP`` literal with an explicit UTC offset (independent of session zone)."""
+    return f"TIMESTAMP '{value.astimezone(UTC).isoformat(sep=' ', timespec='microseconds')}'"
+
+
+def _column(key: str, raw: str) -> str:
+    name = raw.strip()
+    if not _COLUMN_RE.fullmatch(name):
+        raise SpecError(f"option {key!r}: invalid column name {raw[:100]!r} (expected letters, "
+                        "digits and _, dot-separated for nested fields)")
+    return ".".join(quote_ident(part) for part in name.split("."))
+
+
+def parse_sort_order(raw: str) -> str:
+    """``"id DESC NULLS LAST, kind"`` → Iceberg's sort order string, every word validated."""
+    terms = []
+    for term in raw.split(","):
+        words = term.split()
+        if not words:
+            raise SpecError(f"option 'sort-order': empty sort term in {raw[:200]!r}")
+        out = [_column("sort-order", words[0])]
+        rest = [w.upper() for w in words[1:]]
+        if rest and rest[0] in _DIRECTIONS:
+            out.append(rest.pop(0))
+        if len(rest) == 2 and rest[0] == "NULLS" and rest[1] in _NULL_ORDERS:
+            out += rest
+            rest = []
+        if rest:
+            raise SpecError(f"option 'sort-order': bad sort term {term.strip()[:100]!r}; "
+                            "expected 'column [ASC|DESC] [NULLS FIRST|NULLS LAST]'")
+        terms.append(" ".join(out))
+    return ", ".join(terms)
+
+
+def parse_zorder(raw: str) -> str:
+    columns = [_column("zorder-columns", c) for c in raw.split(",")]
+    return f"zorder({', '.join(columns)})"
+
+
+def plan_compaction(spec: JobSpec) -> ProcedureCall:
+    """Bin-pack small data files (``rewrite_data_files``, strategy binpack)."""
+    args = [_table_arg(spec), "strategy => 'binpack'"]
+    if spec.options:
+        args.append(_options_map(spec.options))
+    return ProcedureCall("rewrite_data_files", tuple(args))
+
+
+def plan_clustering(spec: JobSpec) -> ProcedureCall:
+    """Rewrite data files sorted (``sort-order``) or Z-ordered (``zorder-columns``).
+
+    Every other option is a ``rewrite_data_files`` option (``rewrite-all``,
+    ``target-file-size-bytes``, ...) and is passed through in the options map.
+    """
+    options = dict(spec.options)
+    sort_order, zorder = options.pop("sort-order", None), options.pop("zorder-columns", None)
+    if sort_order is not None and zorder is None:
+        order = parse_sort_order(sort_order)
+    elif zorder is not None and sort_order is None:
+        order = parse_zorder(zorder)
+    else:
+        raise SpecError("clustering needs exactly one of the options 'sort-order' "
+                        "(e.g. 'id DESC NULLS LAST, kind') or 'zorder-columns' (e.g. 'a,b')")
+    args = [_table_arg(spec), "strategy => 'sort'", f"sort_order => {sql_string(order)}"]
+    if options:
+        args.append(_options_map(options))
+    return ProcedureCall("rewrite_data_files", tuple(args))
+
+
+def plan_expire_snapshots(spec: JobSpec) -> ProcedureCall:
+    """Expire snapshots older than ``older-than`` (ISO-8601), keeping at least ``retain-last``.
+
+    Without ``older-than`` Iceberg uses the table's ``history.expire.max-snapshot-age-ms``
+    (default five days).
+    """
+    _only_options(spec, ("older-than", "retain-last"))
+    args = [_table_arg(spec)]
+    if "older-than" in spec.options:
+        older_than = parse_timestamp("older-than", spec.options["older-than"])
+        args.append(f"older_than => {timestamp_literal(older_than)}")
+    if "retain-last" in spec.options:
+        retain_last = parse_positive_int("retain-last", spec.options["retain-last"])
+        args.append(f"retain_last => {retain_last}")
+    return ProcedureCall("expire_snapshots", tuple(args))
+
+
+def _summarize_orphans(df: Any) -> dict[str, Any]:
+    # spark.sql executes a CALL eagerly (it is a command): count and limit read its stored rows,
+    # they do not run the procedure again.
+    count = int(df.count())
+    listed = [str(r[0]) for r in df.limit(MAX_LISTED_ORPHANS).collect()]
+    return {"orphan_file_location_count": count, "orphan_file_location": listed,
+            "orphan_file_location_truncated": count > len(listed)}
+
+
+def plan_remove_orphan_files(spec: JobSpec) -> ProcedureCall:
+    """Delete (or with ``dry-run=true`` only list) files no snapshot references.
+
+    Only files last modified before ``older-than`` are candidates (Iceberg's default: three days
+    ago); Iceberg refuses a value less than 24 hours ago.
+    """
+    _only_options(spec, ("older-than", "dry-run"))
+    args = [_table_arg(spec)]
+    if "older-than" in spec.options:
+        older_than = parse_timestamp("older-than", spec.options["older-than"])
+        if (datetime.now(UTC) - older_than).total_seconds() < MIN_ORPHAN_AGE_S:
+            raise SpecError("option 'older-than': remove_orphan_files needs a time at least 24 "
+                            "hours ago (newer files may belong to commits still in progress)")
+        args.append(f"older_than => {timestamp_literal(older_than)}")
+    dry_run = parse_bool("dry-run", spec.options.get("dry-run", "false"))
+    args.append(f"dry_run => {'true' if dry_run else 'false'}")
+    return ProcedureCall("remove_orphan_files", tuple(args), summarize=_summarize_orphans,
+                         info={"dry_run": dry_run})
+
+
+def plan_rewrite_manifests(spec: JobSpec) -> ProcedureCall:
+    """Regroup manifests (``rewrite_manifests``); ``use-caching`` toggles Spark caching."""
+    _only_options(spec, ("use-caching",))
+    args = [_table_arg(spec)]
+    if "use-caching" in spec.options:
+        use_caching = parse_bool("use-caching", spec.options["use-caching"])
+        args.append(f"use_caching => {'true' if use_caching else 'false'}")
+    return ProcedureCall("rewrite_manifests", tuple(args))
+
+
+def plan_rewrite_position_deletes(spec: JobSpec) -> ProcedureCall:
+    """Compact position delete files, dropping dangling deletes (``rewrite_position_delete_files``).
+
+    Options are passed through as the procedure's options map (``rewrite-all``, ...).
+    """
+    args = [_table_arg(spec)]
+    if spec.options:
+        args.append(_options_map(spec.options))
+    return ProcedureCall("rewrite_position_delete_files", tuple(args))
+
+
+Planner = Callable[[JobSpec], ProcedureCall]
+ACTIONS: dict[str, Planner] = {
+    "compaction": plan_compaction,
+    "clustering": plan_clustering,
+    "expire_snapshots": plan_expire_snapshots,
+    "remove_orphan_files": plan_remove_orphan_files,
+    "rewrite_manifests": plan_rewrite_manifests,
+    "rewrite_position_deletes": plan_rewrite_position_deletes,
 }
+
+
+def run_action(spark: Any, spec: JobSpec) -> dict[str, Any]:
+    """Run the spec's procedure; returns its result columns (plus the call's own info)."""
+    call = ACTIONS[spec.action](spec)
+    result = call.summarize(spark.sql(call.sql(spec.catalog_name)))
+    return {**result, **call.info}
 
 
 def build_session(spec: JobSpec) -> Any:
@@ -192,7 +417,7 @@ def run(spec: JobSpec) -> dict[str, Any]:
     spark = build_session(spec)
     try:
         spark.sql(f"REFRESH TABLE {spec.qualified_table}")
-        result = ACTIONS[spec.action](spark, spec)
+        result = run_action(spark, spec)
         return {"ok": True, "action": spec.action, "result": result,
                 "spark_app_id": spark.sparkContext.applicationId}
     finally:
