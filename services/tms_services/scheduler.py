@@ -8,6 +8,7 @@ from tms.coordination import ZK_SESSION_TIMEOUT_S, Coordinator
 from tms.formats.registry import load_formats
 from tms.observability import configure_logging
 from tms.scheduler.loop import POLL_INTERVAL_S, PULL_INTERVAL_S, Scheduler
+from tms.scheduler.retention import EVENTS_RETENTION_S, OPERATIONS_RETENTION_S, Retention
 from tms.storage.postgres import PostgresStore
 from tms_services.common import (
     ENV_ZOOKEEPER,
@@ -29,6 +30,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--poll-interval-s", type=float, default=POLL_INTERVAL_S)
     parser.add_argument("--pull-interval-s", type=float, default=PULL_INTERVAL_S,
                         help="inspect a table at least this often even without commits")
+    parser.add_argument("--events-retention-s", type=float, default=EVENTS_RETENTION_S,
+                        help="commit events older than this are folded into counters")
+    parser.add_argument("--operations-retention-s", type=float,
+                        default=OPERATIONS_RETENTION_S,
+                        help="finished operations older than this are deleted")
     args = parser.parse_args(argv)
     require(args, parser, "database_url", "zookeeper")
     configure_logging("tms-scheduler")
@@ -39,7 +45,9 @@ def main(argv: list[str] | None = None) -> None:
     try:
         Scheduler(store, coordinator, load_formats(), args.id,
                   poll_interval_s=args.poll_interval_s,
-                  pull_interval_s=args.pull_interval_s).run(stop)
+                  pull_interval_s=args.pull_interval_s,
+                  retention=Retention(args.events_retention_s,
+                                      args.operations_retention_s)).run(stop)
     finally:
         coordinator.stop()
         store.close()

@@ -28,7 +28,7 @@ def _table(store: PostgresStore, table_id: str = "t1"):
 
 def test_migrate_is_idempotent(pg) -> None:
     first = migrate(pg.dsn)
-    assert [m.version for m in first] == [1, 2, 3]
+    assert [m.version for m in first] == [1, 2, 3, 4]
     assert migrate(pg.dsn) == []
 
 
@@ -141,3 +141,32 @@ def test_deregistration_removes_events_and_marks(store: PostgresStore) -> None:
     assert t.id not in store.due_tables(10)
     again = _table(store, "gone")
     assert again.commit_count == 0 and again.last_commit_id is None
+
+
+def test_retention_folds_old_events_and_prunes_finished_operations(store: PostgresStore,
+                                                                   db_dsn: str) -> None:
+    from tms.scheduler.retention import Retention
+
+    t = _table(store, "old")
+    store.notify_commits([CommitEvent("old", f"c{i}") for i in range(5)])
+    store.enqueue(t, Decision("compaction", True, "r"), "policy", 3)
+    op = store.claim("e1", 30)
+    assert op is not None
+    store.finish(op, "e1", Outcome(OperationState.SUCCEEDED, result={}))
+    with psycopg.connect(db_dsn) as conn:
+        conn.execute("UPDATE tms_commit_events SET received_at = now() - interval '8 days' "
+                      "WHERE commit_id IN ('c0', 'c1', 'c2', 'c3', 'c4')")
+        conn.execute("UPDATE tms_operations SET finished_at = now() - interval '31 days'")
+    store.notify_commits([CommitEvent("old", "fresh")])
+    done = Retention(batch=2).prune(store)
+    assert done == {"commit_events": 5, "operations": 1, "requests": 0}
+    after = store.get_table("old")
+    assert after is not None
+    assert (after.commit_count, after.last_commit_id) == (6, "fresh")
+    assert store.get_operation("old", op.id) is None
+    with psycopg.connect(db_dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM tms_commit_events").fetchone() == (1,)
+        conn.execute("UPDATE tms_commit_events SET received_at = now() - interval '8 days'")
+    Retention().prune(store)
+    gone = store.get_table("old")
+    assert gone is not None and (gone.commit_count, gone.last_commit_id) == (6, "fresh")

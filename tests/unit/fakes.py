@@ -71,6 +71,9 @@ class FakeStore:
     def reap_expired(self) -> tuple[list[int], list[int]]:
         return [], []
 
+    def prune(self, what: str, retention_s: float, batch: int) -> int:
+        return 0
+
     def get_table_by_pk(self, pk: int) -> TableRecord | None:
         return self.tables.get(pk)
 

@@ -90,3 +90,19 @@ def test_inspection_failure_is_recorded_and_retried_later() -> None:
     assert store.ops == []
     assert "catalog unreachable" in store.decisions[0][1].reason
     assert store.finished_decisions == [(1, INSPECT_FAILURE_RETRY_S)]
+
+
+def test_retention_stops_at_its_time_budget() -> None:
+    from tms.scheduler.retention import Retention
+
+    class Busy:
+        calls: list[str] = []
+
+        def prune(self, what: str, retention_s: float, batch: int) -> int:
+            self.calls.append(what)
+            return batch  # always a full batch: there is more
+
+    ticks = iter(range(100))
+    store = Busy()
+    done = Retention(batch=10, budget_s=5).prune(store, lambda: float(next(ticks)))  # type: ignore[arg-type]
+    assert sum(done.values()) == 10 * len(store.calls) and len(store.calls) == 4

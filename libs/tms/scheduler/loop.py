@@ -20,6 +20,7 @@ from tms.coordination import Coordinator
 from tms.domain import Decision, TableRecord, TableState
 from tms.formats.base import TableFormatPlugin
 from tms.formats.policy import DEFAULT_PULL_INTERVAL_S, PULL_INTERVAL_KEY
+from tms.scheduler.retention import PRUNE_INTERVAL_S, Retention
 from tms.storage.base import Store
 
 POLL_INTERVAL_S = 0.5
@@ -41,6 +42,7 @@ class Scheduler:
                  formats: dict[str, TableFormatPlugin], scheduler_id: str, *,
                  poll_interval_s: float = POLL_INTERVAL_S,
                  pull_interval_s: float = PULL_INTERVAL_S,
+                 retention: Retention | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self.store = store
@@ -52,6 +54,8 @@ class Scheduler:
         self._clock = clock
         self._now = now
         self._last_reap = float("-inf")
+        self._last_prune = float("-inf")
+        self.retention = retention or Retention()
         self.decided = threading.Event()  # set after each decision: a signal for tests
 
     def run(self, stop: threading.Event) -> None:
@@ -67,11 +71,7 @@ class Scheduler:
 
     def run_once(self) -> int:
         """One pass over the due tables; returns how many decisions it took."""
-        if self._clock() - self._last_reap >= REAP_INTERVAL_S and self.coordinator.is_leader():
-            self._last_reap = self._clock()
-            requeued, failed = self.store.reap_expired()
-            if requeued or failed:
-                log.warning("expired leases reaped", requeued=requeued, failed=failed)
+        self._leader_duties()
         if not self.coordinator.healthy:
             return 0
         taken = 0
@@ -79,6 +79,22 @@ class Scheduler:
             if self.decide(pk):
                 taken += 1
         return taken
+
+    def _leader_duties(self) -> None:
+        """The reaper often, retention pruning now and then: only on the elected leader."""
+        now = self._clock()
+        due_reap = now - self._last_reap >= REAP_INTERVAL_S
+        due_prune = now - self._last_prune >= PRUNE_INTERVAL_S
+        if not (due_reap or due_prune) or not self.coordinator.is_leader():
+            return
+        if due_reap:
+            self._last_reap = now
+            requeued, failed = self.store.reap_expired()
+            if requeued or failed:
+                log.warning("expired leases reaped", requeued=requeued, failed=failed)
+        if due_prune:
+            self._last_prune = now
+            self.retention.prune(self.store, self._clock)
 
     def decide(self, pk: int) -> bool:
         with self.coordinator.table_lock(pk) as held:

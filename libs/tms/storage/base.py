@@ -108,6 +108,9 @@ class Store(Protocol):
     def release(self, op: OperationRecord, owner: str, reason: str) -> bool:
         """Fenced hand-back to the queue (graceful shutdown)."""
 
+    def prune(self, what: str, retention_s: float, batch: int) -> int:
+        """One batch of retention pruning; rows removed."""
+
     def reap_expired(self) -> tuple[list[int], list[int]]:
         """(requeued ids, failed ids) of RUNNING operations whose lease expired."""
 

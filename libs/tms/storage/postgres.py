@@ -35,11 +35,13 @@ POOL_MIN_SIZE = 1
 POOL_MAX_SIZE = 10
 POOL_TIMEOUT_S = 10.0
 _OP_FIELDS = {f.name for f in fields(OperationRecord)}
+_TABLE_FIELDS = {f.name for f in fields(TableRecord)}
 
 
 def _table(row: dict[str, Any]) -> TableRecord:
-    row["state"] = TableState(row["state"])
-    return TableRecord(**row)
+    data = {k: v for k, v in row.items() if k in _TABLE_FIELDS}
+    data["state"] = TableState(data["state"])
+    return TableRecord(**data)
 
 
 def _op(row: dict[str, Any]) -> OperationRecord:
@@ -272,6 +274,17 @@ class PostgresStore:
 
     def release(self, op: OperationRecord, owner: str, reason: str) -> bool:
         return self._fenced("release_operation", op, owner, error=reason)
+
+    def prune(self, what: str, retention_s: float, batch: int) -> int:
+        """Delete one batch of ``what`` (commit_events, operations, requests) older than the
+        retention; the number of rows removed."""
+        if what == "commit_events":
+            row = self._one("prune_commit_events", {"retention_s": retention_s, "batch": batch})
+            return int(row["pruned"]) if row else 0
+        if what in ("operations", "requests"):
+            return len(self._all(f"prune_{what}", {"retention_s": retention_s,
+                                                     "batch": batch}))
+        raise ValueError(f"nothing called {what!r} to prune")
 
     def reap_expired(self) -> tuple[list[int], list[int]]:
         requeued = [r["id"] for r in self._all("requeue_expired", {})]

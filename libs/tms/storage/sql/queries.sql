@@ -10,38 +10,15 @@ ON CONFLICT (table_id) DO NOTHING
 RETURNING id;
 
 -- name: get_table
--- Commit count and last commit are read from the events when asked for, so the intake path
--- never has to update the table's row.
-SELECT t.*, c.commit_count, l.last_commit_id, l.last_commit_time
-FROM tms_tables t
-CROSS JOIN LATERAL (SELECT count(*) AS commit_count FROM tms_commit_events e
-                    WHERE e.table_pk = t.id) c
-LEFT JOIN LATERAL (SELECT e.commit_id AS last_commit_id,
-                          coalesce(e.commit_time, e.received_at) AS last_commit_time
-                   FROM tms_commit_events e WHERE e.table_pk = t.id
-                   ORDER BY e.seq DESC LIMIT 1) l ON true
-WHERE t.table_id = %(table_id)s;
+-- Commit count and last commit are read from the events when asked for (tms_tables_view), so
+-- the intake path never has to update the table's row.
+SELECT * FROM tms_tables_view WHERE table_id = %(table_id)s;
 
 -- name: get_table_by_pk
-SELECT t.*, c.commit_count, l.last_commit_id, l.last_commit_time
-FROM tms_tables t
-CROSS JOIN LATERAL (SELECT count(*) AS commit_count FROM tms_commit_events e
-                    WHERE e.table_pk = t.id) c
-LEFT JOIN LATERAL (SELECT e.commit_id AS last_commit_id,
-                          coalesce(e.commit_time, e.received_at) AS last_commit_time
-                   FROM tms_commit_events e WHERE e.table_pk = t.id
-                   ORDER BY e.seq DESC LIMIT 1) l ON true
-WHERE t.id = %(pk)s;
+SELECT * FROM tms_tables_view WHERE id = %(pk)s;
 
 -- name: list_tables
-SELECT t.*, c.commit_count, l.last_commit_id, l.last_commit_time
-FROM tms_tables t
-CROSS JOIN LATERAL (SELECT count(*) AS commit_count FROM tms_commit_events e
-                    WHERE e.table_pk = t.id) c
-LEFT JOIN LATERAL (SELECT e.commit_id AS last_commit_id,
-                          coalesce(e.commit_time, e.received_at) AS last_commit_time
-                   FROM tms_commit_events e WHERE e.table_pk = t.id
-                   ORDER BY e.seq DESC LIMIT 1) l ON true
+SELECT * FROM tms_tables_view
 WHERE table_id > %(after)s
   AND (%(format)s::text IS NULL OR format = %(format)s)
   AND (%(state)s::tms_table_state IS NULL OR state = %(state)s::tms_table_state)
@@ -330,3 +307,44 @@ RETURNING id;
 -- name: forget_request
 -- The request failed after reserving its id: free the id so a corrected retry can use it.
 DELETE FROM tms_requests WHERE request_id = %(request_id)s AND resource = '';
+
+-- name: prune_commit_events
+-- Oldest first, one small batch; what goes is folded into the tables' counters.
+WITH doomed AS (
+    SELECT table_pk, commit_id FROM tms_commit_events
+    WHERE received_at < now() - make_interval(secs => %(retention_s)s)
+    ORDER BY received_at
+    LIMIT %(batch)s
+    FOR UPDATE SKIP LOCKED
+), gone AS (
+    DELETE FROM tms_commit_events e USING doomed d
+    WHERE e.table_pk = d.table_pk AND e.commit_id = d.commit_id
+    RETURNING e.table_pk, e.commit_id, coalesce(e.commit_time, e.received_at) AS at, e.seq
+), folded AS (
+    UPDATE tms_tables t
+    SET pruned_commits = t.pruned_commits + g.n,
+        pruned_last_commit_id = g.last_id, pruned_last_commit_time = g.last_at
+    FROM (SELECT table_pk, count(*) AS n,
+                 (array_agg(commit_id ORDER BY seq DESC))[1] AS last_id,
+                 (array_agg(at ORDER BY seq DESC))[1] AS last_at
+          FROM gone GROUP BY table_pk) g
+    WHERE t.id = g.table_pk
+)
+SELECT count(*) AS pruned FROM gone;
+
+-- name: prune_operations
+-- Finished operations past their retention, oldest first, one small batch.
+DELETE FROM tms_operations
+WHERE id IN (SELECT id FROM tms_operations
+             WHERE state IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+               AND finished_at < now() - make_interval(secs => %(retention_s)s)
+             ORDER BY finished_at
+             LIMIT %(batch)s)
+RETURNING id;
+
+-- name: prune_requests
+DELETE FROM tms_requests
+WHERE request_id IN (SELECT request_id FROM tms_requests
+                     WHERE created_at < now() - make_interval(secs => %(retention_s)s)
+                     LIMIT %(batch)s)
+RETURNING request_id;
