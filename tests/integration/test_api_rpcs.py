@@ -229,13 +229,16 @@ def test_explain_table(api) -> None:
     stub = api.stub()
     register(stub)
     fresh = stub.ExplainTable(tms_pb2.ExplainTableRequest(name="tables/events"))
-    assert [(a.action, a.decided) for a in fresh.actions] == [("compaction", False)]
+    from tms.formats.iceberg_policy import RULES
+
+    assert [(a.action, a.decided) for a in fresh.actions] == [(a, False) for a in RULES]
     table = api.store.get_table("events")
     decision = Decision("compaction", True, "30 of 30 data files are small",
                         {"small_files": 30, "data_files": 30})
     op_id = api.store.enqueue(table, decision, "policy", 3)
     api.store.record_decision(table.id, decision, op_id, "scheduler-x")
     why = stub.ExplainTable(tms_pb2.ExplainTableRequest(name="tables/events")).actions[0]
+    assert why.action == "compaction"
     assert why.decided and why.should_run and why.reason == decision.reason
     assert why.metrics["small_files"] == 30 and why.scheduler_id == "scheduler-x"
     assert why.operation == why.active_operation == f"tables/events/operations/{op_id}"
