@@ -87,9 +87,15 @@ class FakeStore:
         self.ops.append((table.id, decision))
         return len(self.ops)
 
-    def record_decision(self, pk: int, decision: Decision, operation_id: int | None,
-                        scheduler_id: str) -> None:
-        self.decisions.append((pk, decision, operation_id))
+    def record_decisions(self, pk: int, decisions: list[tuple[Decision, int | None]],
+                         scheduler_id: str) -> None:
+        self.decisions += [(pk, d, op) for d, op in decisions]
+
+    def begin_decision(self, pk: int) -> tuple[TableRecord | None, bool]:
+        return self.tables.get(pk), self.take_dirty(pk)
+
+    def last_succeeded_all(self, pk: int) -> dict[str, OperationRecord]:
+        return {}
 
     def finish_decision(self, pk: int, next_check_s: float) -> None:
         self.finished_decisions.append((pk, next_check_s))

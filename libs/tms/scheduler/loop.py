@@ -12,12 +12,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import structlog
 
 from tms.coordination import Coordinator
-from tms.domain import Decision, TableRecord, TableState
+from tms.domain import Decision, OperationRecord, TableRecord, TableState
 from tms.formats.base import TableFormatPlugin
 from tms.formats.policy import DEFAULT_PULL_INTERVAL_S, PULL_INTERVAL_KEY
 from tms.scheduler.retention import PRUNE_INTERVAL_S, Retention
@@ -100,8 +101,7 @@ class Scheduler:
         with self.coordinator.table_lock(pk) as held:
             if not held:
                 return False
-            had_commits = self.store.take_dirty(pk)
-            table = self.store.get_table_by_pk(pk)  # re-read under the lock
+            table, had_commits = self.store.begin_decision(pk)  # re-read under the lock
             if table is None or table.state is not TableState.ACTIVE:
                 return False  # gone or paused: resuming schedules a check
             now = self._now()
@@ -127,13 +127,15 @@ class Scheduler:
             metrics = plugin.inspect(table)
         except Exception as e:
             bound.warning("inspection failed", error=str(e))
-            for action in plugin.actions:
-                self.store.record_decision(
-                    table.id, Decision(action, False, f"inspection failed: {e}"[:2000]), None,
-                    self.scheduler_id)
+            failed = Decision("", False, f"inspection failed: {e}"[:2000])
+            self.store.record_decisions(
+                table.id, [(replace(failed, action=a), None) for a in plugin.actions],
+                self.scheduler_id)
             self.store.finish_decision(table.id, INSPECT_FAILURE_RETRY_S)
             return
-        last_runs = {a: self.store.last_succeeded(table.id, a) for a in plugin.actions}
+        last_runs: dict[str, OperationRecord | None] = dict(
+            self.store.last_succeeded_all(table.id))
+        taken: list[tuple[Decision, int | None]] = []
         for decision in plugin.evaluate(table, metrics, last_runs, now):
             op_id = None
             if decision.should_run:
@@ -147,7 +149,8 @@ class Scheduler:
                 else:
                     bound.info("operation queued", action=decision.action, operation=op_id,
                                reason=decision.reason)
-            self.store.record_decision(table.id, decision, op_id, self.scheduler_id)
+            taken.append((decision, op_id))
+        self.store.record_decisions(table.id, taken, self.scheduler_id)
         self.store.finish_decision(table.id, self.pull_interval(table))
 
     def pull_interval(self, table: TableRecord) -> float:

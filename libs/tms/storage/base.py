@@ -76,6 +76,17 @@ class Store(Protocol):
     def record_decision(self, pk: int, decision: Decision, operation_id: int | None,
                         scheduler_id: str) -> None: ...
 
+    def begin_decision(self, pk: int) -> tuple[TableRecord | None, bool]:
+        """Consume the table's "new commits" mark and read the table (commit count left 0):
+        (table or None when gone, whether there was a mark)."""
+
+    def last_succeeded_all(self, pk: int) -> dict[str, OperationRecord]:
+        """The last SUCCEEDED operation of each action of the table."""
+
+    def record_decisions(self, pk: int, decisions: Sequence[tuple[Decision, int | None]],
+                         scheduler_id: str) -> None:
+        """Every action's decision (with the operation it queued, if any) at once."""
+
     def enqueue(self, table: TableRecord, decision: Decision, trigger: str,
                 max_attempts: int) -> int | None:
         """New operation id, or None when one is already active for (table, action)."""

@@ -187,6 +187,27 @@ class PostgresStore:
     def finish_decision(self, pk: int, next_check_s: float) -> None:
         self._one_write("finish_decision", {"pk": pk, "next_check_s": next_check_s})
 
+    def begin_decision(self, pk: int) -> tuple[TableRecord | None, bool]:
+        row = self._one("begin_decision", {"pk": pk})
+        if row is None:
+            return None, False
+        return _table(row), bool(row["had_commits"])
+
+    def last_succeeded_all(self, pk: int) -> dict[str, OperationRecord]:
+        rows = self._all("last_succeeded_by_action", {"table_pk": pk})
+        return {r["action"]: _op(r) for r in rows}
+
+    def record_decisions(self, pk: int, decisions: Sequence[tuple[Decision, int | None]],
+                         scheduler_id: str) -> None:
+        self._one_write("upsert_decisions", {
+            "table_pk": pk, "scheduler_id": scheduler_id,
+            "actions": [d.action for d, _ in decisions],
+            "should_run": [d.should_run for d, _ in decisions],
+            "reasons": [d.reason for d, _ in decisions],
+            "metrics": [Jsonb(d.metrics) for d, _ in decisions],
+            "operation_ids": [op for _, op in decisions],
+        })
+
     def record_decision(self, pk: int, decision: Decision, operation_id: int | None,
                         scheduler_id: str) -> None:
         with self._pool.connection() as conn:

@@ -348,3 +348,34 @@ WHERE request_id IN (SELECT request_id FROM tms_requests
                      WHERE created_at < now() - make_interval(secs => %(retention_s)s)
                      LIMIT %(batch)s)
 RETURNING request_id;
+
+-- name: begin_decision
+-- One round trip to start a decision: consume the table's "new commits" mark and read the
+-- table (without the commit count, which a decision does not need and which costs a scan).
+WITH mark AS (
+    DELETE FROM tms_dirty_tables WHERE table_pk = %(pk)s RETURNING table_pk
+)
+SELECT t.*, EXISTS (SELECT 1 FROM mark) AS had_commits,
+       0::bigint AS commit_count, NULL::text AS last_commit_id,
+       NULL::timestamptz AS last_commit_time
+FROM tms_tables t
+WHERE t.id = %(pk)s;
+
+-- name: last_succeeded_by_action
+SELECT DISTINCT ON (action) * FROM tms_operations
+WHERE table_pk = %(table_pk)s AND state = 'SUCCEEDED'
+ORDER BY action, finished_at DESC;
+
+-- name: upsert_decisions
+-- Every action's decision for one table in one statement.
+INSERT INTO tms_decisions (table_pk, action, decided_at, should_run, reason, metrics,
+                           operation_id, scheduler_id)
+SELECT %(table_pk)s, u.action, now(), u.should_run, u.reason, u.metrics, u.operation_id,
+       %(scheduler_id)s
+FROM unnest(%(actions)s::text[], %(should_run)s::boolean[], %(reasons)s::text[],
+            %(metrics)s::jsonb[], %(operation_ids)s::bigint[])
+     AS u(action, should_run, reason, metrics, operation_id)
+ON CONFLICT (table_pk, action) DO UPDATE
+SET decided_at = excluded.decided_at, should_run = excluded.should_run,
+    reason = excluded.reason, metrics = excluded.metrics,
+    operation_id = excluded.operation_id, scheduler_id = excluded.scheduler_id;
