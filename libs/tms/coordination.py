@@ -9,7 +9,6 @@ unique indexes are the last guard if two ever decide together anyway.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -23,7 +22,6 @@ ZK_CONNECT_TIMEOUT_S = 15.0
 ZK_ROOT = "/tms"
 TABLE_LOCKS_PATH = f"{ZK_ROOT}/locks/tables"
 LEADER_PATH = f"{ZK_ROOT}/leader"
-LOCK_CACHE_SIZE = 20_000
 
 log = structlog.get_logger("tms.coordination")
 
@@ -35,9 +33,6 @@ class Coordinator:
         self.client = KazooClient(hosts=hosts, timeout=session_timeout_s)
         self._connected = threading.Event()
         self._leader: Lock | None = None
-        # Lock objects are reused: a kazoo Lock checks that its path exists only once, which
-        # saves one ZooKeeper request per decision (measured: 4 -> 3 requests).
-        self._table_locks: OrderedDict[int, Lock] = OrderedDict()
         self.client.add_listener(self._on_state)
 
     def _on_state(self, state: str) -> None:
@@ -47,7 +42,6 @@ class Coordinator:
             self._connected.clear()
             if state == KazooState.LOST:
                 self._leader = None  # its ephemeral node died with the session
-                self._table_locks.clear()
             log.warning("zookeeper session not usable", state=state, member=self.member_id)
 
     def start(self, timeout_s: float = ZK_CONNECT_TIMEOUT_S) -> None:
@@ -89,11 +83,7 @@ class Coordinator:
         if not self.healthy:
             yield False
             return
-        lock = self._table_locks.pop(table_pk, None) or self.client.Lock(
-            f"{TABLE_LOCKS_PATH}/{table_pk}", self.member_id)
-        self._table_locks[table_pk] = lock  # most recently used last
-        if len(self._table_locks) > LOCK_CACHE_SIZE:
-            self._table_locks.popitem(last=False)
+        lock = self.client.Lock(f"{TABLE_LOCKS_PATH}/{table_pk}", self.member_id)
         try:
             got = lock.acquire(blocking=False)
         except (KazooException, LockTimeout) as e:
