@@ -55,6 +55,20 @@ def wait_for_operation(stub: tms_pb2_grpc.TableManagementServiceStub) -> tms_pb2
     raise TimeoutError(f"no finished compaction within {OPERATION_TIMEOUT_S:.0f} s")
 
 
+def wait_until_idle(stub: tms_pb2_grpc.TableManagementServiceStub) -> None:
+    """Let whatever else the scheduler queued (e.g. a manifest rewrite after 120 commits)
+    finish too, so the listing shows where the table ended up."""
+    deadline = time.monotonic() + OPERATION_TIMEOUT_S
+    active = (tms_pb2.Operation.QUEUED, tms_pb2.Operation.RUNNING)
+    while time.monotonic() < deadline:
+        ops = stub.ListOperations(tms_pb2.ListOperationsRequest(
+            parent=f"tables/{TABLE_ID}"), timeout=10).operations
+        if not any(o.state in active for o in ops):
+            return
+        time.sleep(0.5)
+    say("some operations are still running; stopping anyway")
+
+
 def print_operations(stub: tms_pb2_grpc.TableManagementServiceStub) -> None:
     ops = stub.ListOperations(tms_pb2.ListOperationsRequest(parent="tables/-"),
                               timeout=10).operations
@@ -103,6 +117,7 @@ def run(commits: int, state_dir: Path) -> int:
         say(f"notified {len(snapshot_ids)} commits in {time.monotonic() - t0:.2f} s")
 
         op = wait_for_operation(stub)
+        wait_until_idle(stub)
         after = iceberg_data.stats(table)
         print()
         print(f"{'':<14}{'data files':>12}{'snapshots':>12}{'rows':>10}")
