@@ -72,12 +72,12 @@ def wait_until_idle(stub: tms_pb2_grpc.TableManagementServiceStub) -> None:
 def print_operations(stub: tms_pb2_grpc.TableManagementServiceStub) -> None:
     ops = stub.ListOperations(tms_pb2.ListOperationsRequest(parent="tables/-"),
                               timeout=10).operations
-    print(f"{'OPERATION':<42} {'ACTION':<11} {'STATE':<10} {'ATT':>3} {'SECONDS':>7}  REASON")
+    print(f"{'OPERATION':<42} {'ACTION':<24} {'STATE':<10} {'ATT':>3} {'SECONDS':>7}  REASON")
     for op in ops:
         secs = ""
         if op.HasField("start_time") and op.HasField("end_time"):
             secs = f"{(op.end_time.ToDatetime() - op.start_time.ToDatetime()).total_seconds():.1f}"
-        print(f"{op.name:<42} {op.action:<11} {tms_pb2.Operation.State.Name(op.state):<10} "
+        print(f"{op.name:<42} {op.action:<24} {tms_pb2.Operation.State.Name(op.state):<10} "
               f"{op.attempt:>3} {secs:>7}  {op.reason}")
         if op.result:
             print(f"{'':<42} result: {dict(op.result)}")
