@@ -170,3 +170,23 @@ def test_retention_folds_old_events_and_prunes_finished_operations(store: Postgr
     Retention().prune(store)
     gone = store.get_table("old")
     assert gone is not None and (gone.commit_count, gone.last_commit_id) == (6, "fresh")
+
+
+def test_priorities_and_a_noisy_table_cannot_starve_others(store: PostgresStore) -> None:
+    from dataclasses import replace
+
+    from tms.formats.iceberg_policy import RULES
+
+    noisy = _table(store, "noisy")
+    quiet = _table(store, "quiet")
+    urgent = replace(_table(store, "urgent"), priority=50)
+    for action in RULES:  # the noisy table asks for everything, twice
+        assert store.enqueue(noisy, Decision(action, True, "r"), "policy", 3) is not None
+        assert store.enqueue(noisy, Decision(action, True, "r"), "policy", 3) is None
+    store.enqueue(quiet, Decision("compaction", True, "r"), "policy", 3)
+    store.enqueue(urgent, Decision("compaction", True, "r"), "policy", 3)
+    claimed = [store.claim(f"e{i}", 30) for i in range(4)]
+    tables = [c.table_pk if c else None for c in claimed]
+    # the higher priority first, then one of the noisy table's (oldest first), then the quiet
+    # table although five more noisy operations are older: a table runs one at a time
+    assert tables == [urgent.id, noisy.id, quiet.id, None]
