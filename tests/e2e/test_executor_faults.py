@@ -15,6 +15,7 @@ from tms.v1 import tms_pb2
 pytestmark = pytest.mark.e2e
 
 CATALOG = "tms_kill"
+KILL_ROUNDS = 5  # a fault that depends on timing deserves more than one try
 FAST_LEASE = ["--lease-s", "3", "--heartbeat-s", "1", "--poll-interval-s", "0.3"]
 
 
@@ -30,7 +31,8 @@ def _spark_pids(marker: str) -> list[str]:
     return out.split()
 
 
-def test_kill_9_executor_mid_compaction(make_stack) -> None:
+@pytest.mark.parametrize("round_", range(KILL_ROUNDS))
+def test_kill_9_executor_mid_compaction(make_stack, round_: int) -> None:
     stack = make_stack(executor_args=FAST_LEASE)
     stack.start_api()
     stack.start_scheduler()
