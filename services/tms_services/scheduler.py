@@ -19,6 +19,20 @@ from tms_services.common import (
 )
 
 
+def parse_queue_priorities(raw: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for item in filter(None, (x.strip() for x in raw.split(","))):
+        name, sep, value = item.partition("=")
+        problem = ValueError(f"--queue-priorities: expected queue=integer, got {item!r}")
+        if not sep or not name.strip():
+            raise problem
+        try:
+            out[name.strip()] = int(value)
+        except ValueError:
+            raise problem from None
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = base_parser("TMS scheduler")
     parser.add_argument("--zookeeper", default=os.environ.get(ENV_ZOOKEEPER),
@@ -35,7 +49,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--operations-retention-s", type=float,
                         default=OPERATIONS_RETENTION_S,
                         help="finished operations older than this are deleted")
+    parser.add_argument("--queue-priorities", default=os.environ.get("TMS_QUEUE_PRIORITIES", ""),
+                        help="queue=priority,... added to each table's priority, e.g. "
+                             "'urgent=100,batch=-50'")
     args = parser.parse_args(argv)
+    try:
+        queue_priorities = parse_queue_priorities(args.queue_priorities)
+    except ValueError as e:
+        parser.error(str(e))
     require(args, parser, "database_url", "zookeeper")
     configure_logging("tms-scheduler")
     stop = stop_event_on_signals()
@@ -47,7 +68,8 @@ def main(argv: list[str] | None = None) -> None:
                   poll_interval_s=args.poll_interval_s,
                   pull_interval_s=args.pull_interval_s,
                   retention=Retention(args.events_retention_s,
-                                      args.operations_retention_s)).run(stop)
+                                      args.operations_retention_s),
+                  queue_priorities=queue_priorities).run(stop)
     finally:
         coordinator.stop()
         store.close()

@@ -47,6 +47,7 @@ def make_op(op_id: int = 1, attempt: int = 1) -> OperationRecord:
 class FakeStore:
     tables: dict[int, TableRecord] = field(default_factory=dict)
     dirty: set[int] = field(default_factory=set)
+    priorities: list[int | None] = field(default_factory=list)
     ops: list[tuple[int, Decision]] = field(default_factory=list)
     decisions: list[tuple[int, Decision, int | None]] = field(default_factory=list)
     finished_decisions: list[tuple[int, int, float]] = field(default_factory=list)
@@ -81,9 +82,10 @@ class FakeStore:
         return None
 
     def enqueue(self, table: TableRecord, decision: Decision, trigger: str,
-                max_attempts: int) -> int | None:
+                max_attempts: int, priority: int | None = None) -> int | None:
         if any(pk == table.id and d.action == decision.action for pk, d in self.ops):
             return None
+        self.priorities.append(priority)
         self.ops.append((table.id, decision))
         return len(self.ops)
 

@@ -106,3 +106,17 @@ def test_retention_stops_at_its_time_budget() -> None:
     store = Busy()
     done = Retention(batch=10, budget_s=5).prune(store, lambda: float(next(ticks)))  # type: ignore[arg-type]
     assert sum(done.values()) == 10 * len(store.calls) and len(store.calls) == 4
+
+
+def test_queue_priority_feeds_the_operation_priority() -> None:
+    from dataclasses import replace
+
+    from tms_services.scheduler import parse_queue_priorities
+
+    store = FakeStore(tables={1: replace(make_table(), priority=5, queue="urgent")}, dirty={1})
+    s = Scheduler(store, FakeCoordinator(), {"fake": FakeFormat()},  # type: ignore[arg-type]
+                  "s1", now=lambda: NOW, queue_priorities=parse_queue_priorities("urgent=100"))
+    s.run_once()
+    assert store.priorities == [105]
+    with pytest.raises(ValueError, match="queue=integer"):
+        parse_queue_priorities("urgent")

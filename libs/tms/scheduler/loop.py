@@ -44,6 +44,7 @@ class Scheduler:
                  poll_interval_s: float = POLL_INTERVAL_S,
                  pull_interval_s: float = PULL_INTERVAL_S,
                  retention: Retention | None = None,
+                 queue_priorities: dict[str, int] | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self.store = store
@@ -57,6 +58,7 @@ class Scheduler:
         self._last_reap = float("-inf")
         self._last_prune = float("-inf")
         self.retention = retention or Retention()
+        self.queue_priorities = dict(queue_priorities or {})
         self.decided = threading.Event()  # set after each decision: a signal for tests
 
     def run(self, stop: threading.Event) -> None:
@@ -141,7 +143,8 @@ class Scheduler:
             if decision.should_run:
                 if not self.coordinator.healthy:
                     raise ZooKeeperLost("session lost mid-decision; not queueing")
-                op_id = self.store.enqueue(table, decision, "policy", DEFAULT_MAX_ATTEMPTS)
+                op_id = self.store.enqueue(table, decision, "policy", DEFAULT_MAX_ATTEMPTS,
+                                           self.priority(table))
                 if op_id is None:
                     decision = Decision(decision.action, False,
                                         f"{decision.reason}; an operation is already active",
@@ -152,6 +155,10 @@ class Scheduler:
             taken.append((decision, op_id))
         self.store.record_decisions(table.id, taken, self.scheduler_id)
         self.store.finish_decision(table.id, self.pull_interval(table))
+
+    def priority(self, table: TableRecord) -> int:
+        """An operation's priority: its table's, raised or lowered by its queue's."""
+        return table.priority + self.queue_priorities.get(table.queue, 0)
 
     def pull_interval(self, table: TableRecord) -> float:
         """The table's own heartbeat timeout if it sets one, else the scheduler's default."""

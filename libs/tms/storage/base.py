@@ -88,7 +88,7 @@ class Store(Protocol):
         """Every action's decision (with the operation it queued, if any) at once."""
 
     def enqueue(self, table: TableRecord, decision: Decision, trigger: str,
-                max_attempts: int) -> int | None:
+                max_attempts: int, priority: int | None = None) -> int | None:
         """New operation id, or None when one is already active for (table, action)."""
 
     def last_succeeded(self, pk: int, action: str) -> OperationRecord | None: ...

@@ -225,9 +225,10 @@ class PostgresStore:
             raise TableGone(table.table_id) from None
 
     def enqueue(self, table: TableRecord, decision: Decision, trigger: str,
-                max_attempts: int) -> int | None:
+                max_attempts: int, priority: int | None = None) -> int | None:
         row = self._insert_op("insert_operation", table, {
-            "table_pk": table.id, "action": decision.action, "priority": table.priority,
+            "table_pk": table.id, "action": decision.action,
+            "priority": table.priority if priority is None else priority,
             "trigger": trigger, "reason": decision.reason, "params": Jsonb(decision.params),
             "metrics": Jsonb(decision.metrics), "max_attempts": max_attempts,
         })
