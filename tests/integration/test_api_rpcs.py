@@ -236,7 +236,7 @@ def test_explain_table(api) -> None:
     decision = Decision("compaction", True, "30 of 30 data files are small",
                         {"small_files": 30, "data_files": 30})
     op_id = api.store.enqueue(table, decision, "policy", 3)
-    api.store.record_decision(table.id, decision, op_id, "scheduler-x")
+    api.store.record_decisions(table.id, [(decision, op_id)], "scheduler-x")
     why = stub.ExplainTable(tms_pb2.ExplainTableRequest(name="tables/events")).actions[0]
     assert why.action == "compaction"
     assert why.decided and why.should_run and why.reason == decision.reason

@@ -128,10 +128,10 @@ def test_concurrent_batches_over_many_tables(store: PostgresStore) -> None:
 def test_dirty_marks_survive_a_decision_in_progress(store: PostgresStore) -> None:
     t = _table(store, "busy")
     store.notify_commits([CommitEvent("busy", "c1")])
-    assert store.take_dirty(t.id) is True  # a decision starts
+    assert store.begin_decision(t.id)[1] is True  # a decision starts
     store.notify_commits([CommitEvent("busy", "c2")])  # a commit lands meanwhile
     assert t.id in store.due_tables(10)
-    assert store.take_dirty(t.id) is True and store.take_dirty(t.id) is False
+    assert store.begin_decision(t.id)[1] is True and store.begin_decision(t.id)[1] is False
 
 
 def test_deregistration_removes_events_and_marks(store: PostgresStore) -> None:

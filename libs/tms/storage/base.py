@@ -65,16 +65,10 @@ class Store(Protocol):
     def due_tables(self, limit: int) -> list[int]:
         """Table pks with undecided commits or a due pull check."""
 
-    def take_dirty(self, pk: int) -> bool:
-        """Consume the table's "new commits" mark; whether there was one."""
-
     def mark_dirty(self, pk: int) -> None:
         """Put the mark back (a decision failed before it could see the commits)."""
 
     def finish_decision(self, pk: int, next_check_s: float) -> None: ...
-
-    def record_decision(self, pk: int, decision: Decision, operation_id: int | None,
-                        scheduler_id: str) -> None: ...
 
     def begin_decision(self, pk: int) -> tuple[TableRecord | None, bool]:
         """Consume the table's "new commits" mark and read the table (commit count left 0):
@@ -90,8 +84,6 @@ class Store(Protocol):
     def enqueue(self, table: TableRecord, decision: Decision, trigger: str,
                 max_attempts: int, priority: int | None = None) -> int | None:
         """New operation id, or None when one is already active for (table, action)."""
-
-    def last_succeeded(self, pk: int, action: str) -> OperationRecord | None: ...
 
     def enqueue_manual(self, table: TableRecord, action: str, trigger: str, reason: str,
                        params: dict[str, Any], max_attempts: int,

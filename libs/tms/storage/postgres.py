@@ -178,9 +178,6 @@ class PostgresStore:
     def due_tables(self, limit: int) -> list[int]:
         return [int(r["id"]) for r in self._all("due_tables", {"limit": limit})]
 
-    def take_dirty(self, pk: int) -> bool:
-        return self._one("take_dirty", {"pk": pk}) is not None
-
     def mark_dirty(self, pk: int) -> None:
         self._one_write("mark_dirty", {"pk": pk})
 
@@ -207,15 +204,6 @@ class PostgresStore:
             "metrics": [Jsonb(d.metrics) for d, _ in decisions],
             "operation_ids": [op for _, op in decisions],
         })
-
-    def record_decision(self, pk: int, decision: Decision, operation_id: int | None,
-                        scheduler_id: str) -> None:
-        with self._pool.connection() as conn:
-            conn.execute(q("upsert_decision"), {
-                "table_pk": pk, "action": decision.action, "should_run": decision.should_run,
-                "reason": decision.reason, "metrics": Jsonb(decision.metrics),
-                "operation_id": operation_id, "scheduler_id": scheduler_id,
-            })
 
     def _insert_op(self, name: str, table: TableRecord, params: dict[str, Any]
                    ) -> dict[str, Any] | None:
@@ -258,10 +246,6 @@ class PostgresStore:
     def explain(self, pk: int, actions: Sequence[str]) -> list[Explanation]:
         rows = self._all("explain_table", {"table_pk": pk, "actions": list(actions)})
         return [Explanation(**r) for r in rows]
-
-    def last_succeeded(self, pk: int, action: str) -> OperationRecord | None:
-        row = self._one("last_finished_operation", {"table_pk": pk, "action": action})
-        return _op(row) if row else None
 
     # execution ------------------------------------------------------------------------------
     def claim(self, owner: str, lease_s: float) -> OperationRecord | None:

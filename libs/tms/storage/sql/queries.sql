@@ -118,10 +118,6 @@ UNION
   WHERE state = 'ACTIVE' AND next_check_at <= now()
   ORDER BY next_check_at LIMIT %(limit)s);
 
--- name: take_dirty
--- The scheduler, holding the table's lock, consumes its "new commits" mark.
-DELETE FROM tms_dirty_tables WHERE table_pk = %(pk)s RETURNING table_pk;
-
 -- name: mark_dirty
 INSERT INTO tms_dirty_tables (table_pk) VALUES (%(pk)s) ON CONFLICT (table_pk) DO NOTHING;
 
@@ -129,19 +125,6 @@ INSERT INTO tms_dirty_tables (table_pk) VALUES (%(pk)s) ON CONFLICT (table_pk) D
 UPDATE tms_tables
 SET next_check_at = now() + make_interval(secs => %(next_check_s)s)
 WHERE id = %(pk)s;
-
--- name: upsert_decision
-INSERT INTO tms_decisions (table_pk, action, decided_at, should_run, reason, metrics,
-                           operation_id, scheduler_id)
-VALUES (%(table_pk)s, %(action)s, now(), %(should_run)s, %(reason)s, %(metrics)s,
-        %(operation_id)s, %(scheduler_id)s)
-ON CONFLICT (table_pk, action) DO UPDATE
-SET decided_at = excluded.decided_at, should_run = excluded.should_run,
-    reason = excluded.reason, metrics = excluded.metrics,
-    operation_id = excluded.operation_id, scheduler_id = excluded.scheduler_id;
-
--- name: list_decisions
-SELECT * FROM tms_decisions WHERE table_pk = %(table_pk)s ORDER BY action;
 
 -- name: insert_operation
 -- The partial unique index refuses a second active operation for (table, action): a
@@ -185,12 +168,6 @@ SELECT a.action, d.decided_at, d.should_run, d.reason, d.metrics, d.operation_id
 FROM unnest(%(actions)s::text[]) WITH ORDINALITY AS a(action, pos)
 LEFT JOIN tms_decisions d ON d.table_pk = %(table_pk)s AND d.action = a.action
 ORDER BY a.pos;
-
--- name: last_finished_operation
-SELECT * FROM tms_operations
-WHERE table_pk = %(table_pk)s AND action = %(action)s AND state = 'SUCCEEDED'
-ORDER BY finished_at DESC
-LIMIT 1;
 
 -- name: claim_operation
 -- Highest priority first; skip rows other executors hold and tables that already run
