@@ -65,6 +65,11 @@ from tms.local.postgres import PG_BIN_DIRS, PG_SUPERUSER, LocalPostgres
 from tms.storage.migrate import migrate
 from tms.v1 import tms_pb2
 
+if __package__ in (None, ""):  # run as a file: make the bench package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.procstat import CLK_TCK, children_of, machine_ticks, proc_cpu_s  # noqa: E402
+
 NOTIFY_PATH = f"/{SERVICE_NAME}/NotifyCommit"
 BATCH_PATH = f"/{SERVICE_NAME}/NotifyCommits"
 DB_NAME = "tms"
@@ -324,39 +329,6 @@ def _percentile(sorted_values: Sequence[float], pct: float) -> float:
     return sorted_values[min(rank, len(sorted_values)) - 1]
 
 
-_CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def _proc_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of one process so far (0 when it is gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return 0.0
-    rest = stat[stat.rindex(")") + 2:].split()  # fields from 3 (state) on
-    return (int(rest[11]) + int(rest[12])) / _CLK_TCK
-
-
-def _children_of(ppid: int) -> list[int]:
-    out = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                stat = (d / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat[stat.rindex(")") + 2:].split()[1]) == ppid:
-                out.append(int(d.name))
-    return out
-
-
-def _machine_ticks() -> tuple[int, int, int]:
-    """(total, busy, steal) jiffies of all CPUs; busy excludes idle, iowait and steal."""
-    values = [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
-    idle, iowait = values[3], values[4]
-    steal = values[7] if len(values) > 7 else 0
-    total = sum(values[:8])
-    return total, total - idle - iowait - steal, steal
 
 
 @dataclass(frozen=True)
@@ -380,23 +352,23 @@ class CpuProbe:
         self._machine: tuple[int, int, int] = (0, 0, 0)
 
     def _sample(self) -> dict[str, dict[int, float]]:
-        return {g: {pid: _proc_cpu_s(pid) for pid in pids()} for g, pids in self._groups.items()}
+        return {g: {pid: proc_cpu_s(pid) for pid in pids()} for g, pids in self._groups.items()}
 
     def begin(self) -> None:
         self._start = self._sample()
-        self._machine = _machine_ticks()
+        self._machine = machine_ticks()
 
     def end(self) -> CpuSample:
         """Processes that appeared in between count with all their CPU time."""
-        now, machine = self._sample(), _machine_ticks()
+        now, machine = self._sample(), machine_ticks()
         cpu = {g: sum(v - self._start.get(g, {}).get(pid, 0.0) for pid, v in pids.items())
                for g, pids in now.items()}
         total, busy, steal = (m - s for m, s in zip(machine, self._machine, strict=True))
         if total <= 0:
             return CpuSample(cpu, 0.0, 0.0, 0.0)
-        other = max(0.0, busy / _CLK_TCK - sum(cpu.values()))
+        other = max(0.0, busy / CLK_TCK - sum(cpu.values()))
         return CpuSample(cpu, 100.0 * busy / total, 100.0 * steal / total,
-                         100.0 * other * _CLK_TCK / total)
+                         100.0 * other * CLK_TCK / total)
 
 
 def postgres_pids(pg: LocalPostgres) -> Callable[[], list[int]]:
@@ -407,7 +379,7 @@ def postgres_pids(pg: LocalPostgres) -> Callable[[], list[int]]:
             postmaster = int((pg.data_dir / "postmaster.pid").read_text().split()[0])
         except (OSError, ValueError, IndexError):
             return []
-        return [postmaster, *_children_of(postmaster)]
+        return [postmaster, *children_of(postmaster)]
 
     return pids
 

@@ -53,6 +53,11 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
+if __package__ in (None, ""):  # run as a file: make the bench package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.procstat import CLK_TCK, children_of, machine_ticks, proc_cpu_s  # noqa: E402
+
 REPO = Path(__file__).resolve().parent.parent
 PLUGINS = REPO / "tests" / "plugins"
 
@@ -63,7 +68,6 @@ CATALOG = "bench"
 NAMESPACE = "bench_ns"
 CATALOG_DB = "iceberg_catalog"
 DISTURBED_PCT = 10.0
-_CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 class BenchError(RuntimeError):
@@ -92,35 +96,6 @@ def _quiet_logs(level: int = logging.WARNING) -> None:
 # --------------------------------------------------------------------------------------------
 # CPU accounting from /proc
 # --------------------------------------------------------------------------------------------
-def _proc_cpu_s(pid: int) -> float:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return 0.0
-    rest = stat[stat.rindex(")") + 2:].split()
-    return (int(rest[11]) + int(rest[12])) / _CLK_TCK
-
-
-def _children_of(ppid: int) -> list[int]:
-    out = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                stat = (d / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat[stat.rindex(")") + 2:].split()[1]) == ppid:
-                out.append(int(d.name))
-    return out
-
-
-def _machine_ticks() -> tuple[int, int, int]:
-    values = [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
-    steal = values[7] if len(values) > 7 else 0
-    total = sum(values[:8])
-    return total, total - values[3] - values[4] - steal, steal
-
-
 def _loadavg() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
@@ -143,21 +118,21 @@ class CpuProbe:
         self._machine = (0, 0, 0)
 
     def _sample(self) -> dict[str, dict[int, float]]:
-        return {g: {p: _proc_cpu_s(p) for p in pids()} for g, pids in self._groups.items()}
+        return {g: {p: proc_cpu_s(p) for p in pids()} for g, pids in self._groups.items()}
 
     def begin(self) -> None:
-        self._start, self._machine = self._sample(), _machine_ticks()
+        self._start, self._machine = self._sample(), machine_ticks()
 
     def end(self) -> CpuWindow:
-        now, machine = self._sample(), _machine_ticks()
+        now, machine = self._sample(), machine_ticks()
         cpu = {g: sum(v - self._start.get(g, {}).get(p, 0.0) for p, v in pids.items())
                for g, pids in now.items()}
         total, busy, steal = (m - s for m, s in zip(machine, self._machine, strict=True))
         if total <= 0:
             return CpuWindow(cpu, loadavg=_loadavg())
-        other = max(0.0, busy / _CLK_TCK - sum(cpu.values()))
+        other = max(0.0, busy / CLK_TCK - sum(cpu.values()))
         return CpuWindow(cpu, 100.0 * busy / total, 100.0 * steal / total,
-                         100.0 * other * _CLK_TCK / total, _loadavg())
+                         100.0 * other * CLK_TCK / total, _loadavg())
 
 
 def _threads_cpu_s() -> dict[str, float]:
@@ -169,7 +144,7 @@ def _threads_cpu_s() -> dict[str, float]:
         except OSError:
             continue
         rest = stat[stat.rindex(")") + 2:].split()
-        out[re.sub(r"\d+", "N", t.name)] += (int(rest[11]) + int(rest[12])) / _CLK_TCK
+        out[re.sub(r"\d+", "N", t.name)] += (int(rest[11]) + int(rest[12])) / CLK_TCK
     return dict(out)
 
 
@@ -177,7 +152,7 @@ class CallerCpu:
     """Calling-thread CPU (``time.thread_time``) spent in the store's and the coordinator's
     calls made by a decision: instance attributes wrap the bound methods."""
 
-    STORE_CALLS = ("take_dirty", "get_table_by_pk", "last_succeeded", "record_decision",
+    STORE_CALLS = ("begin_decision", "last_succeeded_all", "record_decisions",
                    "finish_decision", "enqueue", "mark_dirty")
 
     def __init__(self, store: Any, coordinator: Any) -> None:
@@ -718,7 +693,7 @@ def run(args: argparse.Namespace) -> None:
                 pm = int((pg.data_dir / "postmaster.pid").read_text().split()[0])
             except (OSError, ValueError, IndexError):
                 return []
-            return [pm, *_children_of(pm)]
+            return [pm, *children_of(pm)]
 
         groups: dict[str, Callable[[], list[int]]] = {
             "postgres": pg_pids,
