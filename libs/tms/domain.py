@@ -82,6 +82,43 @@ class CommitEvent:
     operation_type: str = ""
 
 
+class AttemptState(enum.StrEnum):
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+    LOST = "LOST"  # the executor vanished; the reaper took the lease back
+    HANDED_BACK = "HANDED_BACK"  # the executor shut down and returned the operation
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One try of an operation, kept after the operation moves on."""
+
+    operation_id: int
+    attempt: int
+    executor_id: str
+    state: AttemptState
+    started_at: datetime
+    finished_at: datetime | None = None
+    engine_handle: str | None = None
+    exit_code: int | None = None
+    error: str | None = None
+    log_tail: str | None = None
+    result: dict[str, Any] | None = None
+    retry_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class QueueInfo:
+    """A queue's concurrency limit (None: unlimited) and what it holds now."""
+
+    name: str
+    max_running: int | None
+    queued: int = 0
+    running: int = 0
+
+
 @dataclass(frozen=True)
 class OperationRecord:
     id: int
@@ -108,6 +145,9 @@ class OperationRecord:
     cancel_requested: bool = False
     retry_of: int | None = None
     table_id: str = ""
+    queue: str = "default"
+    run_after: datetime | None = None  # a QUEUED retry is not claimed before this
+    attempts: tuple[Attempt, ...] = ()  # filled by readers that ask for them
 
     @property
     def name(self) -> str:
@@ -165,3 +205,4 @@ class Outcome:
     error: str | None = None
     log_tail: str | None = None
     exit_code: int | None = None
+    retryable: bool = True  # False: another attempt cannot help (table gone, bad config)

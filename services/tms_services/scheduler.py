@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from tms.coordination import ZK_SESSION_TIMEOUT_S, Coordinator
+from tms.formats.policy import DEFAULT_MAX_ATTEMPTS, MAX_MAX_ATTEMPTS
 from tms.formats.registry import load_formats
 from tms.observability import configure_logging
 from tms.scheduler.loop import POLL_INTERVAL_S, PULL_INTERVAL_S, Scheduler
@@ -19,18 +20,29 @@ from tms_services.common import (
 )
 
 
-def parse_queue_priorities(raw: str) -> dict[str, int]:
+def parse_int_map(raw: str, flag: str = "--queue-priorities", what: str = "queue",
+                  minimum: int | None = None, maximum: int | None = None) -> dict[str, int]:
+    """``name=integer,...`` as a dict; ValueError names the flag and the bad item."""
     out: dict[str, int] = {}
     for item in filter(None, (x.strip() for x in raw.split(","))):
         name, sep, value = item.partition("=")
-        problem = ValueError(f"--queue-priorities: expected queue=integer, got {item!r}")
+        problem = ValueError(f"{flag}: expected {what}=integer, got {item!r}")
         if not sep or not name.strip():
             raise problem
         try:
-            out[name.strip()] = int(value)
+            number = int(value)
         except ValueError:
             raise problem from None
+        if (minimum is not None and number < minimum) or (maximum is not None
+                                                          and number > maximum):
+            raise ValueError(f"{flag}: {name.strip()} must be within [{minimum}, {maximum}], "
+                             f"got {number}")
+        out[name.strip()] = number
     return out
+
+
+def parse_queue_priorities(raw: str) -> dict[str, int]:
+    return parse_int_map(raw)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -52,9 +64,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--queue-priorities", default=os.environ.get("TMS_QUEUE_PRIORITIES", ""),
                         help="queue=priority,... added to each table's priority, e.g. "
                              "'urgent=100,batch=-50'")
+    parser.add_argument("--max-attempts", default=os.environ.get("TMS_MAX_ATTEMPTS", ""),
+                        help="action=attempts,... for operations the scheduler queues (default "
+                             f"{DEFAULT_MAX_ATTEMPTS}; a table's execution.max-attempts wins), "
+                             "e.g. 'compaction=5,remove_orphan_files=1'")
     args = parser.parse_args(argv)
     try:
         queue_priorities = parse_queue_priorities(args.queue_priorities)
+        max_attempts = parse_int_map(args.max_attempts, "--max-attempts", "action", 1,
+                                     MAX_MAX_ATTEMPTS)
     except ValueError as e:
         parser.error(str(e))
     require(args, parser, "database_url", "zookeeper")
@@ -69,7 +87,8 @@ def main(argv: list[str] | None = None) -> None:
                   pull_interval_s=args.pull_interval_s,
                   retention=Retention(args.events_retention_s,
                                       args.operations_retention_s),
-                  queue_priorities=queue_priorities).run(stop)
+                  queue_priorities=queue_priorities,
+                  max_attempts_by_action=max_attempts).run(stop)
     finally:
         coordinator.stop()
         store.close()

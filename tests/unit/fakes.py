@@ -34,10 +34,11 @@ def make_table(pk: int = 1, state: TableState = TableState.ACTIVE) -> TableRecor
         updated_at=NOW)
 
 
-def make_op(op_id: int = 1, attempt: int = 1) -> OperationRecord:
+def make_op(op_id: int = 1, attempt: int = 1, max_attempts: int = 3) -> OperationRecord:
     return OperationRecord(
         id=op_id, table_pk=1, action="compaction", state=OperationState.RUNNING,
-        attempt=attempt, max_attempts=3, priority=0, trigger="policy", reason="r", params={},
+        attempt=attempt, max_attempts=max_attempts, priority=0, trigger="policy", reason="r",
+        params={},
         metrics={}, created_at=NOW, started_at=NOW, finished_at=None, lease_owner="e1",
         lease_expires_at=NOW, engine_handle=None, exit_code=None, result=None, error=None,
         log_tail=None)
@@ -57,6 +58,8 @@ class FakeStore:
     renewals: int = 0
     handles: list[str] = field(default_factory=list)
     released: list[tuple[OperationRecord, str]] = field(default_factory=list)
+    retried: list[tuple[OperationRecord, Outcome, float]] = field(default_factory=list)
+    claimed_queues: list[tuple[str, ...] | None] = field(default_factory=list)
 
     def due_tables(self, limit: int) -> list[int]:
         return sorted(set(self.tables) | self.dirty)[:limit]
@@ -102,8 +105,15 @@ class FakeStore:
     def finish_decision(self, pk: int, next_check_s: float) -> None:
         self.finished_decisions.append((pk, next_check_s))
 
-    def claim(self, owner: str, lease_s: float) -> OperationRecord | None:
+    def claim(self, owner: str, lease_s: float,
+              queues: tuple[str, ...] | None = None) -> OperationRecord | None:
+        self.claimed_queues.append(queues)
         return self.to_claim.pop(0) if self.to_claim else None
+
+    def retry_later(self, op: OperationRecord, owner: str, outcome: Outcome,
+                    delay_s: float) -> bool:
+        self.retried.append((op, outcome, delay_s))
+        return True
 
     def renew_lease(self, op: OperationRecord, owner: str, lease_s: float) -> Lease:
         self.renewals += 1

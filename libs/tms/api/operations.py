@@ -19,11 +19,11 @@ from tms.api.base import (
 )
 from tms.api.errors import ApiError, invalid, not_found
 from tms.domain import OperationRecord, OperationState, TableRecord, TableState
+from tms.formats.policy import max_attempts
 from tms.v1 import tms_pb2
 
 ALL_TABLES = "-"
 MAX_OP_ID = 2**63 - 1
-DEFAULT_MAX_ATTEMPTS = 3
 RETRYABLE = (OperationState.FAILED, OperationState.CANCELLED)
 
 
@@ -165,7 +165,7 @@ class OperationsMixin(ServicerBase):
         try:
             new_id = self.store.enqueue_manual(
                 table, request.action, "manual", f"manual: {note} (by {principal.name})",
-                dict(request.params), DEFAULT_MAX_ATTEMPTS)
+                dict(request.params), max_attempts(table.policy))
             if new_id is None:
                 raise _exists(table, request.action,
                               self.store.active_operation(table.id, request.action) or 0)

@@ -20,7 +20,12 @@ import structlog
 from tms.coordination import Coordinator
 from tms.domain import Decision, OperationRecord, TableRecord, TableState
 from tms.formats.base import TableFormatPlugin
-from tms.formats.policy import DEFAULT_PULL_INTERVAL_S, PULL_INTERVAL_KEY
+from tms.formats.policy import (
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_PULL_INTERVAL_S,
+    PULL_INTERVAL_KEY,
+    max_attempts,
+)
 from tms.scheduler.retention import PRUNE_INTERVAL_S, Retention
 from tms.storage.base import Store
 
@@ -29,7 +34,6 @@ PULL_INTERVAL_S = float(DEFAULT_PULL_INTERVAL_S)
 INSPECT_FAILURE_RETRY_S = 60.0
 DUE_BATCH_SIZE = 100
 REAP_INTERVAL_S = 5.0
-DEFAULT_MAX_ATTEMPTS = 3
 
 log = structlog.get_logger("tms.scheduler")
 
@@ -45,6 +49,7 @@ class Scheduler:
                  pull_interval_s: float = PULL_INTERVAL_S,
                  retention: Retention | None = None,
                  queue_priorities: dict[str, int] | None = None,
+                 max_attempts_by_action: dict[str, int] | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self.store = store
@@ -59,6 +64,7 @@ class Scheduler:
         self._last_prune = float("-inf")
         self.retention = retention or Retention()
         self.queue_priorities = dict(queue_priorities or {})
+        self.max_attempts_by_action = dict(max_attempts_by_action or {})
         self.decided = threading.Event()  # set after each decision: a signal for tests
 
     def run(self, stop: threading.Event) -> None:
@@ -143,7 +149,8 @@ class Scheduler:
             if decision.should_run:
                 if not self.coordinator.healthy:
                     raise ZooKeeperLost("session lost mid-decision; not queueing")
-                op_id = self.store.enqueue(table, decision, "policy", DEFAULT_MAX_ATTEMPTS,
+                op_id = self.store.enqueue(table, decision, "policy",
+                                           self.max_attempts(table, decision.action),
                                            self.priority(table))
                 if op_id is None:
                     decision = Decision(decision.action, False,
@@ -159,6 +166,12 @@ class Scheduler:
     def priority(self, table: TableRecord) -> int:
         """An operation's priority: its table's, raised or lowered by its queue's."""
         return table.priority + self.queue_priorities.get(table.queue, 0)
+
+    def max_attempts(self, table: TableRecord, action: str) -> int:
+        """The table's own limit if it sets one, else the action's (--max-attempts), else
+        DEFAULT_MAX_ATTEMPTS."""
+        return max_attempts(table.policy,
+                            self.max_attempts_by_action.get(action, DEFAULT_MAX_ATTEMPTS))
 
     def pull_interval(self, table: TableRecord) -> float:
         """The table's own heartbeat timeout if it sets one, else the scheduler's default."""

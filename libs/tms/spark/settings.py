@@ -49,6 +49,7 @@ _PACKAGE_RE = re.compile(rf"^{_MAVEN_PART}:{_MAVEN_PART}:{_MAVEN_PART}$")
 _CONF_KEY_RE = re.compile(r"^[A-Za-z0-9_.\-\[\]]+$")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 DEPLOY_MODES = ("client", "cluster")
+MAX_CORES_OR_EXECUTORS = 10_000
 
 
 def spark_home() -> Path:
@@ -98,8 +99,17 @@ class SparkSettings:
     jars: tuple[str, ...] = ()
     packages: tuple[str, ...] = ()
     conf: dict[str, str] = field(default_factory=dict)
+    driver_cores: int | None = None  # None: Spark's own default
+    executor_cores: int | None = None
+    num_executors: int | None = None  # YARN / Kubernetes static allocation
 
     def __post_init__(self) -> None:
+        for name in ("driver_cores", "executor_cores", "num_executors"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or not 1 <= value <= MAX_CORES_OR_EXECUTORS):
+                raise ValueError(f"{name}: expected an integer from 1 to "
+                                 f"{MAX_CORES_OR_EXECUTORS}, got {value!r}")
         if not _MASTER_RE.fullmatch(self.master):
             raise ValueError(f"{ENV_MASTER}: unsupported Spark master {self.master!r}")
         if self.deploy_mode not in DEPLOY_MODES:
@@ -186,6 +196,11 @@ class SparkSettings:
         """The full spark-submit command line, for ``subprocess`` without a shell."""
         argv = [spark_submit_path(), "--master", self.master, "--deploy-mode", self.deploy_mode,
                 "--driver-memory", self.driver_memory]
+        for flag, number in (("--driver-cores", self.driver_cores),
+                             ("--executor-cores", self.executor_cores),
+                             ("--num-executors", self.num_executors)):
+            if number is not None:
+                argv += [flag, str(number)]
         if self.jars:
             argv += ["--jars", ",".join(self.jars)]
         if self.packages:

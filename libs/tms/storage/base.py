@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from tms.domain import (
+    Attempt,
     CommitEvent,
     Decision,
     Explanation,
@@ -15,6 +16,7 @@ from tms.domain import (
     OperationRecord,
     OperationState,
     Outcome,
+    QueueInfo,
     TableRecord,
     TableSpec,
     TableState,
@@ -99,7 +101,10 @@ class Store(Protocol):
     def explain(self, pk: int, actions: Sequence[str]) -> list[Explanation]: ...
 
     # execution
-    def claim(self, owner: str, lease_s: float) -> OperationRecord | None: ...
+    def claim(self, owner: str, lease_s: float,
+              queues: Sequence[str] | None = None) -> OperationRecord | None:
+        """The next due operation (from ``queues`` only, when given) whose queue is under its
+        limit, now RUNNING under this owner's lease as a new attempt; None if there is none."""
 
     def renew_lease(self, op: OperationRecord, owner: str, lease_s: float) -> Lease: ...
 
@@ -107,6 +112,11 @@ class Store(Protocol):
 
     def finish(self, op: OperationRecord, owner: str, outcome: Outcome) -> bool:
         """Fenced terminal write; False when this attempt no longer owns the operation."""
+
+    def retry_later(self, op: OperationRecord, owner: str, outcome: Outcome,
+                    delay_s: float) -> bool:
+        """Fenced: record the failed attempt and queue the operation again after ``delay_s``.
+        False when this attempt no longer owns it, attempts are spent or a cancel is pending."""
 
     def release(self, op: OperationRecord, owner: str, reason: str) -> bool:
         """Fenced hand-back to the queue (graceful shutdown)."""
@@ -117,7 +127,15 @@ class Store(Protocol):
     def reap_expired(self) -> tuple[list[int], list[int]]:
         """(requeued ids, failed ids) of RUNNING operations whose lease expired."""
 
+    def set_queue_limit(self, name: str, max_running: int | None) -> None:
+        """At most ``max_running`` operations of the queue RUNNING at once (None: no limit)."""
+
+    def list_queues(self) -> list[QueueInfo]: ...
+
     # queries
+    def attempts(self, op_ids: Sequence[int]) -> dict[int, tuple[Attempt, ...]]:
+        """Every attempt of the given operations, oldest first."""
+
     def get_operation(self, table_id: str, op_id: int) -> OperationRecord | None: ...
 
     def list_operations(self, table_id: str | None, state: OperationState | None,

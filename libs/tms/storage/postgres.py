@@ -16,6 +16,8 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from tms.domain import (
+    Attempt,
+    AttemptState,
     CommitEvent,
     Decision,
     Explanation,
@@ -23,6 +25,7 @@ from tms.domain import (
     OperationRecord,
     OperationState,
     Outcome,
+    QueueInfo,
     TableRecord,
     TableSpec,
     TableState,
@@ -34,7 +37,9 @@ from tms.storage.queries import q
 POOL_MIN_SIZE = 1
 POOL_MAX_SIZE = 10
 POOL_TIMEOUT_S = 10.0
-_OP_FIELDS = {f.name for f in fields(OperationRecord)}
+CLAIM_LOCK_KEY = 0x746D735F636C6D  # "tms_clm": claims take turns so queue limits hold
+_OP_FIELDS = {f.name for f in fields(OperationRecord)} - {"attempts"}
+_ATTEMPT_FIELDS = {f.name for f in fields(Attempt)}
 _TABLE_FIELDS = {f.name for f in fields(TableRecord)}
 
 
@@ -42,6 +47,12 @@ def _table(row: dict[str, Any]) -> TableRecord:
     data = {k: v for k, v in row.items() if k in _TABLE_FIELDS}
     data["state"] = TableState(data["state"])
     return TableRecord(**data)
+
+
+def _attempt(row: dict[str, Any]) -> Attempt:
+    data = {k: v for k, v in row.items() if k in _ATTEMPT_FIELDS}
+    data["state"] = AttemptState(data["state"])
+    return Attempt(**data)
 
 
 def _op(row: dict[str, Any]) -> OperationRecord:
@@ -219,6 +230,7 @@ class PostgresStore:
             "priority": table.priority if priority is None else priority,
             "trigger": trigger, "reason": decision.reason, "params": Jsonb(decision.params),
             "metrics": Jsonb(decision.metrics), "max_attempts": max_attempts,
+            "queue": table.queue,
         })
         return int(row["id"]) if row else None
 
@@ -229,7 +241,7 @@ class PostgresStore:
             "table_pk": table.id, "action": action,
             "priority": table.priority if priority is None else priority, "trigger": trigger,
             "reason": reason, "params": Jsonb(params), "max_attempts": max_attempts,
-            "retry_of": retry_of,
+            "retry_of": retry_of, "queue": table.queue,
         })
         return int(row["id"]) if row else None
 
@@ -248,9 +260,15 @@ class PostgresStore:
         return [Explanation(**r) for r in rows]
 
     # execution ------------------------------------------------------------------------------
-    def claim(self, owner: str, lease_s: float) -> OperationRecord | None:
+    def claim(self, owner: str, lease_s: float,
+              queues: Sequence[str] | None = None) -> OperationRecord | None:
+        params = {"owner": owner, "lease_s": lease_s,
+                  "queues": list(queues) if queues else None}
         try:
-            row = self._one("claim_operation", {"owner": owner, "lease_s": lease_s})
+            with self._pool.connection() as conn, conn.transaction():
+                conn.execute(q("claim_lock"), {"key": CLAIM_LOCK_KEY})
+                row: dict[str, Any] | None = conn.execute(  # type: ignore[assignment]
+                    q("claim_operation"), params).fetchone()
         except psycopg.errors.UniqueViolation:
             # Another executor started an operation of the same table in the same instant;
             # the one-RUNNING-per-table index refused ours. Nothing claimed; try again later.
@@ -278,6 +296,14 @@ class PostgresStore:
             error=outcome.error, log_tail=outcome.log_tail, exit_code=outcome.exit_code,
         )
 
+    def retry_later(self, op: OperationRecord, owner: str, outcome: Outcome,
+                    delay_s: float) -> bool:
+        return self._fenced(
+            "retry_operation", op, owner, delay_s=delay_s,
+            result=Jsonb(outcome.result) if outcome.result is not None else None,
+            error=outcome.error, log_tail=outcome.log_tail, exit_code=outcome.exit_code,
+        )
+
     def release(self, op: OperationRecord, owner: str, reason: str) -> bool:
         return self._fenced("release_operation", op, owner, error=reason)
 
@@ -298,7 +324,19 @@ class PostgresStore:
         failed += [r["id"] for r in self._all("cancel_expired", {})]
         return requeued, failed
 
+    def set_queue_limit(self, name: str, max_running: int | None) -> None:
+        self._one_write("upsert_queue", {"name": name, "max_running": max_running})
+
+    def list_queues(self) -> list[QueueInfo]:
+        return [QueueInfo(**r) for r in self._all("list_queues", {})]
+
     # queries --------------------------------------------------------------------------------
+    def attempts(self, op_ids: Sequence[int]) -> dict[int, tuple[Attempt, ...]]:
+        out: dict[int, list[Attempt]] = {}
+        for r in self._all("list_attempts", {"ids": list(op_ids)}):
+            out.setdefault(int(r["operation_id"]), []).append(_attempt(r))
+        return {k: tuple(v) for k, v in out.items()}
+
     def get_operation(self, table_id: str, op_id: int) -> OperationRecord | None:
         row = self._one("get_operation", {"table_id": table_id, "id": op_id})
         return _op(row) if row else None

@@ -130,9 +130,9 @@ WHERE id = %(pk)s;
 -- The partial unique index refuses a second active operation for (table, action): a
 -- duplicate decision, even from a split-brain scheduler, inserts nothing.
 INSERT INTO tms_operations (table_pk, action, priority, trigger, reason, params, metrics,
-                            max_attempts)
+                            max_attempts, queue)
 VALUES (%(table_pk)s, %(action)s, %(priority)s, %(trigger)s, %(reason)s, %(params)s,
-        %(metrics)s, %(max_attempts)s)
+        %(metrics)s, %(max_attempts)s, %(queue)s)
 ON CONFLICT (table_pk, action) WHERE state IN ('QUEUED', 'RUNNING') DO NOTHING
 RETURNING id;
 
@@ -142,9 +142,9 @@ WHERE table_pk = %(table_pk)s AND action = %(action)s AND state IN ('QUEUED', 'R
 
 -- name: insert_manual_operation
 INSERT INTO tms_operations (table_pk, action, priority, trigger, reason, params, metrics,
-                            max_attempts, retry_of)
+                            max_attempts, retry_of, queue)
 VALUES (%(table_pk)s, %(action)s, %(priority)s, %(trigger)s, %(reason)s, %(params)s, '{}',
-        %(max_attempts)s, %(retry_of)s)
+        %(max_attempts)s, %(retry_of)s, %(queue)s)
 ON CONFLICT (table_pk, action) WHERE state IN ('QUEUED', 'RUNNING') DO NOTHING
 RETURNING id;
 
@@ -169,26 +169,43 @@ FROM unnest(%(actions)s::text[]) WITH ORDINALITY AS a(action, pos)
 LEFT JOIN tms_decisions d ON d.table_pk = %(table_pk)s AND d.action = a.action
 ORDER BY a.pos;
 
+-- name: claim_lock
+-- Claims take turns (transaction-scoped), so a queue's running count read by the claim below
+-- is still true when it commits: per-queue limits hold exactly across executors.
+SELECT pg_advisory_xact_lock(%(key)s);
+
 -- name: claim_operation
--- Highest priority first; skip rows other executors hold and tables that already run
--- something. The one-RUNNING-per-table index is the final guard if two claims race.
-WITH c AS (
+-- Highest priority first among operations due (retry backoff over), in the executor's queues,
+-- whose queue is under its limit, of tables that run nothing else. The one-RUNNING-per-table
+-- index is the final guard. The attempt's own record is written in the same statement.
+WITH running AS (
+    SELECT queue, count(*) AS n FROM tms_operations WHERE state = 'RUNNING' GROUP BY queue
+), c AS (
     SELECT o.id FROM tms_operations o
     JOIN tms_tables t ON t.id = o.table_pk AND t.state = 'ACTIVE'
-    WHERE o.state = 'QUEUED'
-      AND NOT EXISTS (SELECT 1 FROM tms_operations r
-                      WHERE r.table_pk = o.table_pk AND r.state = 'RUNNING')
+    LEFT JOIN tms_queues ql ON ql.name = o.queue
+    LEFT JOIN running r ON r.queue = o.queue
+    WHERE o.state = 'QUEUED' AND o.run_after <= now()
+      AND (%(queues)s::text[] IS NULL OR o.queue = ANY(%(queues)s::text[]))
+      AND (ql.max_running IS NULL OR coalesce(r.n, 0) < ql.max_running)
+      AND NOT EXISTS (SELECT 1 FROM tms_operations x
+                      WHERE x.table_pk = o.table_pk AND x.state = 'RUNNING')
     ORDER BY o.priority DESC, o.id
     LIMIT 1
     FOR UPDATE OF o SKIP LOCKED
+), claimed AS (
+    UPDATE tms_operations o
+    SET state = 'RUNNING', attempt = o.attempt + 1, lease_owner = %(owner)s,
+        lease_expires_at = now() + make_interval(secs => %(lease_s)s), started_at = now(),
+        error = NULL, log_tail = NULL, exit_code = NULL, engine_handle = NULL, result = NULL
+    FROM c
+    WHERE o.id = c.id AND o.state = 'QUEUED'
+    RETURNING o.*
+), attempt AS (
+    INSERT INTO tms_attempts (operation_id, attempt, executor_id, started_at)
+    SELECT id, attempt, lease_owner, started_at FROM claimed
 )
-UPDATE tms_operations o
-SET state = 'RUNNING', attempt = o.attempt + 1, lease_owner = %(owner)s,
-    lease_expires_at = now() + make_interval(secs => %(lease_s)s), started_at = now(),
-    error = NULL, log_tail = NULL, exit_code = NULL, engine_handle = NULL
-FROM c
-WHERE o.id = c.id AND o.state = 'QUEUED'
-RETURNING o.*;
+SELECT * FROM claimed;
 
 -- name: renew_lease
 -- Also tells the executor whether a cancel was requested.
@@ -198,42 +215,95 @@ WHERE id = %(id)s AND state = 'RUNNING' AND attempt = %(attempt)s AND lease_owne
 RETURNING id, cancel_requested;
 
 -- name: set_engine_handle
-UPDATE tms_operations SET engine_handle = %(engine_handle)s
-WHERE id = %(id)s AND state = 'RUNNING' AND attempt = %(attempt)s AND lease_owner = %(owner)s
-RETURNING id;
+WITH o AS (
+    UPDATE tms_operations SET engine_handle = %(engine_handle)s
+    WHERE id = %(id)s AND state = 'RUNNING' AND attempt = %(attempt)s
+      AND lease_owner = %(owner)s
+    RETURNING id, attempt
+), a AS (
+    UPDATE tms_attempts a SET engine_handle = %(engine_handle)s
+    FROM o WHERE a.operation_id = o.id AND a.attempt = o.attempt
+)
+SELECT id FROM o;
 
 -- name: finish_operation
 -- Fenced by id, state, attempt and owner: a stale attempt's late write changes nothing.
-UPDATE tms_operations
-SET state = %(state)s, finished_at = now(), lease_expires_at = NULL, result = %(result)s,
-    error = %(error)s, log_tail = %(log_tail)s, exit_code = %(exit_code)s
-WHERE id = %(id)s AND state = 'RUNNING' AND attempt = %(attempt)s AND lease_owner = %(owner)s
-RETURNING id;
+WITH o AS (
+    UPDATE tms_operations
+    SET state = %(state)s, finished_at = now(), lease_expires_at = NULL, result = %(result)s,
+        error = %(error)s, log_tail = %(log_tail)s, exit_code = %(exit_code)s
+    WHERE id = %(id)s AND state = 'RUNNING' AND attempt = %(attempt)s
+      AND lease_owner = %(owner)s
+    RETURNING id, attempt
+), a AS (
+    UPDATE tms_attempts a
+    SET state = %(state)s::text::tms_attempt_state, finished_at = now(), result = %(result)s,
+        error = %(error)s, log_tail = %(log_tail)s, exit_code = %(exit_code)s
+    FROM o WHERE a.operation_id = o.id AND a.attempt = o.attempt
+)
+SELECT id FROM o;
+
+-- name: retry_operation
+-- A failed attempt with attempts left goes back to the queue, claimable after the backoff.
+-- Fenced like finish_operation; a pending cancel wins over the retry (no row: caller finishes).
+WITH o AS (
+    UPDATE tms_operations
+    SET state = 'QUEUED', lease_owner = NULL, lease_expires_at = NULL,
+        run_after = now() + make_interval(secs => %(delay_s)s), result = %(result)s,
+        error = %(error)s, log_tail = %(log_tail)s, exit_code = %(exit_code)s
+    WHERE id = %(id)s AND state = 'RUNNING' AND attempt = %(attempt)s
+      AND lease_owner = %(owner)s AND attempt < max_attempts AND NOT cancel_requested
+    RETURNING id, attempt, run_after
+), a AS (
+    UPDATE tms_attempts a
+    SET state = 'FAILED', finished_at = now(), result = %(result)s, error = %(error)s,
+        log_tail = %(log_tail)s, exit_code = %(exit_code)s, retry_at = o.run_after
+    FROM o WHERE a.operation_id = o.id AND a.attempt = o.attempt
+)
+SELECT id FROM o;
 
 -- name: requeue_expired
 -- Reaper: RUNNING past its lease goes back to the queue while attempts remain.
-UPDATE tms_operations
-SET state = 'QUEUED', lease_owner = NULL, lease_expires_at = NULL,
-    error = 'lease expired (executor lost) on attempt ' || attempt
-WHERE state = 'RUNNING' AND lease_expires_at < now() AND attempt < max_attempts
-  AND NOT cancel_requested
-RETURNING id, attempt;
+WITH o AS (
+    UPDATE tms_operations
+    SET state = 'QUEUED', lease_owner = NULL, lease_expires_at = NULL, run_after = now(),
+        error = 'lease expired (executor lost) on attempt ' || attempt
+    WHERE state = 'RUNNING' AND lease_expires_at < now() AND attempt < max_attempts
+      AND NOT cancel_requested
+    RETURNING id, attempt, error
+), a AS (
+    UPDATE tms_attempts a SET state = 'LOST', finished_at = now(), error = o.error
+    FROM o WHERE a.operation_id = o.id AND a.attempt = o.attempt AND a.state = 'RUNNING'
+)
+SELECT id, attempt FROM o;
 
 -- name: cancel_expired
 -- Reaper: a cancel was requested and the executor vanished: the cancel wins.
-UPDATE tms_operations
-SET state = 'CANCELLED', finished_at = now(), lease_expires_at = NULL,
-    error = 'cancelled (executor lost before it stopped the job)'
-WHERE state = 'RUNNING' AND lease_expires_at < now() AND cancel_requested
-RETURNING id, attempt;
+WITH o AS (
+    UPDATE tms_operations
+    SET state = 'CANCELLED', finished_at = now(), lease_expires_at = NULL,
+        error = 'cancelled (executor lost before it stopped the job)'
+    WHERE state = 'RUNNING' AND lease_expires_at < now() AND cancel_requested
+    RETURNING id, attempt, error
+), a AS (
+    UPDATE tms_attempts a SET state = 'LOST', finished_at = now(), error = o.error
+    FROM o WHERE a.operation_id = o.id AND a.attempt = o.attempt AND a.state = 'RUNNING'
+)
+SELECT id, attempt FROM o;
 
 -- name: fail_expired
-UPDATE tms_operations
-SET state = 'FAILED', finished_at = now(), lease_expires_at = NULL,
-    error = 'lease expired (executor lost) on the last attempt ' || attempt
-WHERE state = 'RUNNING' AND lease_expires_at < now() AND attempt >= max_attempts
-  AND NOT cancel_requested
-RETURNING id, attempt;
+WITH o AS (
+    UPDATE tms_operations
+    SET state = 'FAILED', finished_at = now(), lease_expires_at = NULL,
+        error = 'lease expired (executor lost) on the last attempt ' || attempt
+    WHERE state = 'RUNNING' AND lease_expires_at < now() AND attempt >= max_attempts
+      AND NOT cancel_requested
+    RETURNING id, attempt, error
+), a AS (
+    UPDATE tms_attempts a SET state = 'LOST', finished_at = now(), error = o.error
+    FROM o WHERE a.operation_id = o.id AND a.attempt = o.attempt AND a.state = 'RUNNING'
+)
+SELECT id, attempt FROM o;
 
 -- name: get_operation
 SELECT o.*, t.table_id FROM tms_operations o JOIN tms_tables t ON t.id = o.table_pk
@@ -276,10 +346,18 @@ SELECT 1;
 -- name: release_operation
 -- Graceful hand-back (executor shutting down): the operation returns to the queue at once
 -- instead of waiting for its lease to expire. The attempt number stays, so fencing holds.
-UPDATE tms_operations
-SET state = 'QUEUED', lease_owner = NULL, lease_expires_at = NULL, error = %(error)s
-WHERE id = %(id)s AND state = 'RUNNING' AND attempt = %(attempt)s AND lease_owner = %(owner)s
-RETURNING id;
+WITH o AS (
+    UPDATE tms_operations
+    SET state = 'QUEUED', lease_owner = NULL, lease_expires_at = NULL, run_after = now(),
+        error = %(error)s
+    WHERE id = %(id)s AND state = 'RUNNING' AND attempt = %(attempt)s
+      AND lease_owner = %(owner)s
+    RETURNING id, attempt
+), a AS (
+    UPDATE tms_attempts a SET state = 'HANDED_BACK', finished_at = now(), error = %(error)s
+    FROM o WHERE a.operation_id = o.id AND a.attempt = o.attempt
+)
+SELECT id FROM o;
 
 -- name: forget_request
 -- The request failed after reserving its id: free the id so a corrected retry can use it.
@@ -356,3 +434,24 @@ ON CONFLICT (table_pk, action) DO UPDATE
 SET decided_at = excluded.decided_at, should_run = excluded.should_run,
     reason = excluded.reason, metrics = excluded.metrics,
     operation_id = excluded.operation_id, scheduler_id = excluded.scheduler_id;
+
+-- name: list_attempts
+SELECT * FROM tms_attempts WHERE operation_id = ANY(%(ids)s::bigint[])
+ORDER BY operation_id, attempt;
+
+-- name: upsert_queue
+INSERT INTO tms_queues (name, max_running) VALUES (%(name)s, %(max_running)s)
+ON CONFLICT (name) DO UPDATE SET max_running = EXCLUDED.max_running, updated_at = now()
+RETURNING name;
+
+-- name: list_queues
+-- Every queue that has a limit or operations, with what it holds now.
+WITH counts AS (
+    SELECT queue, count(*) FILTER (WHERE state = 'QUEUED') AS queued,
+           count(*) FILTER (WHERE state = 'RUNNING') AS running
+    FROM tms_operations WHERE state IN ('QUEUED', 'RUNNING') GROUP BY queue
+)
+SELECT coalesce(q.name, c.queue) AS name, q.max_running,
+       coalesce(c.queued, 0) AS queued, coalesce(c.running, 0) AS running
+FROM tms_queues q FULL JOIN counts c ON c.queue = q.name
+ORDER BY 1;
