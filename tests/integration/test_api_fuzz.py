@@ -571,12 +571,26 @@ def gen_explain(g: Gen) -> Message:
     return tms_pb2.ExplainTableRequest(name=g.table_name())
 
 
+def gen_list_queues(g: Gen) -> Message:
+    return tms_pb2.ListQueuesRequest()
+
+
+def gen_update_queue(g: Gen) -> Message:
+    name = g.short_text(("queues/batch", "queues/default", "batch", "queues/", "queues/Bad",
+                         "queues/a/b", "queues/" + "q" * 70), valid=("queues/batch",))
+    if g.chance(0.3):
+        return tms_pb2.UpdateQueueRequest(name=name)
+    return tms_pb2.UpdateQueueRequest(
+        name=name, max_running=int(g.pick([0, 1, 5, -1, 10_001, 2**31 - 1, -(2**31)])))
+
+
 GENERATORS: dict[str, Callable[[Gen], Message]] = {
     "RegisterTable": gen_register, "GetTable": gen_get_table, "ListTables": gen_list_tables,
     "UpdateTable": gen_update, "DeregisterTable": gen_deregister, "PauseTable": gen_pause,
     "ResumeTable": gen_resume, "NotifyCommit": gen_notify, "NotifyCommits": gen_notify_batch,
     "GetOperation": gen_get_op, "ListOperations": gen_list_ops, "CancelOperation": gen_cancel,
     "RetryOperation": gen_retry, "TriggerOperation": gen_trigger, "ExplainTable": gen_explain,
+    "ListQueues": gen_list_queues, "UpdateQueue": gen_update_queue,
 }
 WEIGHTS = {"DeregisterTable": 0.3, "PauseTable": 0.5, "ResumeTable": 0.5, "NotifyCommits": 0.7}
 

@@ -244,3 +244,46 @@ def test_explain_table(api) -> None:
     assert why.operation == why.active_operation == f"tables/events/operations/{op_id}"
     code, _ = error_of(lambda: stub.ExplainTable(tms_pb2.ExplainTableRequest(name="tables/x")))
     assert code == grpc.StatusCode.NOT_FOUND
+
+
+def test_operations_show_every_attempt(api) -> None:
+    stub = api.stub()
+    register(stub)
+    op = trigger(stub)
+    store = api.store
+    first = store.claim("exec-a", 30)
+    assert first is not None and store.set_engine_handle(first, "exec-a", "local-17")
+    assert store.retry_later(first, "exec-a", Outcome(
+        OperationState.FAILED, {"rewritten": 0}, "OOM", "driver log tail", 137), 3600)
+    got = stub.GetOperation(tms_pb2.GetOperationRequest(name=op.name))
+    assert got.state == OP.QUEUED and got.queue == "default" and got.error == "OOM"
+    assert got.HasField("next_attempt_time")
+    (a,) = got.attempts
+    assert (a.attempt, a.executor_id, a.state, a.engine_handle, a.exit_code, a.error) == (
+        1, "exec-a", tms_pb2.Attempt.FAILED, "local-17", 137, "OOM")
+    assert a.log_tail == "driver log tail" and a.HasField("retry_time")
+    assert a.HasField("end_time") and dict(a.result) == {"rewritten": 0}
+    listed = stub.ListOperations(tms_pb2.ListOperationsRequest(parent="tables/events"))
+    (la,) = listed.operations[0].attempts
+    assert la.error == "OOM" and la.log_tail == ""  # logs only through GetOperation
+
+
+def test_queues_list_and_limits(api) -> None:
+    stub = api.stub()
+    register(stub, queue="batch")
+    trigger(stub)
+    q = stub.UpdateQueue(tms_pb2.UpdateQueueRequest(name="queues/batch", max_running=2))
+    assert (q.name, q.max_running, q.queued, q.running) == ("queues/batch", 2, 1, 0)
+    queues = {x.name: x for x in stub.ListQueues(tms_pb2.ListQueuesRequest()).queues}
+    assert queues["queues/batch"].max_running == 2
+    q = stub.UpdateQueue(tms_pb2.UpdateQueueRequest(name="queues/batch"))
+    assert not q.HasField("max_running")
+    for req, field in ((tms_pb2.UpdateQueueRequest(name="batch", max_running=1), "name"),
+                       (tms_pb2.UpdateQueueRequest(name="queues/Bad!", max_running=1), "name"),
+                       (tms_pb2.UpdateQueueRequest(name="queues/", max_running=1), "name"),
+                       (tms_pb2.UpdateQueueRequest(name="queues/ok", max_running=-1),
+                        "max_running"),
+                       (tms_pb2.UpdateQueueRequest(name="queues/ok", max_running=10**6),
+                        "max_running")):
+        code, fields = error_of(lambda r=req: stub.UpdateQueue(r))
+        assert code == grpc.StatusCode.INVALID_ARGUMENT and field in fields

@@ -200,3 +200,15 @@ def test_mutual_tls(make_api, tmp_path: Path) -> None:
 def test_bad_tokens_config_is_refused(config, message) -> None:
     with pytest.raises(ValueError, match=message):
         Authenticator.from_config(config)
+
+
+def test_queue_limits_need_an_unscoped_admin(secured) -> None:
+    stub = secured.stub()
+    req = tms_pb2.UpdateQueueRequest(name="queues/batch", max_running=1)
+    for creds in (md("reader-secret"), md("writer-secret"), md(TEAM_A_TOKEN)):
+        with pytest.raises(grpc.RpcError) as info:
+            stub.UpdateQueue(req, metadata=creds)
+        assert info.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert stub.UpdateQueue(req, metadata=ADMIN).max_running == 1
+    listed = stub.ListQueues(tms_pb2.ListQueuesRequest(), metadata=md("reader-secret"))
+    assert [q.name for q in listed.queues] == ["queues/batch"]

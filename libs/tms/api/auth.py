@@ -42,11 +42,11 @@ class Role(enum.StrEnum):
 # The role each RPC needs; admin may call everything.
 METHOD_ROLES: dict[str, Role] = {
     "GetTable": Role.READER, "ListTables": Role.READER, "GetOperation": Role.READER,
-    "ListOperations": Role.READER, "ExplainTable": Role.READER,
+    "ListOperations": Role.READER, "ExplainTable": Role.READER, "ListQueues": Role.READER,
     "NotifyCommit": Role.WRITER, "NotifyCommits": Role.WRITER,
     "RegisterTable": Role.ADMIN, "UpdateTable": Role.ADMIN, "DeregisterTable": Role.ADMIN,
     "PauseTable": Role.ADMIN, "ResumeTable": Role.ADMIN, "CancelOperation": Role.ADMIN,
-    "RetryOperation": Role.ADMIN, "TriggerOperation": Role.ADMIN,
+    "RetryOperation": Role.ADMIN, "TriggerOperation": Role.ADMIN, "UpdateQueue": Role.ADMIN,
 }
 
 

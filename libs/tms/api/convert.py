@@ -9,7 +9,7 @@ from typing import Any
 from google.protobuf.struct_pb2 import Struct
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from tms.domain import OperationRecord, TableRecord
+from tms.domain import Attempt, OperationRecord, OperationState, QueueInfo, TableRecord
 from tms.v1 import tms_pb2
 
 REDACTED = "****"
@@ -48,7 +48,24 @@ def table_to_pb(t: TableRecord) -> tms_pb2.Table:
     )
 
 
-def operation_to_pb(o: OperationRecord) -> tms_pb2.Operation:
+def attempt_to_pb(a: Attempt, with_log: bool = True) -> tms_pb2.Attempt:
+    return tms_pb2.Attempt(
+        attempt=a.attempt, executor_id=a.executor_id,
+        state=tms_pb2.Attempt.State.Value(a.state.value), start_time=_ts(a.started_at),
+        end_time=_ts(a.finished_at), engine_handle=a.engine_handle or "",
+        exit_code=a.exit_code, error=a.error or "",
+        log_tail=(a.log_tail or "") if with_log else "", result=_struct(a.result),
+        retry_time=_ts(a.retry_at),
+    )
+
+
+def queue_to_pb(q: QueueInfo) -> tms_pb2.Queue:
+    return tms_pb2.Queue(name=f"queues/{q.name}", max_running=q.max_running, queued=q.queued,
+                         running=q.running)
+
+
+def operation_to_pb(o: OperationRecord, with_logs: bool = True) -> tms_pb2.Operation:
+    waiting = o.state is OperationState.QUEUED and o.attempt > 0
     return tms_pb2.Operation(
         name=o.name, table=f"tables/{o.table_id}", action=o.action,
         state=tms_pb2.Operation.State.Value(o.state.value), attempt=o.attempt,
@@ -60,4 +77,6 @@ def operation_to_pb(o: OperationRecord) -> tms_pb2.Operation:
         result=_struct(o.result), error=o.error or "", log_tail=o.log_tail or "",
         cancel_requested=o.cancel_requested,
         retry_of=f"tables/{o.table_id}/operations/{o.retry_of}" if o.retry_of else "",
+        attempts=[attempt_to_pb(a, with_logs) for a in o.attempts], queue=o.queue,
+        next_attempt_time=_ts(o.run_after) if waiting else None,
     )

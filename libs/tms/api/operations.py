@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 import grpc
@@ -48,7 +49,7 @@ class OperationsMixin(ServicerBase):
         op = self.store.get_operation(table_id, op_id)
         if op is None:
             raise not_found(name)
-        return table, op
+        return table, replace(op, attempts=self.store.attempts([op.id]).get(op.id, ()))
 
     @rpc
     def GetOperation(self, request: tms_pb2.GetOperationRequest, context: grpc.ServicerContext,
@@ -92,8 +93,11 @@ class OperationsMixin(ServicerBase):
         if principal.scoped and table_id is None:
             owners = self.store.table_owners(sorted({r.table_id for r in rows}))
             rows = [r for r in rows if principal.allows(r.table_id, owners.get(r.table_id))]
+        attempts = self.store.attempts([r.id for r in rows]) if rows else {}
         return tms_pb2.ListOperationsResponse(
-            operations=[convert.operation_to_pb(o) for o in rows], next_page_token=token)
+            operations=[convert.operation_to_pb(replace(o, attempts=attempts.get(o.id, ())),
+                                                with_logs=False) for o in rows],
+            next_page_token=token)
 
     @rpc
     def CancelOperation(self, request: tms_pb2.CancelOperationRequest,

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from tms.api.commits import CommitsMixin
 from tms.api.operations import OperationsMixin
+from tms.api.queues import QueuesMixin
 from tms.api.tables import TablesMixin
 from tms.v1 import tms_pb2_grpc
 
 
-class TableManagementServicer(TablesMixin, CommitsMixin, OperationsMixin,
+class TableManagementServicer(TablesMixin, CommitsMixin, OperationsMixin, QueuesMixin,
                               tms_pb2_grpc.TableManagementServiceServicer):
     pass

@@ -190,7 +190,7 @@ class NotifyCommitsResponse(_message.Message):
     def __init__(self, results: _Optional[_Iterable[_Union[NotifyCommitsResponse.Result, _Mapping]]] = ...) -> None: ...
 
 class Operation(_message.Message):
-    __slots__ = ("name", "table", "action", "state", "attempt", "max_attempts", "priority", "trigger", "reason", "params", "metrics", "create_time", "start_time", "end_time", "executor_id", "engine_handle", "exit_code", "result", "error", "log_tail", "cancel_requested", "retry_of")
+    __slots__ = ("name", "table", "action", "state", "attempt", "max_attempts", "priority", "trigger", "reason", "params", "metrics", "create_time", "start_time", "end_time", "executor_id", "engine_handle", "exit_code", "result", "error", "log_tail", "cancel_requested", "retry_of", "attempts", "queue", "next_attempt_time")
     class State(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         STATE_UNSPECIFIED: _ClassVar[Operation.State]
@@ -234,6 +234,9 @@ class Operation(_message.Message):
     LOG_TAIL_FIELD_NUMBER: _ClassVar[int]
     CANCEL_REQUESTED_FIELD_NUMBER: _ClassVar[int]
     RETRY_OF_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    NEXT_ATTEMPT_TIME_FIELD_NUMBER: _ClassVar[int]
     name: str
     table: str
     action: str
@@ -256,7 +259,82 @@ class Operation(_message.Message):
     log_tail: str
     cancel_requested: bool
     retry_of: str
-    def __init__(self, name: _Optional[str] = ..., table: _Optional[str] = ..., action: _Optional[str] = ..., state: _Optional[_Union[Operation.State, str]] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., priority: _Optional[int] = ..., trigger: _Optional[str] = ..., reason: _Optional[str] = ..., params: _Optional[_Mapping[str, str]] = ..., metrics: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., executor_id: _Optional[str] = ..., engine_handle: _Optional[str] = ..., exit_code: _Optional[int] = ..., result: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., error: _Optional[str] = ..., log_tail: _Optional[str] = ..., cancel_requested: _Optional[bool] = ..., retry_of: _Optional[str] = ...) -> None: ...
+    attempts: _containers.RepeatedCompositeFieldContainer[Attempt]
+    queue: str
+    next_attempt_time: _timestamp_pb2.Timestamp
+    def __init__(self, name: _Optional[str] = ..., table: _Optional[str] = ..., action: _Optional[str] = ..., state: _Optional[_Union[Operation.State, str]] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., priority: _Optional[int] = ..., trigger: _Optional[str] = ..., reason: _Optional[str] = ..., params: _Optional[_Mapping[str, str]] = ..., metrics: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., executor_id: _Optional[str] = ..., engine_handle: _Optional[str] = ..., exit_code: _Optional[int] = ..., result: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., error: _Optional[str] = ..., log_tail: _Optional[str] = ..., cancel_requested: _Optional[bool] = ..., retry_of: _Optional[str] = ..., attempts: _Optional[_Iterable[_Union[Attempt, _Mapping]]] = ..., queue: _Optional[str] = ..., next_attempt_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class Attempt(_message.Message):
+    __slots__ = ("attempt", "executor_id", "state", "start_time", "end_time", "engine_handle", "exit_code", "error", "log_tail", "result", "retry_time")
+    class State(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        STATE_UNSPECIFIED: _ClassVar[Attempt.State]
+        RUNNING: _ClassVar[Attempt.State]
+        SUCCEEDED: _ClassVar[Attempt.State]
+        FAILED: _ClassVar[Attempt.State]
+        CANCELLED: _ClassVar[Attempt.State]
+        LOST: _ClassVar[Attempt.State]
+        HANDED_BACK: _ClassVar[Attempt.State]
+    STATE_UNSPECIFIED: Attempt.State
+    RUNNING: Attempt.State
+    SUCCEEDED: Attempt.State
+    FAILED: Attempt.State
+    CANCELLED: Attempt.State
+    LOST: Attempt.State
+    HANDED_BACK: Attempt.State
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    EXECUTOR_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
+    END_TIME_FIELD_NUMBER: _ClassVar[int]
+    ENGINE_HANDLE_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    LOG_TAIL_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    RETRY_TIME_FIELD_NUMBER: _ClassVar[int]
+    attempt: int
+    executor_id: str
+    state: Attempt.State
+    start_time: _timestamp_pb2.Timestamp
+    end_time: _timestamp_pb2.Timestamp
+    engine_handle: str
+    exit_code: int
+    error: str
+    log_tail: str
+    result: _struct_pb2.Struct
+    retry_time: _timestamp_pb2.Timestamp
+    def __init__(self, attempt: _Optional[int] = ..., executor_id: _Optional[str] = ..., state: _Optional[_Union[Attempt.State, str]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., engine_handle: _Optional[str] = ..., exit_code: _Optional[int] = ..., error: _Optional[str] = ..., log_tail: _Optional[str] = ..., result: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., retry_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class Queue(_message.Message):
+    __slots__ = ("name", "max_running", "queued", "running")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MAX_RUNNING_FIELD_NUMBER: _ClassVar[int]
+    QUEUED_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    max_running: int
+    queued: int
+    running: int
+    def __init__(self, name: _Optional[str] = ..., max_running: _Optional[int] = ..., queued: _Optional[int] = ..., running: _Optional[int] = ...) -> None: ...
+
+class ListQueuesRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListQueuesResponse(_message.Message):
+    __slots__ = ("queues",)
+    QUEUES_FIELD_NUMBER: _ClassVar[int]
+    queues: _containers.RepeatedCompositeFieldContainer[Queue]
+    def __init__(self, queues: _Optional[_Iterable[_Union[Queue, _Mapping]]] = ...) -> None: ...
+
+class UpdateQueueRequest(_message.Message):
+    __slots__ = ("name", "max_running")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MAX_RUNNING_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    max_running: int
+    def __init__(self, name: _Optional[str] = ..., max_running: _Optional[int] = ...) -> None: ...
 
 class GetOperationRequest(_message.Message):
     __slots__ = ("name",)

@@ -114,6 +114,16 @@ class TableManagementServiceStub:
                 request_serializer=tms_dot_v1_dot_tms__pb2.ExplainTableRequest.SerializeToString,
                 response_deserializer=tms_dot_v1_dot_tms__pb2.ExplainTableResponse.FromString,
                 _registered_method=True)
+        self.ListQueues = channel.unary_unary(
+                '/tms.v1.TableManagementService/ListQueues',
+                request_serializer=tms_dot_v1_dot_tms__pb2.ListQueuesRequest.SerializeToString,
+                response_deserializer=tms_dot_v1_dot_tms__pb2.ListQueuesResponse.FromString,
+                _registered_method=True)
+        self.UpdateQueue = channel.unary_unary(
+                '/tms.v1.TableManagementService/UpdateQueue',
+                request_serializer=tms_dot_v1_dot_tms__pb2.UpdateQueueRequest.SerializeToString,
+                response_deserializer=tms_dot_v1_dot_tms__pb2.Queue.FromString,
+                _registered_method=True)
 
 
 class TableManagementServiceServicer:
@@ -240,6 +250,22 @@ class TableManagementServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListQueues(self, request, context):
+        """Every queue that has a concurrency limit or active operations, with what it holds now.
+        Role: reader.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateQueue(self, request, context):
+        """Sets how many operations of a queue may run at once across all executors (absent: no
+        limit; 0 holds the queue's operations back). Role: admin, with an unscoped token.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TableManagementServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -317,6 +343,16 @@ def add_TableManagementServiceServicer_to_server(servicer, server):
                     servicer.ExplainTable,
                     request_deserializer=tms_dot_v1_dot_tms__pb2.ExplainTableRequest.FromString,
                     response_serializer=tms_dot_v1_dot_tms__pb2.ExplainTableResponse.SerializeToString,
+            ),
+            'ListQueues': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListQueues,
+                    request_deserializer=tms_dot_v1_dot_tms__pb2.ListQueuesRequest.FromString,
+                    response_serializer=tms_dot_v1_dot_tms__pb2.ListQueuesResponse.SerializeToString,
+            ),
+            'UpdateQueue': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateQueue,
+                    request_deserializer=tms_dot_v1_dot_tms__pb2.UpdateQueueRequest.FromString,
+                    response_serializer=tms_dot_v1_dot_tms__pb2.Queue.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -728,6 +764,60 @@ class TableManagementService:
             '/tms.v1.TableManagementService/ExplainTable',
             tms_dot_v1_dot_tms__pb2.ExplainTableRequest.SerializeToString,
             tms_dot_v1_dot_tms__pb2.ExplainTableResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListQueues(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tms.v1.TableManagementService/ListQueues',
+            tms_dot_v1_dot_tms__pb2.ListQueuesRequest.SerializeToString,
+            tms_dot_v1_dot_tms__pb2.ListQueuesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateQueue(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tms.v1.TableManagementService/UpdateQueue',
+            tms_dot_v1_dot_tms__pb2.UpdateQueueRequest.SerializeToString,
+            tms_dot_v1_dot_tms__pb2.Queue.FromString,
             options,
             channel_credentials,
             insecure,
