@@ -11,6 +11,7 @@ from tests.unit.fakes import FakeEngine, FakeFormat, FakeStore, make_op, make_ta
 from tms.domain import Lease, OperationState
 from tms.engines.base import EngineResult
 from tms.executor.loop import Executor
+from tms.executor.retry import RetryPolicy
 
 
 def executor(store: FakeStore, engine: FakeEngine, tmp_path: Path, **kw: float) -> Executor:
@@ -32,7 +33,7 @@ def test_nothing_to_claim(tmp_path: Path) -> None:
 
 
 def test_engine_failure_keeps_error_and_log(tmp_path: Path) -> None:
-    store = FakeStore(tables={1: make_table()}, to_claim=[make_op()])
+    store = FakeStore(tables={1: make_table()}, to_claim=[make_op(attempt=3)])
     engine = FakeEngine(EngineResult(False, None, "boom", "last lines", 1, "app-1"))
     executor(store, engine, tmp_path).run_once()
     (_, outcome), = store.finished
@@ -41,7 +42,7 @@ def test_engine_failure_keeps_error_and_log(tmp_path: Path) -> None:
 
 
 def test_engine_crash_never_leaves_running(tmp_path: Path) -> None:
-    store = FakeStore(tables={1: make_table()}, to_claim=[make_op()])
+    store = FakeStore(tables={1: make_table()}, to_claim=[make_op(attempt=3)])
     executor(store, FakeEngine(raises=RuntimeError("bad config")), tmp_path).run_once()
     (_, outcome), = store.finished
     assert outcome.state is OperationState.FAILED and "bad config" in (outcome.error or "")
@@ -50,7 +51,7 @@ def test_engine_crash_never_leaves_running(tmp_path: Path) -> None:
 def test_deregistered_table_fails(tmp_path: Path) -> None:
     store = FakeStore(to_claim=[make_op()])
     executor(store, FakeEngine(), tmp_path).run_once()
-    assert store.finished[0][1].error == "table was deregistered"
+    assert store.finished[0][1].error == "not retryable: table was deregistered"
 
 
 def test_lost_lease_stops_engine_and_writes_nothing(tmp_path: Path) -> None:
@@ -103,3 +104,56 @@ def test_cancel_request_stops_the_engine_and_ends_cancelled(tmp_path: Path) -> N
     assert not t.is_alive()
     (_, outcome), = store.finished
     assert outcome.state is OperationState.CANCELLED and outcome.error == "cancelled by request"
+
+
+def test_retryable_failure_is_queued_again_with_backoff(tmp_path: Path) -> None:
+    store = FakeStore(tables={1: make_table()}, to_claim=[make_op(attempt=2, max_attempts=4)])
+    engine = FakeEngine(EngineResult(False, None, "executor OOM", "tail", 1, "app-1"))
+    ex = executor(store, engine, tmp_path)
+    ex.retry = RetryPolicy(base_delay_s=10, max_delay_s=100)
+    ex._rand = lambda: 0.0  # no jitter: the ceiling itself
+    ex.run_once()
+    assert store.finished == []
+    (_, outcome, delay_s), = store.retried
+    assert delay_s == 20.0 and outcome.error == "executor OOM" and outcome.log_tail == "tail"
+
+
+def test_last_attempt_fails_for_good(tmp_path: Path) -> None:
+    store = FakeStore(tables={1: make_table()}, to_claim=[make_op(attempt=4, max_attempts=4)])
+    executor(store, FakeEngine(EngineResult(False, None, "boom", "", 1)), tmp_path).run_once()
+    assert store.retried == [] and store.finished[0][1].state is OperationState.FAILED
+
+
+def test_non_retryable_failure_fails_at_once(tmp_path: Path) -> None:
+    store = FakeStore(tables={1: make_table()}, to_claim=[make_op(attempt=1, max_attempts=5)])
+    result = EngineResult(False, None, "NoSuchTableException: db.t", "", 1, retryable=False)
+    executor(store, FakeEngine(result), tmp_path).run_once()
+    assert store.retried == []
+    (_, outcome), = store.finished
+    assert outcome.state is OperationState.FAILED and not outcome.retryable
+    assert outcome.error == "not retryable: NoSuchTableException: db.t"
+
+
+def test_bad_configuration_is_not_retried(tmp_path: Path) -> None:
+    store = FakeStore(tables={1: make_table()}, to_claim=[make_op(attempt=1)])
+    fmt = FakeFormat()
+    fmt.build_job = lambda table, op: (_ for _ in ()).throw(  # type: ignore[method-assign]
+        ValueError("TMS_HUDI_UTILITIES_JAR must name the jar"))
+    ex = Executor(store, {"fake": fmt}, FakeEngine(), "e1", tmp_path)  # type: ignore[arg-type]
+    ex.run_once()
+    assert store.retried == []
+    assert store.finished[0][1].error == (
+        "not retryable: bad configuration: TMS_HUDI_UTILITIES_JAR must name the jar")
+
+
+def test_deregistered_table_is_not_retried(tmp_path: Path) -> None:
+    store = FakeStore(to_claim=[make_op(attempt=1)])
+    executor(store, FakeEngine(), tmp_path).run_once()
+    assert store.retried == [] and not store.finished[0][1].retryable
+
+
+def test_claims_only_its_queues(tmp_path: Path) -> None:
+    store = FakeStore()
+    Executor(store, {}, FakeEngine(), "e1", tmp_path,  # type: ignore[arg-type]
+             queues=["small", "urgent"]).run_once()
+    assert store.claimed_queues == [("small", "urgent")]

@@ -7,16 +7,19 @@ engine is stopped at once and nothing this attempt says afterwards is written.
 
 from __future__ import annotations
 
+import random
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import structlog
 
 from tms.domain import Lease, OperationRecord, OperationState, Outcome
 from tms.engines.base import EngineResult, ExecutionEngine
+from tms.engines.profiles import EngineRouter
+from tms.executor.retry import RetryPolicy
 from tms.formats.base import TableFormatPlugin
 from tms.storage.base import Store
 
@@ -32,10 +35,13 @@ log = structlog.get_logger("tms.executor")
 
 class Executor:
     def __init__(self, store: Store, formats: dict[str, TableFormatPlugin],
-                 engine: ExecutionEngine, executor_id: str, workdir: Path, *,
+                 engine: ExecutionEngine | EngineRouter, executor_id: str, workdir: Path, *,
                  lease_s: float = LEASE_TIMEOUT_S, heartbeat_s: float = HEARTBEAT_INTERVAL_S,
                  poll_interval_s: float = POLL_INTERVAL_S,
                  shutdown_grace_s: float = SHUTDOWN_GRACE_S,
+                 queues: Sequence[str] | None = None,
+                 retry: RetryPolicy | None = None,
+                 rand: Callable[[], float] = random.random,
                  clock: Callable[[], float] = time.monotonic) -> None:
         if lease_s < 3 * heartbeat_s:
             raise ValueError("lease_s must be at least 3 x heartbeat_s")
@@ -48,6 +54,9 @@ class Executor:
         self.heartbeat_s = heartbeat_s
         self.poll_interval_s = poll_interval_s
         self.shutdown_grace_s = shutdown_grace_s
+        self.queues = tuple(queues) if queues else None  # None: every queue
+        self.retry = retry or RetryPolicy()
+        self._rand = rand
         self._clock = clock
         self.finished = threading.Event()  # set after each recorded outcome: a test signal
 
@@ -63,7 +72,7 @@ class Executor:
                 stop.wait(self.poll_interval_s)
 
     def run_once(self, stop: threading.Event | None = None) -> bool:
-        op = self.store.claim(self.executor_id, self.lease_s)
+        op = self.store.claim(self.executor_id, self.lease_s, self.queues)
         if op is None:
             return False
         self.execute(op, stop or threading.Event())
@@ -108,11 +117,27 @@ class Executor:
             released = self.store.release(op, self.executor_id,
                                           f"handed back by {self.executor_id} on shutdown")
             bound.warning("operation handed back on shutdown", released=released)
-        elif self.store.finish(op, self.executor_id, outcome):
+        else:
+            self._record(op, outcome, bound)
+        self.finished.set()
+
+    def _record(self, op: OperationRecord, outcome: Outcome,
+                bound: structlog.typing.FilteringBoundLogger) -> None:
+        """Finish the operation, or queue it again after a backoff when the failure may pass
+        and attempts remain. Non-retryable failures end at once, whatever attempts are left."""
+        if outcome.state is OperationState.FAILED and not outcome.retryable:
+            outcome = Outcome(outcome.state, outcome.result, f"not retryable: {outcome.error}",
+                              outcome.log_tail, outcome.exit_code, retryable=False)
+        elif outcome.state is OperationState.FAILED and op.attempt < op.max_attempts:
+            delay_s = self.retry.delay_s(op.attempt, self._rand)
+            if self.store.retry_later(op, self.executor_id, outcome, delay_s):
+                bound.warning("attempt failed; retry queued", error=outcome.error,
+                              retry_in_s=round(delay_s, 1), max_attempts=op.max_attempts)
+                return
+        if self.store.finish(op, self.executor_id, outcome):
             bound.info("operation finished", state=outcome.state.value, error=outcome.error)
         else:
             bound.warning("outcome refused: this attempt no longer owns the operation")
-        self.finished.set()
 
     def _watch_shutdown(self, shutdown: threading.Event, handback: threading.Event,
                         stop_engine: threading.Event, done: threading.Event) -> None:
@@ -127,22 +152,30 @@ class Executor:
     def _run(self, op: OperationRecord, stop_engine: threading.Event) -> Outcome:
         table = self.store.get_table_by_pk(op.table_pk)
         if table is None:
-            return Outcome(OperationState.FAILED, error="table was deregistered")
+            return Outcome(OperationState.FAILED, error="table was deregistered",
+                           retryable=False)
         plugin = self.formats.get(table.format)
         if plugin is None:
-            return Outcome(OperationState.FAILED, error=f"no plugin for format {table.format!r}")
-        job = plugin.build_job(table, op)
+            return Outcome(OperationState.FAILED, error=f"no plugin for format {table.format!r}",
+                           retryable=False)
+        try:
+            job = plugin.build_job(table, op)
+            engine = (self.engine.engine_for(table) if isinstance(self.engine, EngineRouter)
+                      else self.engine)
+        except ValueError as e:  # bad configuration: another attempt would fail the same way
+            return Outcome(OperationState.FAILED, error=f"bad configuration: {e}"[:4000],
+                           retryable=False)
         workdir = self.workdir / f"op-{op.id}-attempt-{op.attempt}"
 
         def on_handle(handle: str) -> None:
             self.store.set_engine_handle(op, self.executor_id, handle)
 
-        res: EngineResult = self.engine.run(job, workdir, stop_engine, on_handle)
+        res: EngineResult = engine.run(job, workdir, stop_engine, on_handle)
         if res.succeeded:
             shutil.rmtree(workdir, ignore_errors=True)
         state = OperationState.SUCCEEDED if res.succeeded else OperationState.FAILED
         return Outcome(state, result=res.result, error=res.error, log_tail=res.log_tail,
-                       exit_code=res.exit_code)
+                       exit_code=res.exit_code, retryable=res.retryable)
 
     def _heartbeat(self, op: OperationRecord, lost: threading.Event, cancelled: threading.Event,
                    stop_engine: threading.Event, done: threading.Event) -> None:
