@@ -1,10 +1,19 @@
-"""tms-executor: claims queued operations and runs them with spark-submit."""
+"""tms-executor: claims queued operations and runs them on Spark (cold spark-submit or a warm
+driver, per queue), retrying failures with backoff."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+from tms.engines.base import ExecutionEngine
+from tms.engines.profiles import (
+    ENGINE_COLD,
+    ENGINE_WARM,
+    EngineRouter,
+    QueueProfile,
+    load_profiles,
+)
 from tms.engines.spark_submit import SparkSubmitEngine
 from tms.executor.loop import (
     HEARTBEAT_INTERVAL_S,
@@ -13,11 +22,35 @@ from tms.executor.loop import (
     SHUTDOWN_GRACE_S,
     Executor,
 )
+from tms.executor.retry import RETRY_BASE_DELAY_S, RETRY_MAX_DELAY_S, RetryPolicy
 from tms.formats.registry import load_formats
 from tms.observability import configure_logging
 from tms.spark.settings import SparkSettings
 from tms.storage.postgres import PostgresStore
 from tms_services.common import base_parser, member_id, require, stop_event_on_signals
+
+ENV_ENGINE_CONFIG = "TMS_ENGINE_CONFIG"
+ENV_QUEUES = "TMS_EXECUTOR_QUEUES"
+
+
+def make_router(settings: SparkSettings, config: Path | None, workdir: Path) -> EngineRouter:
+    """Engines per queue from the configuration file (if any) over the environment's Spark
+    settings; a warm engine falls back to cold spark-submit with its own settings."""
+
+    def cold(s: SparkSettings) -> ExecutionEngine:
+        return SparkSubmitEngine(s)
+
+    def warm(s: SparkSettings) -> ExecutionEngine:
+        from tms.engines.warm import WarmSparkEngine
+
+        return WarmSparkEngine(s, SparkSubmitEngine(s), workdir / "warm")
+
+    queues: dict[str, QueueProfile] = {}
+    if config is None:
+        default = QueueProfile(ENGINE_COLD, settings)
+    else:
+        default, queues = load_profiles(config, settings)
+    return EngineRouter(default, queues, {ENGINE_COLD: cold, ENGINE_WARM: warm})
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -27,28 +60,45 @@ def main(argv: list[str] | None = None) -> None:
                         help="TMS home: Spark jars and job work directories (env TMS_HOME)")
     parser.add_argument("--workdir", default=None,
                         help="job work directories (default: HOME/work/ID)")
+    parser.add_argument("--queues", default=os.environ.get(ENV_QUEUES, ""),
+                        help=f"serve only these queues, comma-separated (env {ENV_QUEUES}; "
+                             "default: every queue)")
+    parser.add_argument("--engine-config", default=os.environ.get(ENV_ENGINE_CONFIG),
+                        help="TOML file: engine (spark-submit or warm-spark) and Spark settings "
+                             f"per queue (env {ENV_ENGINE_CONFIG})")
     parser.add_argument("--lease-s", type=float, default=LEASE_TIMEOUT_S)
     parser.add_argument("--heartbeat-s", type=float, default=HEARTBEAT_INTERVAL_S)
     parser.add_argument("--poll-interval-s", type=float, default=POLL_INTERVAL_S)
     parser.add_argument("--shutdown-grace-s", type=float, default=SHUTDOWN_GRACE_S,
                         help="on SIGTERM, let a running job finish this long, then hand it back")
+    parser.add_argument("--retry-base-delay-s", type=float, default=RETRY_BASE_DELAY_S,
+                        help="wait after a failed first attempt; doubles with each failure")
+    parser.add_argument("--retry-max-delay-s", type=float, default=RETRY_MAX_DELAY_S,
+                        help="the longest wait between attempts")
     args = parser.parse_args(argv)
     require(args, parser, "database_url")
     configure_logging("tms-executor")
     home = Path(args.home).resolve()
+    workdir = Path(args.workdir) if args.workdir else home / "work" / args.id
+    queues = [q.strip() for q in args.queues.split(",") if q.strip()]
     try:
-        settings = SparkSettings.from_env(home)
+        retry = RetryPolicy(args.retry_base_delay_s, args.retry_max_delay_s)
+        router = make_router(SparkSettings.from_env(home),
+                             Path(args.engine_config) if args.engine_config else None, workdir)
+        executor_kw = dict(lease_s=args.lease_s, heartbeat_s=args.heartbeat_s)
+        if args.lease_s < 3 * args.heartbeat_s:
+            raise ValueError("--lease-s must be at least 3 x --heartbeat-s")
     except ValueError as e:
         parser.error(str(e))
     stop = stop_event_on_signals()
     store = PostgresStore(args.database_url, max_size=4)
-    workdir = Path(args.workdir) if args.workdir else home / "work" / args.id
     try:
-        Executor(store, load_formats(), SparkSubmitEngine(settings), args.id, workdir,
-                 lease_s=args.lease_s, heartbeat_s=args.heartbeat_s,
+        Executor(store, load_formats(), router, args.id, workdir, **executor_kw,
                  poll_interval_s=args.poll_interval_s,
-                 shutdown_grace_s=args.shutdown_grace_s).run(stop)
+                 shutdown_grace_s=args.shutdown_grace_s, queues=queues or None,
+                 retry=retry).run(stop)
     finally:
+        router.close()
         store.close()
 
 
