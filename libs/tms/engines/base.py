@@ -27,6 +27,7 @@ class EngineResult:
     exit_code: int | None = None
     handle: str | None = None
     stopped: bool = False  # ended because ``stop`` was set
+    retryable: bool = True  # False: a failure another attempt cannot fix (bad spec, no table)
 
 
 class ExecutionEngine(Protocol):

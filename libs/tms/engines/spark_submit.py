@@ -15,6 +15,7 @@ import subprocess
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import structlog
 
@@ -33,7 +34,7 @@ log = structlog.get_logger("tms.engines.spark_submit")
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """In the child, before exec: ask Linux to SIGKILL it when the executor dies, so a
     ``kill -9`` of the executor cannot leave a Spark driver running on its own (the child has
     its own process group, which a group kill of the executor does not reach)."""
@@ -42,6 +43,32 @@ def _die_with_parent() -> None:
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):  # not Linux: the lease still protects the table
         pass
+
+
+def read_result(path: Path) -> dict[str, Any] | None:
+    """The job's result file, or None when it is missing or unreadable."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def result_from_payload(result: dict[str, Any] | None, tail: str, code: int | None,
+                        handle: str | None, error_if_missing: Callable[[], str]
+                        ) -> EngineResult:
+    """Map a maintenance job's result file onto an EngineResult (shared with the warm engine,
+    so an operation reads the same whichever engine ran it): the error is prefixed with its
+    type and bounded, and ``retryable`` passes through (a missing flag means retryable)."""
+    if code == 0 and result and result.get("ok"):
+        handle = result.get("spark_app_id") or handle
+        return EngineResult(True, result.get("result") or {}, None, tail, code, handle)
+    error = (result or {}).get("error") or error_if_missing()
+    if result and result.get("error_type"):
+        error = f"{result['error_type']}: {error}"
+    retryable = result.get("retryable", True) is not False if result else True
+    return EngineResult(False, result.get("result") if result else None,
+                        error[:ERROR_MAX_CHARS], tail, code, handle, retryable=retryable)
 
 
 class SparkSubmitEngine:
@@ -77,7 +104,7 @@ class SparkSubmitEngine:
             proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, cwd=workdir,
                                     env=self.settings.submit_env(dict(os.environ)),
-                                    start_new_session=True, preexec_fn=_die_with_parent)
+                                    start_new_session=True, preexec_fn=die_with_parent)
         handle = None
         stopped = False
         while True:
@@ -95,19 +122,13 @@ class SparkSubmitEngine:
                 self._kill_group(proc)
         handle = handle or self._find_handle(log_path)
         tail = read_tail(log_path)
-        result = self._read_result(result_path)
+        result = read_result(result_path)
         if stopped:
             return EngineResult(False, None, "stopped", tail, code, handle, stopped=True)
         if code == 0 and job.kind == "jvm":  # JVM mains report by exit code alone
             return EngineResult(True, {"exit_code": 0}, None, tail, code, handle)
-        if code == 0 and result and result.get("ok"):
-            handle = result.get("spark_app_id") or handle
-            return EngineResult(True, result.get("result") or {}, None, tail, code, handle)
-        error = (result or {}).get("error") or self._error_from_log(tail, code)
-        if result and result.get("error_type"):
-            error = f"{result['error_type']}: {error}"
-        return EngineResult(False, result.get("result") if result else None,
-                            error[:ERROR_MAX_CHARS], tail, code, handle)
+        return result_from_payload(result, tail, code, handle,
+                                   lambda: self._error_from_log(tail, code))
 
     @staticmethod
     def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -126,14 +147,6 @@ class SparkSubmitEngine:
         except OSError:
             return None
         return m.group(1).decode() if m else None
-
-    @staticmethod
-    def _read_result(path: Path) -> dict | None:
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            return None
-        return data if isinstance(data, dict) else None
 
     @staticmethod
     def _error_from_log(tail: str, code: int) -> str:

@@ -7,3 +7,5 @@ ship the single file to a cluster; callers pass its path, available here.
 from pathlib import Path
 
 ICEBERG_MAINTENANCE_APP = Path(__file__).with_name("iceberg_maintenance.py")
+# The long-lived driver of the warm engine: runs the maintenance app's specs in one session.
+WARM_DRIVER_APP = Path(__file__).with_name("warm_driver.py")

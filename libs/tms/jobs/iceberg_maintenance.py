@@ -12,7 +12,10 @@ because Iceberg's JDBC catalog keys its rows by catalog name: a different name w
 
 Table names and options come from users, so they reach SQL only as validated identifiers or
 escaped string literals. The result file is always written, success or not, so the caller never
-has to scrape Spark's log output; exit status is 0 on success and 1 on failure.
+has to scrape Spark's log output; exit status is 0 on success and 1 on failure. A failure says
+whether another attempt could help (``retryable``: false for a bad spec or a missing table).
+The warm driver (``warm_driver.py``) runs the same specs through ``run_in_session`` in one
+long-lived session.
 """
 
 from __future__ import annotations
@@ -41,6 +44,11 @@ _IDENT_PART_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-]{0,254}$")
 _OPTION_KEY_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")
 _PROPERTY_KEY_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")
 _SQLALCHEMY_PG_SCHEMES = ("postgresql", "postgresql+psycopg", "postgresql+psycopg2")
+# Spark error classes and exception names that mean "the table is not there": no retry helps.
+NOT_FOUND_ERROR_CLASSES = frozenset({"TABLE_OR_VIEW_NOT_FOUND", "SCHEMA_NOT_FOUND"})
+_NOT_FOUND_RE = re.compile(
+    r"\b(NoSuchTableException|NoSuchNamespaceException|TABLE_OR_VIEW_NOT_FOUND|SCHEMA_NOT_FOUND)"
+    r"\b|Table or view not found")
 
 
 class SpecError(ValueError):
@@ -400,26 +408,41 @@ def run_action(spark: Any, spec: JobSpec) -> dict[str, Any]:
     return {**result, **call.info}
 
 
-def build_session(spec: JobSpec) -> Any:
+def session_builder(app_name: str) -> Any:
+    """A SparkSession builder with Iceberg's SQL extensions and the string-literal mode that
+    ``sql_string`` relies on; shared by the one-shot job and the warm driver."""
     from pyspark.sql import SparkSession
 
-    builder = (
-        SparkSession.builder.appName(f"tms-{spec.action}-{'.'.join(spec.table)}")
+    return (
+        SparkSession.builder.appName(app_name)
         .config("spark.sql.extensions", ICEBERG_EXTENSIONS)
         .config("spark.sql.parser.escapedStringLiterals", "false")
     )
+
+
+def build_session(spec: JobSpec) -> Any:
+    builder = session_builder(f"tms-{spec.action}-{'.'.join(spec.table)}")
     for key, value in catalog_conf(spec.catalog_name, spec.catalog_properties).items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
 
 
+def run_in_session(spark: Any, spec: JobSpec) -> dict[str, Any]:
+    """Run one spec in a session whose catalog is already registered; the success payload.
+
+    ``REFRESH TABLE`` first: the catalog caches loaded tables, and a session that outlives one
+    operation (the warm driver) would otherwise plan against a snapshot writers have moved past.
+    """
+    spark.sql(f"REFRESH TABLE {spec.qualified_table}")
+    result = run_action(spark, spec)
+    return {"ok": True, "action": spec.action, "result": result,
+            "spark_app_id": spark.sparkContext.applicationId}
+
+
 def run(spec: JobSpec) -> dict[str, Any]:
     spark = build_session(spec)
     try:
-        spark.sql(f"REFRESH TABLE {spec.qualified_table}")
-        result = run_action(spark, spec)
-        return {"ok": True, "action": spec.action, "result": result,
-                "spark_app_id": spark.sparkContext.applicationId}
+        return run_in_session(spark, spec)
     finally:
         spark.stop()
 
@@ -434,6 +457,29 @@ def describe_error(exc: BaseException) -> tuple[str, str]:
             pass
     message = str(exc) or traceback.format_exception_only(type(exc), exc)[-1].strip()
     return type(exc).__name__, message
+
+
+def is_retryable(exc: BaseException, error_type: str, message: str) -> bool:
+    """False when another attempt cannot succeed: a bad spec, or a table (or its namespace)
+    that does not exist. Everything else (lost executors, commit conflicts, an unreachable
+    catalog) may pass on a later attempt."""
+    if isinstance(exc, SpecError):
+        return False
+    get_error_class = getattr(exc, "getErrorClass", None)
+    if callable(get_error_class):
+        try:
+            if get_error_class() in NOT_FOUND_ERROR_CLASSES:
+                return False
+        except Exception:  # the JVM may already be gone
+            pass
+    return not _NOT_FOUND_RE.search(f"{error_type}: {message}")
+
+
+def failure_payload(exc: BaseException) -> dict[str, Any]:
+    """The result file's content for a failed run."""
+    error_type, message = describe_error(exc)
+    return {"ok": False, "error_type": error_type, "error": message[:MAX_ERROR_CHARS],
+            "retryable": is_retryable(exc, error_type, message)}
 
 
 def write_result(path: Path, payload: dict[str, Any]) -> None:
@@ -458,9 +504,8 @@ def main(argv: list[str] | None = None) -> int:
         spec = parse_spec(json.loads(args.spec.read_text()))
         payload = run(spec)
     except Exception as exc:
-        error_type, message = describe_error(exc)
-        print(f"[tms-job] {error_type}: {message[:MAX_ERROR_CHARS]}", file=sys.stderr)
-        payload = {"ok": False, "error_type": error_type, "error": message[:MAX_ERROR_CHARS]}
+        payload = failure_payload(exc)
+        print(f"[tms-job] {payload['error_type']}: {payload['error']}", file=sys.stderr)
     write_result(args.result, payload)
     return 0 if payload["ok"] else 1
 

@@ -1,0 +1,190 @@
+"""A long-lived PySpark driver that runs Iceberg maintenance specs one after another.
+
+A cold ``spark-submit`` pays a JVM and SparkContext start (about ten seconds here) for every
+operation, which dwarfs the work on a small table. This driver starts one SparkSession and then
+serves requests, so each small operation costs only its own Spark jobs.
+
+Protocol (one JSON object per line):
+
+- the driver writes ``{"ready": true, "spark_app_id": ..., "pid": ...}`` once the session is up,
+  or ``{"fatal": "..."}`` if it cannot start;
+- the engine writes ``{"id": N, "spec": "/path/spec.json", "result": "/path/result.json"}``;
+- the driver writes the result file (exactly the format ``iceberg_maintenance.py`` writes) and
+  answers ``{"id": N, "done": true}``;
+- EOF on stdin stops the session and exits 0.
+
+Requests come on stdin and messages go to the ORIGINAL stdout descriptor only: at start fd 1 is
+duplicated for the protocol and then pointed at stderr, so stray prints, pyspark and the JVM it
+launches (which inherits fd 1) cannot corrupt the protocol. stderr is the driver log.
+
+The engine starts this file with the Python interpreter, not with ``spark-submit FILE``: pyspark
+then launches the JVM through spark-submit with the same arguments (``PYSPARK_SUBMIT_ARGS``).
+spark-submit's Python runner would give the driver a stdin nothing writes to and merge its
+stdout into stderr, so no stdin/stdout protocol can pass through it.
+
+Imports only pyspark, the standard library and ``iceberg_maintenance`` (from the ``tms.jobs``
+package, or as a sibling file when shipped alone).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+try:
+    from tms.jobs import iceberg_maintenance as im
+except ImportError:  # shipped alone, next to iceberg_maintenance.py
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import iceberg_maintenance as im  # type: ignore[no-redef]
+
+APP_NAME = "tms-warm-driver"
+EXIT_OK = 0
+EXIT_START_FAILED = 1
+EXIT_WRONG_LAUNCHER = 2
+EXIT_SESSION_LOST = 3  # the JVM went away: exit without answering so the engine falls back
+_SPARK_SUBMIT_ENV = "PYSPARK_GATEWAY_PORT"  # set when spark-submit's Python runner started us
+
+Send = Callable[[dict[str, Any]], None]
+
+
+class RequestError(ValueError):
+    """A request line that is not a valid request."""
+
+
+def parse_request(line: str) -> tuple[int, Path, Path]:
+    """``(id, spec path, result path)`` from one request line."""
+    try:
+        data = json.loads(line)
+    except ValueError as e:
+        raise RequestError(f"not JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise RequestError("a request must be a JSON object")
+    req_id, spec, result = data.get("id"), data.get("spec"), data.get("result")
+    if not isinstance(req_id, int) or isinstance(req_id, bool):
+        raise RequestError("'id' must be an integer")
+    if not isinstance(spec, str) or not spec or not isinstance(result, str) or not result:
+        raise RequestError("'spec' and 'result' must be non-empty paths")
+    return req_id, Path(spec), Path(result)
+
+
+def _log(message: str) -> None:
+    print(f"[tms-warm] {message}", file=sys.stderr, flush=True)
+
+
+def register_catalog(spark: Any, spec: im.JobSpec, registered: dict[str, Mapping[str, str]]
+                     ) -> None:
+    """Register the spec's catalog in the running session (Spark loads catalogs lazily by
+    name, so runtime conf works for a name not used yet). Iceberg's JDBC catalog keys its rows
+    by catalog name, and a loaded catalog never rereads its conf: a name already registered
+    with other properties would silently reach the wrong catalog, so it is refused (the engine
+    restarts the driver before sending such a spec)."""
+    known = registered.get(spec.catalog_name)
+    if known is not None:
+        if dict(known) != spec.catalog_properties:
+            raise RuntimeError(f"catalog {spec.catalog_name!r} is registered in this session "
+                               "with other properties; a new driver is needed")
+        return
+    for key, value in im.catalog_conf(spec.catalog_name, spec.catalog_properties).items():
+        spark.conf.set(key, value)
+    registered[spec.catalog_name] = dict(spec.catalog_properties)
+
+
+def session_alive(spark: Any) -> bool:
+    try:
+        return not spark.sparkContext._jsc.sc().isStopped()
+    except Exception:  # Py4J cannot reach the JVM
+        return False
+
+
+def run_request(spark: Any, spec_path: Path, registered: dict[str, Mapping[str, str]]
+                ) -> dict[str, Any]:
+    """The result payload for one spec; failures become failure payloads."""
+    try:
+        spec = im.parse_spec(json.loads(spec_path.read_text()))
+        register_catalog(spark, spec, registered)
+        return im.run_in_session(spark, spec)
+    except Exception as exc:
+        payload = im.failure_payload(exc)
+        _log(f"{payload['error_type']}: {payload['error']}")
+        return payload
+    finally:
+        try:
+            spark.catalog.clearCache()  # nothing an operation cached may pile up across them
+        except Exception:
+            pass
+
+
+def serve(spark: Any, requests: Iterable[str], send: Send) -> int:
+    """Answer requests until EOF; returns the exit status."""
+    registered: dict[str, Mapping[str, str]] = {}
+    for line in requests:
+        if not line.strip():
+            continue
+        try:
+            req_id, spec_path, result_path = parse_request(line)
+        except RequestError as e:
+            _log(f"bad request ignored: {e}")
+            send({"error": f"bad request: {e}"})
+            continue
+        _log(f"request {req_id} started: {spec_path}")
+        if not session_alive(spark):
+            _log(f"request {req_id}: the Spark session is gone; exiting without an answer")
+            return EXIT_SESSION_LOST
+        spark.sparkContext.setJobGroup(f"tms-request-{req_id}", str(spec_path))
+        payload = run_request(spark, spec_path, registered)
+        if not payload["ok"] and not session_alive(spark):
+            _log(f"request {req_id}: the Spark session is gone; exiting without an answer")
+            return EXIT_SESSION_LOST
+        im.write_result(result_path, payload)
+        _log(f"request {req_id} finished: ok={payload['ok']}")
+        send({"id": req_id, "done": True})
+    return EXIT_OK
+
+
+def _protocol_stream() -> IO[str]:
+    """A private copy of the original stdout for protocol messages; fd 1 and ``sys.stdout``
+    then point at stderr, so neither Python prints nor the JVM can write into the protocol."""
+    proto = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    sys.stdout.flush()
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return proto
+
+
+def main() -> int:
+    if os.environ.get(_SPARK_SUBMIT_ENV):
+        print("warm_driver.py must be started with python (pyspark launches spark-submit): "
+              "spark-submit's Python runner does not pass stdin through", file=sys.stderr)
+        return EXIT_WRONG_LAUNCHER
+    proto = _protocol_stream()
+
+    def send(message: dict[str, Any]) -> None:
+        proto.write(json.dumps(message) + "\n")
+        proto.flush()
+
+    try:
+        spark = im.session_builder(APP_NAME).getOrCreate()
+    except Exception as exc:
+        error_type, message = im.describe_error(exc)
+        _log(f"session failed to start: {error_type}: {message}")
+        send({"fatal": f"{error_type}: {message[:im.MAX_ERROR_CHARS]}"})
+        return EXIT_START_FAILED
+    try:
+        send({"ready": True, "spark_app_id": spark.sparkContext.applicationId,
+              "pid": os.getpid()})
+        return serve(spark, sys.stdin, send)
+    except BrokenPipeError:  # the engine is gone
+        return EXIT_OK
+    finally:
+        try:
+            spark.stop()
+        except Exception:
+            pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())
