@@ -153,7 +153,8 @@ class CallerCpu:
     calls made by a decision: instance attributes wrap the bound methods."""
 
     STORE_CALLS = ("begin_decision", "last_succeeded_all", "record_decisions",
-                   "finish_decision", "enqueue", "mark_dirty")
+                   "finish_decision", "enqueue", "mark_dirty", "begin_decisions",
+                   "last_succeeded_for", "finish_decisions")
 
     def __init__(self, store: Any, coordinator: Any) -> None:
         self.cpu_s: dict[str, float] = collections.defaultdict(float)
@@ -437,6 +438,43 @@ def pull_loop(name: str, scheduler: Any, pks: list[int], seconds: float, counter
     return res
 
 
+def pull_loop_shards(name: str, scheduler: Any, pks: list[int], seconds: float,
+                     counter: ZkCounter, caller: CallerCpu, probe: CpuProbe) -> PullResult:
+    """Shard mode: whole passes (``run_shards_once``: a batch of due tables of the shards
+    held), every table due again at once (pull interval 0)."""
+    res = PullResult(name=name, tables=len(pks))
+    deadline = time.monotonic() + 60
+    while scheduler.coordinator.owned_shards() is None:
+        if time.monotonic() > deadline:
+            raise BenchError("the in-process scheduler never got its shards")
+        time.sleep(0.1)
+    scheduler.run_shards_once()  # warm-up: connections, plugin caches
+    counter.reset()
+    caller.reset()
+    threads0 = _threads_cpu_s()
+    probe.begin()
+    w0, p0, t0 = time.perf_counter(), time.process_time(), time.thread_time()
+    end = w0 + seconds
+    while True:
+        c0 = time.perf_counter()
+        if c0 >= end:
+            break
+        took = scheduler.run_shards_once()
+        if took:
+            res.call_ms += [1e3 * (time.perf_counter() - c0) / took] * took
+        res.decisions += took
+        res.calls += 1
+    res.wall_s = time.perf_counter() - w0
+    res.process_cpu_s = time.process_time() - p0
+    res.thread_cpu_s = time.thread_time() - t0
+    res.cpu = probe.end()
+    threads1 = _threads_cpu_s()
+    res.thread_cpu_s_by_name = {k: v - threads0.get(k, 0.0) for k, v in threads1.items()}
+    res.zk = collections.Counter(counter.by_type)
+    res.caller_cpu_s = dict(caller.cpu_s)
+    return res
+
+
 def _ensure_lock_paths(coordinator: Any, pks: Sequence[int]) -> None:
     """A table's lock node persists once its first lock made it; create them all up front so
     the loop measures the steady state (a first lock costs two more requests: exists, create)."""
@@ -510,7 +548,7 @@ def phase_pull(args: argparse.Namespace, stack: Any, constant_pks: list[int], tm
     if "constant" not in formats:
         raise BenchError(f"the constant test plugin is not installed (found {sorted(formats)})")
     store = PostgresStore(dsn)
-    coordinator = Coordinator(stack.zookeeper.hosts, "bench-in-process")
+    coordinator = Coordinator(stack.zookeeper.hosts, "bench-in-process", shard_settle_s=0.5)
     out: list[PullResult] = []
     try:
         coordinator.start()
@@ -518,26 +556,34 @@ def phase_pull(args: argparse.Namespace, stack: Any, constant_pks: list[int], tm
         caller = CallerCpu(store, coordinator)
         # pull interval 0: every decide(pk) finds the table due again, the normal pull path
         scheduler = Scheduler(store, coordinator, formats, "bench-in-process",
-                              pull_interval_s=0.0)
+                              pull_interval_s=0.0, mode="locks")
         probe = CpuProbe(groups)
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute("UPDATE tms_tables SET next_check_at = now() WHERE id = ANY(%s)",
                          (constant_pks,))
         _ensure_lock_paths(coordinator, constant_pks)
-        _say(f"pull (b): decide() over {len(constant_pks)} constant tables for "
+        _say(f"pull (b): locks: decide() over {len(constant_pks)} constant tables for "
              f"{args.seconds:g} s")
         with _py_spy(args.py_spy, args.seconds, procs, tmp):
-            out.append(pull_loop("constant", scheduler, constant_pks, args.seconds, counter,
-                                 caller, probe, warmup=min(100, len(constant_pks))))
+            out.append(pull_loop("constant locks", scheduler, constant_pks, args.seconds,
+                                 counter, caller, probe, warmup=min(100, len(constant_pks))))
+        scheduler.mode = "shards"
+        _say(f"pull (b): shards: batched passes over {len(constant_pks)} constant tables for "
+             f"{args.seconds:g} s")
+        out.append(pull_loop_shards("constant shards", scheduler, constant_pks, args.seconds,
+                                    counter, caller, probe))
+        with psycopg.connect(dsn, autocommit=True) as conn:  # out of the Iceberg pass's way
+            conn.execute("UPDATE tms_tables SET next_check_at = now() + interval '1 day' "
+                         "WHERE id = ANY(%s)", (constant_pks,))
         if args.iceberg_tables > 0:
             _say(f"pull (a): creating {args.iceberg_tables} Iceberg tables "
                  f"({args.iceberg_commits} commits each)")
             ice = make_iceberg_tables(dsn, stack.postgres, tmp, args.iceberg_tables,
                                       args.iceberg_commits)
-            _ensure_lock_paths(coordinator, ice)
-            _say(f"pull (a): decide() over {len(ice)} Iceberg tables for {args.seconds:g} s")
-            r = pull_loop("iceberg", scheduler, ice, args.seconds, counter, caller, probe,
-                          warmup=len(ice))
+            _say(f"pull (a): shards: passes over {len(ice)} Iceberg tables for "
+                 f"{args.seconds:g} s")
+            r = pull_loop_shards("iceberg", scheduler, ice, args.seconds, counter, caller,
+                                 probe)
             with psycopg.connect(dsn, autocommit=True) as conn:
                 n = conn.execute("SELECT count(*) FROM tms_operations WHERE table_pk = ANY(%s)",
                                  (ice,)).fetchone()
@@ -599,7 +645,7 @@ def render(args: argparse.Namespace, lat: LatencyResult | None,
                           p.ms_per(p.wall_s), "ms"))
         lines[-1] += f"   p50 {_percentile(calls, 50):.2f} p99 {_percentile(calls, 99):.2f}"
         cpu = p.ms_per(p.process_cpu_s)
-        if p.name == "constant":
+        if p.name.startswith("constant"):
             lines.append(_row(f"pull {p.name}: CPU ms per decision (process_time)", cpu, "ms",
                               f"<= {GOAL_CPU_MS_PER_DECISION:.1f}",
                               cpu / GOAL_CPU_MS_PER_DECISION, cpu <= GOAL_CPU_MS_PER_DECISION))
@@ -619,7 +665,8 @@ def render(args: argparse.Namespace, lat: LatencyResult | None,
         notes.append(f"pull {p.name}: {p.calls} decide() calls, {p.decisions} decisions on "
                      f"{p.tables} tables in {p.wall_s:.1f} s; ZooKeeper requests per "
                      f"decision by type: {mix}"
-                     + (f"; operations queued {p.ops_queued}" if p.name != "constant" else ""))
+                     + (f"; operations queued {p.ops_queued}"
+                        if not p.name.startswith("constant") else ""))
         notes.append(f"pull {p.name}: {_load_note(p.cpu)}")
         if p.decisions:
             d = p.decisions
@@ -677,7 +724,9 @@ def run(args: argparse.Namespace) -> None:
     stack = LocalStack(state_dir=tmp / "stack", tms_home=tmp / "home", executors=0,
                        schedulers=args.schedulers,
                        scheduler_args=["--pull-interval-s", str(LONG_PULL_S),
-                                       "--poll-interval-s", str(args.poll_interval_s)])
+                                       "--poll-interval-s", str(args.poll_interval_s),
+                                       "--coordination", args.coordination,
+                                       "--shard-settle-s", "0.5"])
     procs: list[subprocess.Popen[bytes]] = []
     lat: LatencyResult | None = None
     pulls: list[PullResult] = []
@@ -752,6 +801,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--iceberg-tables", type=int, default=20, help="0 skips pull (a)")
     p.add_argument("--iceberg-commits", type=int, default=3, help="appends per Iceberg table")
     p.add_argument("--skip-latency", action="store_true", help="only the in-process phases")
+    p.add_argument("--coordination", choices=("shards", "locks"), default="shards",
+                   help="how the scheduler processes of the latency phase divide the tables "
+                        "(the pull phase measures both)")
     p.add_argument("--py-spy", type=Path,
                    help="record the constant pull loop with py-spy (raw collapsed stacks)")
     args = p.parse_args(argv)

@@ -1,9 +1,18 @@
-"""ZooKeeper coordination through kazoo: per-table locks for schedulers.
+"""ZooKeeper coordination through kazoo: which scheduler decides for which table.
 
-A scheduler decides for a table only while it holds that table's lock, so two schedulers never
-decide for one table at once. When the ZooKeeper session is suspended or lost the scheduler
-must stop deciding at once (``healthy`` turns false from kazoo's own listener thread); Postgres'
-unique indexes are the last guard if two ever decide together anyway.
+Two ways, chosen per deployment (all schedulers must use the same):
+
+* shards (default): the tables are split into NUM_SHARDS shards by primary key and kazoo's
+  SetPartitioner gives each live scheduler a share of them; a scheduler decides only for tables
+  of shards it holds, without any ZooKeeper request per decision. When schedulers come or go
+  the shards are released and divided again; a shard's lock is only given up between passes,
+  so its next owner never starts while the last one is still deciding.
+* locks: a scheduler decides for a table only while it holds that table's lock (four ZooKeeper
+  requests per decision): any scheduler can take any table, at a higher cost.
+
+Either way no two schedulers decide for one table at once. When the ZooKeeper session is
+suspended or lost the scheduler must stop deciding at once (``healthy`` turns false from kazoo's
+own listener thread); Postgres' unique indexes are the last guard if two ever decide together.
 """
 
 from __future__ import annotations
@@ -16,23 +25,39 @@ import structlog
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import KazooException, LockTimeout
 from kazoo.recipe.lock import Lock
+from kazoo.recipe.partitioner import SetPartitioner
 
 ZK_SESSION_TIMEOUT_S = 10.0
 ZK_CONNECT_TIMEOUT_S = 15.0
 ZK_ROOT = "/tms"
 TABLE_LOCKS_PATH = f"{ZK_ROOT}/locks/tables"
 LEADER_PATH = f"{ZK_ROOT}/leader"
+SHARDS_PATH = f"{ZK_ROOT}/shards"
+# Fixed for a deployment: every scheduler must split the tables the same way.
+NUM_SHARDS = 128
+# How long the set of schedulers must stay unchanged before the shards are divided again.
+SHARD_SETTLE_S = 2.0
+MODE_SHARDS = "shards"
+MODE_LOCKS = "locks"
+MODES = (MODE_SHARDS, MODE_LOCKS)
+
+
+def shard_of(table_pk: int) -> int:
+    return table_pk % NUM_SHARDS
 
 log = structlog.get_logger("tms.coordination")
 
 
 class Coordinator:
     def __init__(self, hosts: str, member_id: str,
-                 session_timeout_s: float = ZK_SESSION_TIMEOUT_S) -> None:
+                 session_timeout_s: float = ZK_SESSION_TIMEOUT_S,
+                 shard_settle_s: float = SHARD_SETTLE_S) -> None:
         self.member_id = member_id
         self.client = KazooClient(hosts=hosts, timeout=session_timeout_s)
         self._connected = threading.Event()
         self._leader: Lock | None = None
+        self._partitioner: SetPartitioner | None = None
+        self.shard_settle_s = shard_settle_s
         self.client.add_listener(self._on_state)
 
     def _on_state(self, state: str) -> None:
@@ -51,6 +76,11 @@ class Coordinator:
 
     def stop(self) -> None:
         self._connected.clear()
+        if self._partitioner is not None:
+            try:
+                self._partitioner.finish()  # leave the party: the others take our shards
+            except KazooException as e:
+                log.warning("leaving the shard party failed", error=str(e))
         try:
             self.client.stop()
         finally:
@@ -76,6 +106,31 @@ class Coordinator:
         if got:
             log.info("leadership taken", member=self.member_id)
         return got
+
+    def owned_shards(self) -> frozenset[int] | None:
+        """The shards this member holds now; None while they are being divided (decide for
+        nothing then). Never blocks: it advances kazoo's partitioner one step per call, and
+        releases our shards only here, between passes."""
+        if not self.healthy:
+            return None
+        p = self._partitioner
+        try:
+            if p is None or p.failed:  # first call, or the session was lost: join again
+                if p is not None:
+                    log.warning("shard partition failed; rejoining", member=self.member_id)
+                self._partitioner = p = self.client.SetPartitioner(
+                    SHARDS_PATH, set=tuple(range(NUM_SHARDS)), identifier=self.member_id,
+                    time_boundary=self.shard_settle_s)
+            if p.release:
+                log.info("schedulers changed; releasing shards", member=self.member_id)
+                p.release_set()
+                return None
+        except KazooException as e:
+            log.warning("shard partition step failed", error=str(e))
+            return None
+        if p.acquired and self.healthy:
+            return frozenset(p)
+        return None
 
     @contextmanager
     def table_lock(self, table_pk: int) -> Iterator[bool]:

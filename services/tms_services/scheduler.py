@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import os
 
-from tms.coordination import ZK_SESSION_TIMEOUT_S, Coordinator
+from tms.coordination import (
+    MODE_SHARDS,
+    MODES,
+    SHARD_SETTLE_S,
+    ZK_SESSION_TIMEOUT_S,
+    Coordinator,
+)
 from tms.formats.policy import DEFAULT_MAX_ATTEMPTS, MAX_MAX_ATTEMPTS
 from tms.formats.registry import load_formats
 from tms.observability import configure_logging
@@ -68,6 +74,13 @@ def main(argv: list[str] | None = None) -> None:
                         help="action=attempts,... for operations the scheduler queues (default "
                              f"{DEFAULT_MAX_ATTEMPTS}; a table's execution.max-attempts wins), "
                              "e.g. 'compaction=5,remove_orphan_files=1'")
+    parser.add_argument("--coordination", choices=MODES, default=MODE_SHARDS,
+                        help="shards: ZooKeeper divides the tables between live schedulers, no "
+                             "ZooKeeper request per decision; locks: a ZooKeeper lock per "
+                             "decision. Every scheduler of a deployment must use the same.")
+    parser.add_argument("--shard-settle-s", type=float, default=SHARD_SETTLE_S,
+                        help="how long the set of schedulers must stay unchanged before the "
+                             "shards are divided again")
     args = parser.parse_args(argv)
     try:
         queue_priorities = parse_queue_priorities(args.queue_priorities)
@@ -79,7 +92,8 @@ def main(argv: list[str] | None = None) -> None:
     configure_logging("tms-scheduler")
     stop = stop_event_on_signals()
     store = PostgresStore(args.database_url)
-    coordinator = Coordinator(args.zookeeper, args.id, args.zk_session_timeout_s)
+    coordinator = Coordinator(args.zookeeper, args.id, args.zk_session_timeout_s,
+                              args.shard_settle_s)
     coordinator.start()
     try:
         Scheduler(store, coordinator, load_formats(), args.id,
@@ -88,7 +102,7 @@ def main(argv: list[str] | None = None) -> None:
                   retention=Retention(args.events_retention_s,
                                       args.operations_retention_s),
                   queue_priorities=queue_priorities,
-                  max_attempts_by_action=max_attempts).run(stop)
+                  max_attempts_by_action=max_attempts, mode=args.coordination).run(stop)
     finally:
         coordinator.stop()
         store.close()

@@ -39,9 +39,11 @@ def test_third_party_plugin_is_found_without_touching_tms(plugin_path: None) -> 
     assert out.stdout.strip() == "['constant', 'hudi', 'iceberg']"
 
 
-def test_three_schedulers_one_session_expired(make_stack, plugin_path: None) -> None:
+@pytest.mark.parametrize("mode", ["shards", "locks"])
+def test_three_schedulers_one_session_expired(make_stack, plugin_path: None, mode: str) -> None:
     stack = make_stack(scheduler_args=["--zk-session-timeout-s", str(SESSION_TIMEOUT_S),
-                                       "--poll-interval-s", "0.2"])
+                                       "--poll-interval-s", "0.2", "--coordination", mode,
+                                       "--shard-settle-s", "0.5"])
     stack.start_api()
     schedulers = [stack.start_scheduler(i) for i in range(3)]
     stub = stub_for(stack)

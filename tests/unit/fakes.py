@@ -61,6 +61,31 @@ class FakeStore:
     retried: list[tuple[OperationRecord, Outcome, float]] = field(default_factory=list)
     claimed_queues: list[tuple[str, ...] | None] = field(default_factory=list)
 
+    db_now: datetime = NOW  # what PostgreSQL's now() would say
+
+    def begin_decisions(self, shards: list[int], num_shards: int, limit: int
+                        ) -> list[tuple[TableRecord, bool]]:
+        due = sorted(pk for pk in set(self.tables) | self.dirty
+                     if pk % num_shards in shards
+                     and (pk in self.dirty or (pk in self.tables
+                                               and self.tables[pk].state is TableState.ACTIVE
+                                               and self.tables[pk].next_check_at <= self.db_now)))
+        out = []
+        for pk in due[:limit]:
+            had = self.take_dirty(pk)
+            if pk in self.tables:
+                out.append((self.tables[pk], had))
+        return out
+
+    def last_succeeded_for(self, pks: list[int]) -> dict[int, dict[str, OperationRecord]]:
+        return {}
+
+    def finish_decisions(self, scheduler_id: str,
+                         decisions: list[tuple[int, Decision, int | None]],
+                         next_checks: list[tuple[int, float]]) -> None:
+        self.decisions += decisions
+        self.finished_decisions += next_checks
+
     def due_tables(self, limit: int) -> list[int]:
         return sorted(set(self.tables) | self.dirty)[:limit]
 
@@ -133,9 +158,18 @@ class FakeStore:
 
 
 class FakeCoordinator:
-    def __init__(self, healthy: bool = True, locked_by_other: set[int] | None = None) -> None:
+    def __init__(self, healthy: bool = True, locked_by_other: set[int] | None = None,
+                 shards: frozenset[int] | None = None) -> None:
         self.healthy = healthy
         self.locked_by_other = locked_by_other or set()
+        self.shards = shards  # None: every shard
+
+    def owned_shards(self) -> frozenset[int] | None:
+        from tms.coordination import NUM_SHARDS
+
+        if not self.healthy:
+            return None
+        return frozenset(range(NUM_SHARDS)) if self.shards is None else self.shards
 
     def is_leader(self) -> bool:
         return self.healthy

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 
 import structlog
 
-from tms.coordination import Coordinator
+from tms.coordination import MODE_SHARDS, MODES, NUM_SHARDS, Coordinator
 from tms.domain import Decision, OperationRecord, TableRecord, TableState
 from tms.formats.base import TableFormatPlugin
 from tms.formats.policy import (
@@ -50,6 +50,7 @@ class Scheduler:
                  retention: Retention | None = None,
                  queue_priorities: dict[str, int] | None = None,
                  max_attempts_by_action: dict[str, int] | None = None,
+                 mode: str = MODE_SHARDS,
                  clock: Callable[[], float] = time.monotonic,
                  now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self.store = store
@@ -65,6 +66,9 @@ class Scheduler:
         self.retention = retention or Retention()
         self.queue_priorities = dict(queue_priorities or {})
         self.max_attempts_by_action = dict(max_attempts_by_action or {})
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        self.mode = mode
         self.decided = threading.Event()  # set after each decision: a signal for tests
 
     def run(self, stop: threading.Event) -> None:
@@ -83,11 +87,44 @@ class Scheduler:
         self._leader_duties()
         if not self.coordinator.healthy:
             return 0
+        if self.mode == MODE_SHARDS:
+            return self.run_shards_once()
         taken = 0
         for pk in self.store.due_tables(DUE_BATCH_SIZE):
             if self.decide(pk):
                 taken += 1
         return taken
+
+    def run_shards_once(self) -> int:
+        """Shard mode: a batch of due tables of the shards we hold, in three round trips plus
+        one insert per queued operation, and no ZooKeeper request."""
+        shards = self.coordinator.owned_shards()
+        if not shards:
+            return 0
+        batch = self.store.begin_decisions(sorted(shards), NUM_SHARDS, DUE_BATCH_SIZE)
+        if not batch:
+            return 0
+        now = self._now()
+        last = self.store.last_succeeded_for([t.id for t, _ in batch])
+        decisions: list[tuple[int, Decision, int | None]] = []
+        checks: list[tuple[int, float]] = []
+        done = 0
+        try:
+            for table, _ in batch:
+                if table.state is TableState.ACTIVE:
+                    taken, next_s = self._evaluate(table, now, last.get(table.id, {}))
+                    decisions += [(table.id, d, op) for d, op in taken]
+                    checks.append((table.id, next_s))
+                done += 1
+        finally:
+            if done < len(batch):  # interrupted (ZooKeeper lost): keep the rest's marks
+                for table, had_commits in batch[done:]:
+                    if had_commits:
+                        self.store.mark_dirty(table.id)
+            if decisions or checks:
+                self.store.finish_decisions(self.scheduler_id, decisions, checks)
+        self.decided.set()
+        return len(checks)
 
     def _leader_duties(self) -> None:
         """The reaper often, retention pruning now and then: only on the elected leader."""
@@ -125,26 +162,30 @@ class Scheduler:
         return True
 
     def _decide_locked(self, table: TableRecord, now: datetime) -> None:
+        taken, next_s = self._evaluate(table, now, self.store.last_succeeded_all(table.id))
+        if taken:
+            self.store.record_decisions(table.id, taken, self.scheduler_id)
+        self.store.finish_decision(table.id, next_s)
+
+    def _evaluate(self, table: TableRecord, now: datetime,
+                  last_runs: Mapping[str, OperationRecord]
+                  ) -> tuple[list[tuple[Decision, int | None]], float]:
+        """Inspect, evaluate, queue what should run: (decisions with the operation each
+        queued, seconds until the next check). Queues nothing once ZooKeeper is lost."""
         bound = log.bind(table=table.table_id)
         plugin = self.formats.get(table.format)
         if plugin is None:
             bound.error("no plugin for format", format=table.format)
-            self.store.finish_decision(table.id, INSPECT_FAILURE_RETRY_S)
-            return
+            return [], INSPECT_FAILURE_RETRY_S
         try:
             metrics = plugin.inspect(table)
         except Exception as e:
             bound.warning("inspection failed", error=str(e))
             failed = Decision("", False, f"inspection failed: {e}"[:2000])
-            self.store.record_decisions(
-                table.id, [(replace(failed, action=a), None) for a in plugin.actions],
-                self.scheduler_id)
-            self.store.finish_decision(table.id, INSPECT_FAILURE_RETRY_S)
-            return
-        last_runs: dict[str, OperationRecord | None] = dict(
-            self.store.last_succeeded_all(table.id))
+            return [(replace(failed, action=a), None) for a in plugin.actions], \
+                INSPECT_FAILURE_RETRY_S
         taken: list[tuple[Decision, int | None]] = []
-        for decision in plugin.evaluate(table, metrics, last_runs, now):
+        for decision in plugin.evaluate(table, metrics, dict(last_runs), now):
             op_id = None
             if decision.should_run:
                 if not self.coordinator.healthy:
@@ -160,8 +201,7 @@ class Scheduler:
                     bound.info("operation queued", action=decision.action, operation=op_id,
                                reason=decision.reason)
             taken.append((decision, op_id))
-        self.store.record_decisions(table.id, taken, self.scheduler_id)
-        self.store.finish_decision(table.id, self.pull_interval(table))
+        return taken, self.pull_interval(table)
 
     def priority(self, table: TableRecord) -> int:
         """An operation's priority: its table's, raised or lowered by its queue's."""

@@ -76,6 +76,20 @@ class Store(Protocol):
         """Consume the table's "new commits" mark and read the table (commit count left 0):
         (table or None when gone, whether there was a mark)."""
 
+    def begin_decisions(self, shards: Sequence[int], num_shards: int, limit: int
+                        ) -> list[tuple[TableRecord, bool]]:
+        """Shard mode: up to ``limit`` due tables of the given shards, their "new commits"
+        marks consumed: (table, whether it had a mark)."""
+
+    def last_succeeded_for(self, pks: Sequence[int]) -> dict[int, dict[str, OperationRecord]]:
+        """For each table, the last SUCCEEDED operation of each action."""
+
+    def finish_decisions(self, scheduler_id: str,
+                         decisions: Sequence[tuple[int, Decision, int | None]],
+                         next_checks: Sequence[tuple[int, float]]) -> None:
+        """Record a batch's decisions (table pk, decision, queued operation) and set each
+        table's next check (table pk, seconds from now) in one statement."""
+
     def last_succeeded_all(self, pk: int) -> dict[str, OperationRecord]:
         """The last SUCCEEDED operation of each action of the table."""
 

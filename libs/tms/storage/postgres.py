@@ -201,6 +201,37 @@ class PostgresStore:
             return None, False
         return _table(row), bool(row["had_commits"])
 
+    def begin_decisions(self, shards: Sequence[int], num_shards: int, limit: int
+                        ) -> list[tuple[TableRecord, bool]]:
+        rows = self._all("begin_decisions", {"shards": list(shards), "num_shards": num_shards,
+                                             "limit": limit})
+        return [(_table(r), bool(r["had_commits"])) for r in rows]
+
+    def last_succeeded_for(self, pks: Sequence[int]) -> dict[int, dict[str, OperationRecord]]:
+        out: dict[int, dict[str, OperationRecord]] = {}
+        for r in self._all("last_succeeded_for_tables", {"pks": list(pks)}):
+            out.setdefault(int(r["table_pk"]), {})[r["action"]] = _op(r)
+        return out
+
+    def finish_decisions(self, scheduler_id: str,
+                         decisions: Sequence[tuple[int, Decision, int | None]],
+                         next_checks: Sequence[tuple[int, float]]) -> None:
+        params = {
+            "scheduler_id": scheduler_id,
+            "table_pks": [pk for pk, _, _ in decisions],
+            "actions": [d.action for _, d, _ in decisions],
+            "should_run": [d.should_run for _, d, _ in decisions],
+            "reasons": [d.reason for _, d, _ in decisions],
+            "metrics": [Jsonb(d.metrics) for _, d, _ in decisions],
+            "operation_ids": [op for _, _, op in decisions],
+            "check_pks": [pk for pk, _ in next_checks],
+            "next_check_s": [float(s) for _, s in next_checks],
+        }
+        try:
+            self._one_write("finish_decisions", params)
+        except psycopg.errors.ForeignKeyViolation:  # a table went in the same instant: again
+            self._one_write("finish_decisions", params)
+
     def last_succeeded_all(self, pk: int) -> dict[str, OperationRecord]:
         rows = self._all("last_succeeded_by_action", {"table_pk": pk})
         return {r["action"]: _op(r) for r in rows}

@@ -455,3 +455,51 @@ SELECT coalesce(q.name, c.queue) AS name, q.max_running,
        coalesce(c.queued, 0) AS queued, coalesce(c.running, 0) AS running
 FROM tms_queues q FULL JOIN counts c ON c.queue = q.name
 ORDER BY 1;
+
+-- name: begin_decisions
+-- Shard mode, one round trip for a whole batch: the due tables of the shards this scheduler
+-- holds (undecided commits first, then due pull checks), their marks consumed. The shards are
+-- exclusively ours, so nothing else picks these rows meanwhile.
+WITH due AS (
+    (SELECT table_pk AS id FROM tms_dirty_tables
+     WHERE table_pk %% %(num_shards)s = ANY(%(shards)s::int[])
+     ORDER BY since LIMIT %(limit)s)
+    UNION
+    (SELECT id FROM tms_tables
+     WHERE state = 'ACTIVE' AND next_check_at <= now()
+       AND id %% %(num_shards)s = ANY(%(shards)s::int[])
+     ORDER BY next_check_at LIMIT %(limit)s)
+), mark AS (
+    DELETE FROM tms_dirty_tables d USING due WHERE d.table_pk = due.id RETURNING d.table_pk
+)
+SELECT t.*, EXISTS (SELECT 1 FROM mark m WHERE m.table_pk = t.id) AS had_commits,
+       0::bigint AS commit_count, NULL::text AS last_commit_id,
+       NULL::timestamptz AS last_commit_time
+FROM tms_tables t JOIN due ON due.id = t.id
+ORDER BY t.id;
+
+-- name: last_succeeded_for_tables
+SELECT DISTINCT ON (table_pk, action) * FROM tms_operations
+WHERE table_pk = ANY(%(pks)s::bigint[]) AND state = 'SUCCEEDED'
+ORDER BY table_pk, action, finished_at DESC;
+
+-- name: finish_decisions
+-- Every decision of a batch and every table's next check, in one statement.
+WITH d AS (
+    INSERT INTO tms_decisions (table_pk, action, decided_at, should_run, reason, metrics,
+                               operation_id, scheduler_id)
+    SELECT u.table_pk, u.action, now(), u.should_run, u.reason, u.metrics, u.operation_id,
+           %(scheduler_id)s
+    FROM unnest(%(table_pks)s::bigint[], %(actions)s::text[], %(should_run)s::boolean[],
+                %(reasons)s::text[], %(metrics)s::jsonb[], %(operation_ids)s::bigint[])
+         AS u(table_pk, action, should_run, reason, metrics, operation_id)
+    -- a table deregistered meanwhile has no row to point at any more
+    WHERE EXISTS (SELECT 1 FROM tms_tables t WHERE t.id = u.table_pk)
+    ON CONFLICT (table_pk, action) DO UPDATE
+    SET decided_at = excluded.decided_at, should_run = excluded.should_run,
+        reason = excluded.reason, metrics = excluded.metrics,
+        operation_id = excluded.operation_id, scheduler_id = excluded.scheduler_id
+)
+UPDATE tms_tables t SET next_check_at = now() + make_interval(secs => n.next_check_s)
+FROM unnest(%(check_pks)s::bigint[], %(next_check_s)s::float8[]) AS n(pk, next_check_s)
+WHERE t.id = n.pk;
