@@ -57,6 +57,7 @@ class Coordinator:
         self._connected = threading.Event()
         self._leader: Lock | None = None
         self._partitioner: SetPartitioner | None = None
+        self._owned: frozenset[int] = frozenset()
         self.shard_settle_s = shard_settle_s
         self.client.add_listener(self._on_state)
 
@@ -129,7 +130,11 @@ class Coordinator:
             log.warning("shard partition step failed", error=str(e))
             return None
         if p.acquired and self.healthy:
-            return frozenset(p)
+            owned = frozenset(p)
+            if owned != self._owned:
+                log.info("shards held", member=self.member_id, count=len(owned))
+                self._owned = owned
+            return owned
         return None
 
     @contextmanager
