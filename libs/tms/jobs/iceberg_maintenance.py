@@ -217,7 +217,8 @@ def _options_map(options: Mapping[str, str]) -> str:
 
 
 def _table_arg(spec: JobSpec) -> str:
-    return f"table => {sql_string(spec.table_ref)}"
+    # catalog-qualified: unqualified, a namespace named like a catalog would be read as one
+    return f"table => {sql_string(spec.qualified_table)}"
 
 
 def _only_options(spec: JobSpec, allowed: tuple[str, ...]) -> None:
