@@ -91,6 +91,18 @@ class Coordinator:
     def healthy(self) -> bool:
         return self._connected.is_set()
 
+    @property
+    def leads(self) -> bool:
+        """Whether this member holds the leader lock now (no attempt to take it)."""
+        leader = self._leader
+        return self.healthy and leader is not None and bool(leader.is_acquired)
+
+    @property
+    def held_shards(self) -> frozenset[int]:
+        """The shards held as of the last :meth:`owned_shards` call (no ZooKeeper step)."""
+        p = self._partitioner
+        return self._owned if self.healthy and p is not None and p.acquired else frozenset()
+
     def is_leader(self) -> bool:
         """Whether this member leads (runs the reaper). The first member to take the leader
         lock keeps it for as long as its session lives; the others try again each call."""
@@ -124,6 +136,7 @@ class Coordinator:
                     time_boundary=self.shard_settle_s)
             if p.release:
                 log.info("schedulers changed; releasing shards", member=self.member_id)
+                self._owned = frozenset()
                 p.release_set()
                 return None
         except KazooException as e:

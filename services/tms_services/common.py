@@ -8,6 +8,8 @@ import signal
 import socket
 import threading
 
+from tms.telemetry import METRICS_ENV, configure_metrics
+
 ENV_DATABASE_URL = "TMS_DATABASE_URL"
 ENV_ZOOKEEPER = "TMS_ZOOKEEPER_HOSTS"
 
@@ -16,7 +18,17 @@ def base_parser(description: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--database-url", default=os.environ.get(ENV_DATABASE_URL),
                    help=f"PostgreSQL URL (env {ENV_DATABASE_URL})")
+    p.add_argument("--metrics-listen", default=os.environ.get(METRICS_ENV, ""),
+                   help=f"serve Prometheus /metrics on host:port (env {METRICS_ENV}; "
+                        "default off)")
     return p
+
+
+def start_metrics(process: str, parser: argparse.ArgumentParser, listen: str) -> None:
+    try:
+        configure_metrics(process, listen or None)
+    except (ValueError, OSError) as e:
+        parser.error(f"--metrics-listen: {e}")
 
 
 def require(args: argparse.Namespace, parser: argparse.ArgumentParser, *names: str) -> None:

@@ -27,7 +27,13 @@ from tms.formats.registry import load_formats
 from tms.observability import configure_logging
 from tms.spark.settings import SparkSettings
 from tms.storage.postgres import PostgresStore
-from tms_services.common import base_parser, member_id, require, stop_event_on_signals
+from tms_services.common import (
+    base_parser,
+    member_id,
+    require,
+    start_metrics,
+    stop_event_on_signals,
+)
 
 ENV_ENGINE_CONFIG = "TMS_ENGINE_CONFIG"
 ENV_QUEUES = "TMS_EXECUTOR_QUEUES"
@@ -78,6 +84,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     require(args, parser, "database_url")
     configure_logging("tms-executor")
+    start_metrics("tms-executor", parser, args.metrics_listen)
     home = Path(args.home).resolve()
     workdir = Path(args.workdir) if args.workdir else home / "work" / args.id
     queues = [q.strip() for q in args.queues.split(",") if q.strip()]

@@ -14,6 +14,7 @@ from tms.coordination import (
 from tms.formats.policy import DEFAULT_MAX_ATTEMPTS, MAX_MAX_ATTEMPTS
 from tms.formats.registry import load_formats
 from tms.observability import configure_logging
+from tms.scheduler.gauges import register_scheduler_gauges
 from tms.scheduler.loop import POLL_INTERVAL_S, PULL_INTERVAL_S, Scheduler
 from tms.scheduler.retention import EVENTS_RETENTION_S, OPERATIONS_RETENTION_S, Retention
 from tms.storage.postgres import PostgresStore
@@ -22,6 +23,7 @@ from tms_services.common import (
     base_parser,
     member_id,
     require,
+    start_metrics,
     stop_event_on_signals,
 )
 
@@ -90,11 +92,13 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(str(e))
     require(args, parser, "database_url", "zookeeper")
     configure_logging("tms-scheduler")
+    start_metrics("tms-scheduler", parser, args.metrics_listen)
     stop = stop_event_on_signals()
     store = PostgresStore(args.database_url)
     coordinator = Coordinator(args.zookeeper, args.id, args.zk_session_timeout_s,
                               args.shard_settle_s)
     coordinator.start()
+    register_scheduler_gauges(store, coordinator)
     try:
         Scheduler(store, coordinator, load_formats(), args.id,
                   poll_interval_s=args.poll_interval_s,

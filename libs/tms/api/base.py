@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -23,6 +24,7 @@ from tms.api.errors import ApiError, not_found, unavailable
 from tms.domain import TableRecord
 from tms.formats.base import TableFormatPlugin
 from tms.storage.base import Store, TableGone
+from tms.telemetry import instruments
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 1000
@@ -35,19 +37,33 @@ R = TypeVar("R")
 def rpc(fn: Callable[..., R]) -> Callable[..., R]:
     """Authenticate, authorize by method, run, and map every failure to a proper status."""
 
+    method = fn.__name__
+
     @functools.wraps(fn)
     def wrapper(self: ServicerBase, request: Any, context: grpc.ServicerContext) -> R:
+        start = time.perf_counter()
+        code = grpc.StatusCode.OK
         try:
             principal = self.auth.authenticate(context.invocation_metadata())  # type: ignore[arg-type]
-            self.auth.authorize(principal, fn.__name__)
+            self.auth.authorize(principal, method)
             return fn(self, request, context, principal)
         except ApiError as e:
+            code = e.code
             context.abort_with_status(e.to_status())
         except TableGone as e:  # deregistered under our feet
+            code = grpc.StatusCode.NOT_FOUND
             context.abort_with_status(not_found(f"tables/{e}").to_status())
         except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as e:
-            log.warning("database unavailable", method=fn.__name__, error=str(e))
+            code = grpc.StatusCode.UNAVAILABLE
+            log.warning("database unavailable", method=method, error=str(e))
             context.abort_with_status(unavailable("database unavailable, retry").to_status())
+        except Exception:
+            code = grpc.StatusCode.INTERNAL
+            raise
+        finally:
+            m = instruments()
+            m.api_requests.add(1, {"method": method, "code": code.name})
+            m.api_request_duration.record(time.perf_counter() - start, {"method": method})
         raise AssertionError("unreachable")  # abort_with_status always raises
 
     return wrapper

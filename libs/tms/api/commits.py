@@ -10,6 +10,7 @@ from tms.api.auth import Principal
 from tms.api.base import ServicerBase, rpc
 from tms.api.errors import invalid, not_found
 from tms.domain import CommitEvent
+from tms.telemetry import instruments
 from tms.v1 import tms_pb2
 
 MAX_BATCH_COMMITS = 1000
@@ -35,6 +36,16 @@ def _event(p: v.Problems, prefix: str, req: tms_pb2.NotifyCommitRequest) -> Comm
     )
 
 
+def _count(outcomes: list[bool | None]) -> None:
+    new = sum(1 for o in outcomes if o)
+    dup = sum(1 for o in outcomes if o is False)
+    unknown = len(outcomes) - new - dup
+    counter = instruments().commits_received
+    for result, n in (("new", new), ("duplicate", dup), ("unknown_table", unknown)):
+        if n:
+            counter.add(n, {"result": result})
+
+
 class CommitsMixin(ServicerBase):
     def _out_of_scope(self, principal: Principal, table_ids: set[str]) -> set[str]:
         """Table ids of this batch the principal may not notify (none for unscoped tokens)."""
@@ -53,6 +64,7 @@ class CommitsMixin(ServicerBase):
         if self._out_of_scope(principal, {event.table_id}):
             self.check_scope(principal, event.table_id, None)
         outcome = self.batcher.notify(event)
+        _count([outcome])
         if outcome is None:
             raise not_found(request.table)
         return tms_pb2.NotifyCommitResponse(duplicate=not outcome)
@@ -71,6 +83,7 @@ class CommitsMixin(ServicerBase):
         denied = self._out_of_scope(principal, {e.table_id for e in events})
         allowed = [i for i, e in enumerate(events) if e.table_id not in denied]
         outcomes = self.store.notify_commits([events[i] for i in allowed])
+        _count(outcomes)
         results = [tms_pb2.NotifyCommitsResponse.Result() for _ in events]
         for i, e in enumerate(events):
             if e.table_id in denied:

@@ -22,6 +22,7 @@ from tms.engines.profiles import EngineRouter
 from tms.executor.retry import RetryPolicy
 from tms.formats.base import TableFormatPlugin
 from tms.storage.base import Store
+from tms.telemetry import instruments
 
 HEARTBEAT_INTERVAL_S = 10.0
 LEASE_TIMEOUT_S = 30.0
@@ -82,6 +83,9 @@ class Executor:
         bound = log.bind(operation=op.id, table_pk=op.table_pk, action=op.action,
                          attempt=op.attempt)
         bound.info("operation started")
+        m = instruments()
+        m.attempts_started.add(1, {"action": op.action, "queue": op.queue})
+        started = self._clock()
         lost = threading.Event()  # the lease is no longer ours
         cancelled = threading.Event()  # a cancel was requested through the API
         handback = threading.Event()  # shutdown grace ran out: return the operation
@@ -106,6 +110,7 @@ class Executor:
             done.set()
             for w in watchers:
                 w.join()
+        ended = "lost"
         if lost.is_set():
             bound.warning("lease lost; outcome discarded")
         elif cancelled.is_set():
@@ -113,16 +118,21 @@ class Executor:
                               log_tail=outcome.log_tail, exit_code=outcome.exit_code)
             if self.store.finish(op, self.executor_id, outcome):
                 bound.info("operation cancelled; job stopped")
+                m.operations_finished.add(1, {"action": op.action, "state": "CANCELLED"})
+            ended = "cancelled"
         elif handback.is_set():
             released = self.store.release(op, self.executor_id,
                                           f"handed back by {self.executor_id} on shutdown")
             bound.warning("operation handed back on shutdown", released=released)
+            ended = "handed_back"
         else:
-            self._record(op, outcome, bound)
+            ended = self._record(op, outcome, bound)
+        m.attempt_duration.record(self._clock() - started,
+                                  {"action": op.action, "outcome": ended})
         self.finished.set()
 
     def _record(self, op: OperationRecord, outcome: Outcome,
-                bound: structlog.typing.FilteringBoundLogger) -> None:
+                bound: structlog.typing.FilteringBoundLogger) -> str:
         """Finish the operation, or queue it again after a backoff when the failure may pass
         and attempts remain. Non-retryable failures end at once, whatever attempts are left."""
         if outcome.state is OperationState.FAILED and not outcome.retryable:
@@ -133,11 +143,15 @@ class Executor:
             if self.store.retry_later(op, self.executor_id, outcome, delay_s):
                 bound.warning("attempt failed; retry queued", error=outcome.error,
                               retry_in_s=round(delay_s, 1), max_attempts=op.max_attempts)
-                return
+                instruments().retries_queued.add(1, {"action": op.action})
+                return "retry"
         if self.store.finish(op, self.executor_id, outcome):
             bound.info("operation finished", state=outcome.state.value, error=outcome.error)
-        else:
-            bound.warning("outcome refused: this attempt no longer owns the operation")
+            instruments().operations_finished.add(
+                1, {"action": op.action, "state": outcome.state.value})
+            return outcome.state.value.lower()
+        bound.warning("outcome refused: this attempt no longer owns the operation")
+        return "lost"
 
     def _watch_shutdown(self, shutdown: threading.Event, handback: threading.Event,
                         stop_engine: threading.Event, done: threading.Event) -> None:

@@ -68,6 +68,7 @@ class LocalStack:
     schedulers: int = 1
     scheduler_args: list[str] = field(default_factory=list)
     executor_args: list[str] = field(default_factory=list)
+    api_args: list[str] = field(default_factory=list)
     postgres: LocalPostgres | None = None
     zookeeper: LocalZooKeeper | None = None
     services: list[ServiceProcess] = field(default_factory=list)
@@ -107,7 +108,8 @@ class LocalStack:
 
     def start_api(self) -> ServiceProcess:
         self.api_port = self.api_port or free_port()
-        svc = self._service("api", "tms_services.api", ["--listen", self.api_address])
+        svc = self._service("api", "tms_services.api",
+                            ["--listen", self.api_address, *self.api_args])
         self.wait_api_ready()
         return svc
 

@@ -28,6 +28,7 @@ from tms.formats.policy import (
 )
 from tms.scheduler.retention import PRUNE_INTERVAL_S, Retention
 from tms.storage.base import Store
+from tms.telemetry import instruments
 
 POLL_INTERVAL_S = 0.5
 PULL_INTERVAL_S = float(DEFAULT_PULL_INTERVAL_S)
@@ -136,6 +137,9 @@ class Scheduler:
         if due_reap:
             self._last_reap = now
             requeued, failed = self.store.reap_expired()
+            for what, ids in (("requeued", requeued), ("failed", failed)):
+                if ids:
+                    instruments().lease_expiries.add(len(ids), {"outcome": what})
             if requeued or failed:
                 log.warning("expired leases reaped", requeued=requeued, failed=failed)
         if due_prune:
@@ -182,11 +186,14 @@ class Scheduler:
         except Exception as e:
             bound.warning("inspection failed", error=str(e))
             failed = Decision("", False, f"inspection failed: {e}"[:2000])
+            for a in plugin.actions:
+                instruments().decisions.add(1, {"action": a, "outcome": "inspection_failed"})
             return [(replace(failed, action=a), None) for a in plugin.actions], \
                 INSPECT_FAILURE_RETRY_S
         taken: list[tuple[Decision, int | None]] = []
         for decision in plugin.evaluate(table, metrics, dict(last_runs), now):
             op_id = None
+            outcome = "not_needed"
             if decision.should_run:
                 if not self.coordinator.healthy:
                     raise ZooKeeperLost("session lost mid-decision; not queueing")
@@ -194,13 +201,16 @@ class Scheduler:
                                            self.max_attempts(table, decision.action),
                                            self.priority(table))
                 if op_id is None:
+                    outcome = "already_active"
                     decision = Decision(decision.action, False,
                                         f"{decision.reason}; an operation is already active",
                                         decision.metrics)
                 else:
+                    outcome = "queued"
                     bound.info("operation queued", action=decision.action, operation=op_id,
                                reason=decision.reason)
             taken.append((decision, op_id))
+            instruments().decisions.add(1, {"action": decision.action, "outcome": outcome})
         return taken, self.pull_interval(table)
 
     def priority(self, table: TableRecord) -> int:

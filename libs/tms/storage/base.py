@@ -146,6 +146,12 @@ class Store(Protocol):
 
     def list_queues(self) -> list[QueueInfo]: ...
 
+    def queue_stats(self) -> list[dict[str, Any]]:
+        """Per (queue, action): QUEUED count and the oldest one's age in seconds."""
+
+    def overdue_tables(self, grace_s: float) -> int:
+        """Active tables whose check or commit mark has waited longer than ``grace_s``."""
+
     # queries
     def attempts(self, op_ids: Sequence[int]) -> dict[int, tuple[Attempt, ...]]:
         """Every attempt of the given operations, oldest first."""

@@ -358,6 +358,13 @@ class PostgresStore:
     def set_queue_limit(self, name: str, max_running: int | None) -> None:
         self._one_write("upsert_queue", {"name": name, "max_running": max_running})
 
+    def queue_stats(self) -> list[dict[str, Any]]:
+        return self._all("queue_stats", {})
+
+    def overdue_tables(self, grace_s: float) -> int:
+        row = self._one("overdue_tables", {"grace_s": grace_s})
+        return int(row["n"]) if row else 0
+
     def list_queues(self) -> list[QueueInfo]:
         return [QueueInfo(**r) for r in self._all("list_queues", {})]
 

@@ -503,3 +503,20 @@ WITH d AS (
 UPDATE tms_tables t SET next_check_at = now() + make_interval(secs => n.next_check_s)
 FROM unnest(%(check_pks)s::bigint[], %(next_check_s)s::float8[]) AS n(pk, next_check_s)
 WHERE t.id = n.pk;
+
+-- name: queue_stats
+-- Metrics: what waits in each queue, per action, and for how long.
+SELECT queue, action, count(*) AS queued,
+       extract(epoch FROM now() - min(created_at))::float8 AS oldest_age_s
+FROM tms_operations WHERE state = 'QUEUED'
+GROUP BY queue, action;
+
+-- name: overdue_tables
+-- Metrics: active tables the schedulers have not looked at in time (a pull check or a commit
+-- mark waiting longer than the grace).
+SELECT count(*) AS n FROM tms_tables t
+WHERE t.state = 'ACTIVE'
+  AND (t.next_check_at < now() - make_interval(secs => %(grace_s)s)
+       OR EXISTS (SELECT 1 FROM tms_dirty_tables d
+                  WHERE d.table_pk = t.id
+                    AND d.since < now() - make_interval(secs => %(grace_s)s)));
