@@ -80,6 +80,7 @@ class CommitEvent:
     files_added: int | None = None
     bytes_added: int | None = None
     operation_type: str = ""
+    traceparent: str = ""  # W3C trace context of the notification, carried to the decision
 
 
 class AttemptState(enum.StrEnum):
@@ -148,6 +149,7 @@ class OperationRecord:
     queue: str = "default"
     run_after: datetime | None = None  # a QUEUED retry is not claimed before this
     attempts: tuple[Attempt, ...] = ()  # filled by readers that ask for them
+    traceparent: str | None = None  # W3C trace context of the decision that queued it
 
     @property
     def name(self) -> str:

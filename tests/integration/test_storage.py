@@ -28,7 +28,7 @@ def _table(store: PostgresStore, table_id: str = "t1"):
 
 def test_migrate_is_idempotent(pg) -> None:
     first = migrate(pg.dsn)
-    assert [m.version for m in first] == [1, 2, 3, 4, 5]
+    assert [m.version for m in first] == [1, 2, 3, 4, 5, 6]
     assert migrate(pg.dsn) == []
 
 

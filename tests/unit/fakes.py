@@ -64,7 +64,7 @@ class FakeStore:
     db_now: datetime = NOW  # what PostgreSQL's now() would say
 
     def begin_decisions(self, shards: list[int], num_shards: int, limit: int
-                        ) -> list[tuple[TableRecord, bool]]:
+                        ) -> list[tuple[TableRecord, bool, str | None]]:
         due = sorted(pk for pk in set(self.tables) | self.dirty
                      if pk % num_shards in shards
                      and (pk in self.dirty or (pk in self.tables
@@ -74,7 +74,7 @@ class FakeStore:
         for pk in due[:limit]:
             had = self.take_dirty(pk)
             if pk in self.tables:
-                out.append((self.tables[pk], had))
+                out.append((self.tables[pk], had, None))
         return out
 
     def last_succeeded_for(self, pks: list[int]) -> dict[int, dict[str, OperationRecord]]:
@@ -94,7 +94,7 @@ class FakeStore:
         self.dirty.discard(pk)
         return had
 
-    def mark_dirty(self, pk: int) -> None:
+    def mark_dirty(self, pk: int, traceparent: str | None = None) -> None:
         self.dirty.add(pk)
 
     def reap_expired(self) -> tuple[list[int], list[int]]:
@@ -110,7 +110,8 @@ class FakeStore:
         return None
 
     def enqueue(self, table: TableRecord, decision: Decision, trigger: str,
-                max_attempts: int, priority: int | None = None) -> int | None:
+                max_attempts: int, priority: int | None = None,
+                traceparent: str | None = None) -> int | None:
         if any(pk == table.id and d.action == decision.action for pk, d in self.ops):
             return None
         self.priorities.append(priority)
@@ -121,8 +122,8 @@ class FakeStore:
                          scheduler_id: str) -> None:
         self.decisions += [(pk, d, op) for d, op in decisions]
 
-    def begin_decision(self, pk: int) -> tuple[TableRecord | None, bool]:
-        return self.tables.get(pk), self.take_dirty(pk)
+    def begin_decision(self, pk: int) -> tuple[TableRecord | None, bool, str | None]:
+        return self.tables.get(pk), self.take_dirty(pk), None
 
     def last_succeeded_all(self, pk: int) -> dict[str, OperationRecord]:
         return {}

@@ -14,6 +14,8 @@ import psycopg
 import psycopg_pool
 import structlog
 from google.protobuf.message import Message
+from opentelemetry.context import attach, detach
+from opentelemetry.trace import SpanKind, set_span_in_context
 
 from tms.api import pagination
 from tms.api import validate as v
@@ -25,6 +27,7 @@ from tms.domain import TableRecord
 from tms.formats.base import TableFormatPlugin
 from tms.storage.base import Store, TableGone
 from tms.telemetry import instruments
+from tms.tracing import context_from_metadata, tracer
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 1000
@@ -43,8 +46,12 @@ def rpc(fn: Callable[..., R]) -> Callable[..., R]:
     def wrapper(self: ServicerBase, request: Any, context: grpc.ServicerContext) -> R:
         start = time.perf_counter()
         code = grpc.StatusCode.OK
+        metadata = context.invocation_metadata()
+        span = tracer().start_span(method, context=context_from_metadata(metadata),  # type: ignore[arg-type]
+                                   kind=SpanKind.SERVER)
+        token = attach(set_span_in_context(span))
         try:
-            principal = self.auth.authenticate(context.invocation_metadata())  # type: ignore[arg-type]
+            principal = self.auth.authenticate(metadata)  # type: ignore[arg-type]
             self.auth.authorize(principal, method)
             return fn(self, request, context, principal)
         except ApiError as e:
@@ -64,6 +71,9 @@ def rpc(fn: Callable[..., R]) -> Callable[..., R]:
             m = instruments()
             m.api_requests.add(1, {"method": method, "code": code.name})
             m.api_request_duration.record(time.perf_counter() - start, {"method": method})
+            span.set_attribute("rpc.grpc.status_code", code.value[0])
+            detach(token)
+            span.end()
         raise AssertionError("unreachable")  # abort_with_status always raises
 
     return wrapper

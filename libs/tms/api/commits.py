@@ -11,6 +11,7 @@ from tms.api.base import ServicerBase, rpc
 from tms.api.errors import invalid, not_found
 from tms.domain import CommitEvent
 from tms.telemetry import instruments
+from tms.tracing import current_traceparent
 from tms.v1 import tms_pb2
 
 MAX_BATCH_COMMITS = 1000
@@ -33,6 +34,7 @@ def _event(p: v.Problems, prefix: str, req: tms_pb2.NotifyCommitRequest) -> Comm
         table_id=table_id, commit_id=req.commit_id, commit_time=commit_time,
         files_added=st.files_added if has_stats else None,
         bytes_added=st.bytes_added if has_stats else None, operation_type=st.operation,
+        traceparent=current_traceparent() or "",
     )
 
 

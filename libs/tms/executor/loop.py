@@ -23,6 +23,7 @@ from tms.executor.retry import RetryPolicy
 from tms.formats.base import TableFormatPlugin
 from tms.storage.base import Store
 from tms.telemetry import instruments
+from tms.tracing import context_from, tracer
 
 HEARTBEAT_INTERVAL_S = 10.0
 LEASE_TIMEOUT_S = 30.0
@@ -80,6 +81,15 @@ class Executor:
         return True
 
     def execute(self, op: OperationRecord, shutdown: threading.Event) -> None:
+        """Run one attempt inside its span, which continues the trace of the decision (and
+        the commit before it) that queued the operation."""
+        with tracer().start_as_current_span(
+                "attempt", context=context_from(op.traceparent),
+                attributes={"tms.operation": op.id, "tms.action": op.action,
+                            "tms.attempt": op.attempt, "tms.queue": op.queue}):
+            self._execute(op, shutdown)
+
+    def _execute(self, op: OperationRecord, shutdown: threading.Event) -> None:
         bound = log.bind(operation=op.id, table_pk=op.table_pk, action=op.action,
                          attempt=op.attempt)
         bound.info("operation started")

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
+from typing import Any
 
 import structlog
 
@@ -29,6 +30,7 @@ from tms.formats.policy import (
 from tms.scheduler.retention import PRUNE_INTERVAL_S, Retention
 from tms.storage.base import Store
 from tms.telemetry import instruments
+from tms.tracing import context_from, current_traceparent, tracer
 
 POLL_INTERVAL_S = 0.5
 PULL_INTERVAL_S = float(DEFAULT_PULL_INTERVAL_S)
@@ -37,6 +39,13 @@ DUE_BATCH_SIZE = 100
 REAP_INTERVAL_S = 5.0
 
 log = structlog.get_logger("tms.scheduler")
+
+
+def _decision_span(table: TableRecord, traceparent: str | None) -> Any:
+    """The decision's span, continuing the trace of the commit that made the table due."""
+    return tracer().start_as_current_span(
+        "decide", context=context_from(traceparent),
+        attributes={"tms.table": table.table_id, "tms.table_format": table.format})
 
 
 class ZooKeeperLost(RuntimeError):
@@ -106,22 +115,23 @@ class Scheduler:
         if not batch:
             return 0
         now = self._now()
-        last = self.store.last_succeeded_for([t.id for t, _ in batch])
+        last = self.store.last_succeeded_for([t.id for t, _, _ in batch])
         decisions: list[tuple[int, Decision, int | None]] = []
         checks: list[tuple[int, float]] = []
         done = 0
         try:
-            for table, _ in batch:
+            for table, _, traceparent in batch:
                 if table.state is TableState.ACTIVE:
-                    taken, next_s = self._evaluate(table, now, last.get(table.id, {}))
+                    with _decision_span(table, traceparent):
+                        taken, next_s = self._evaluate(table, now, last.get(table.id, {}))
                     decisions += [(table.id, d, op) for d, op in taken]
                     checks.append((table.id, next_s))
                 done += 1
         finally:
             if done < len(batch):  # interrupted (ZooKeeper lost): keep the rest's marks
-                for table, had_commits in batch[done:]:
+                for table, had_commits, traceparent in batch[done:]:
                     if had_commits:
-                        self.store.mark_dirty(table.id)
+                        self.store.mark_dirty(table.id, traceparent)
             if decisions or checks:
                 self.store.finish_decisions(self.scheduler_id, decisions, checks)
         self.decided.set()
@@ -150,17 +160,18 @@ class Scheduler:
         with self.coordinator.table_lock(pk) as held:
             if not held:
                 return False
-            table, had_commits = self.store.begin_decision(pk)  # re-read under the lock
+            table, had_commits, traceparent = self.store.begin_decision(pk)  # under the lock
             if table is None or table.state is not TableState.ACTIVE:
                 return False  # gone or paused: resuming schedules a check
             now = self._now()
             if not had_commits and table.next_check_at > now:
                 return False  # another scheduler decided while we waited for the lock
             try:
-                self._decide_locked(table, now)
+                with _decision_span(table, traceparent):
+                    self._decide_locked(table, now)
             except BaseException:
-                if had_commits:
-                    self.store.mark_dirty(pk)  # these commits still deserve a decision
+                if had_commits:  # these commits still deserve a decision
+                    self.store.mark_dirty(pk, traceparent)
                 raise
         self.decided.set()
         return True
@@ -199,7 +210,7 @@ class Scheduler:
                     raise ZooKeeperLost("session lost mid-decision; not queueing")
                 op_id = self.store.enqueue(table, decision, "policy",
                                            self.max_attempts(table, decision.action),
-                                           self.priority(table))
+                                           self.priority(table), current_traceparent())
                 if op_id is None:
                     outcome = "already_active"
                     decision = Decision(decision.action, False,

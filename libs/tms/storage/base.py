@@ -67,19 +67,19 @@ class Store(Protocol):
     def due_tables(self, limit: int) -> list[int]:
         """Table pks with undecided commits or a due pull check."""
 
-    def mark_dirty(self, pk: int) -> None:
+    def mark_dirty(self, pk: int, traceparent: str | None = None) -> None:
         """Put the mark back (a decision failed before it could see the commits)."""
 
     def finish_decision(self, pk: int, next_check_s: float) -> None: ...
 
-    def begin_decision(self, pk: int) -> tuple[TableRecord | None, bool]:
+    def begin_decision(self, pk: int) -> tuple[TableRecord | None, bool, str | None]:
         """Consume the table's "new commits" mark and read the table (commit count left 0):
-        (table or None when gone, whether there was a mark)."""
+        (table or None when gone, whether there was a mark, the mark's trace context)."""
 
     def begin_decisions(self, shards: Sequence[int], num_shards: int, limit: int
-                        ) -> list[tuple[TableRecord, bool]]:
+                        ) -> list[tuple[TableRecord, bool, str | None]]:
         """Shard mode: up to ``limit`` due tables of the given shards, their "new commits"
-        marks consumed: (table, whether it had a mark)."""
+        marks consumed: (table, whether it had a mark, the mark's trace context)."""
 
     def last_succeeded_for(self, pks: Sequence[int]) -> dict[int, dict[str, OperationRecord]]:
         """For each table, the last SUCCEEDED operation of each action."""
@@ -98,7 +98,8 @@ class Store(Protocol):
         """Every action's decision (with the operation it queued, if any) at once."""
 
     def enqueue(self, table: TableRecord, decision: Decision, trigger: str,
-                max_attempts: int, priority: int | None = None) -> int | None:
+                max_attempts: int, priority: int | None = None,
+                traceparent: str | None = None) -> int | None:
         """New operation id, or None when one is already active for (table, action)."""
 
     def enqueue_manual(self, table: TableRecord, action: str, trigger: str, reason: str,

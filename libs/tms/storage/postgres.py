@@ -170,6 +170,7 @@ class PostgresStore:
             "files_added": [e.files_added for e in unique],
             "bytes_added": [e.bytes_added for e in unique],
             "operation_types": [e.operation_type for e in unique],
+            "traceparents": [e.traceparent for e in unique],
         }
         with self._pool.connection() as conn:
             rows = conn.execute(q("notify_commits"), params).fetchall()
@@ -189,23 +190,23 @@ class PostgresStore:
     def due_tables(self, limit: int) -> list[int]:
         return [int(r["id"]) for r in self._all("due_tables", {"limit": limit})]
 
-    def mark_dirty(self, pk: int) -> None:
-        self._one_write("mark_dirty", {"pk": pk})
+    def mark_dirty(self, pk: int, traceparent: str | None = None) -> None:
+        self._one_write("mark_dirty", {"pk": pk, "traceparent": traceparent})
 
     def finish_decision(self, pk: int, next_check_s: float) -> None:
         self._one_write("finish_decision", {"pk": pk, "next_check_s": next_check_s})
 
-    def begin_decision(self, pk: int) -> tuple[TableRecord | None, bool]:
+    def begin_decision(self, pk: int) -> tuple[TableRecord | None, bool, str | None]:
         row = self._one("begin_decision", {"pk": pk})
         if row is None:
-            return None, False
-        return _table(row), bool(row["had_commits"])
+            return None, False, None
+        return _table(row), bool(row["had_commits"]), row["traceparent"]
 
     def begin_decisions(self, shards: Sequence[int], num_shards: int, limit: int
-                        ) -> list[tuple[TableRecord, bool]]:
+                        ) -> list[tuple[TableRecord, bool, str | None]]:
         rows = self._all("begin_decisions", {"shards": list(shards), "num_shards": num_shards,
                                              "limit": limit})
-        return [(_table(r), bool(r["had_commits"])) for r in rows]
+        return [(_table(r), bool(r["had_commits"]), r["traceparent"]) for r in rows]
 
     def last_succeeded_for(self, pks: Sequence[int]) -> dict[int, dict[str, OperationRecord]]:
         out: dict[int, dict[str, OperationRecord]] = {}
@@ -255,13 +256,14 @@ class PostgresStore:
             raise TableGone(table.table_id) from None
 
     def enqueue(self, table: TableRecord, decision: Decision, trigger: str,
-                max_attempts: int, priority: int | None = None) -> int | None:
+                max_attempts: int, priority: int | None = None,
+                traceparent: str | None = None) -> int | None:
         row = self._insert_op("insert_operation", table, {
             "table_pk": table.id, "action": decision.action,
             "priority": table.priority if priority is None else priority,
             "trigger": trigger, "reason": decision.reason, "params": Jsonb(decision.params),
             "metrics": Jsonb(decision.metrics), "max_attempts": max_attempts,
-            "queue": table.queue,
+            "queue": table.queue, "traceparent": traceparent,
         })
         return int(row["id"]) if row else None
 

@@ -88,9 +88,10 @@ UPDATE tms_requests SET resource = %(resource)s WHERE request_id = %(request_id)
 WITH input AS (
     SELECT * FROM unnest(%(table_ids)s::text[], %(commit_ids)s::text[],
                          %(commit_times)s::timestamptz[], %(files_added)s::bigint[],
-                         %(bytes_added)s::bigint[], %(operation_types)s::text[])
+                         %(bytes_added)s::bigint[], %(operation_types)s::text[],
+                         %(traceparents)s::text[])
         WITH ORDINALITY AS i(table_id, commit_id, commit_time, files_added, bytes_added,
-                             operation_type, ord)
+                             operation_type, traceparent, ord)
 ), known AS (
     SELECT id, table_id FROM tms_tables WHERE table_id = ANY(%(table_ids)s)
 ), ins AS (
@@ -102,8 +103,12 @@ WITH input AS (
     ON CONFLICT (table_pk, commit_id) DO NOTHING
     RETURNING table_pk, commit_id
 ), dirty AS (
-    INSERT INTO tms_dirty_tables (table_pk)
-    SELECT DISTINCT table_pk FROM ins
+    -- a mark already waiting keeps the trace of the commit that set it
+    INSERT INTO tms_dirty_tables (table_pk, traceparent)
+    SELECT DISTINCT ON (ins.table_pk) ins.table_pk, nullif(i.traceparent, '')
+    FROM ins JOIN known k ON k.id = ins.table_pk
+    JOIN input i ON i.table_id = k.table_id AND i.commit_id = ins.commit_id
+    ORDER BY ins.table_pk, i.ord
     ON CONFLICT (table_pk) DO NOTHING
 )
 SELECT k.table_id, NULL::text AS commit_id FROM known k
@@ -119,7 +124,8 @@ UNION
   ORDER BY next_check_at LIMIT %(limit)s);
 
 -- name: mark_dirty
-INSERT INTO tms_dirty_tables (table_pk) VALUES (%(pk)s) ON CONFLICT (table_pk) DO NOTHING;
+INSERT INTO tms_dirty_tables (table_pk, traceparent) VALUES (%(pk)s, %(traceparent)s)
+ON CONFLICT (table_pk) DO NOTHING;
 
 -- name: finish_decision
 UPDATE tms_tables
@@ -130,9 +136,9 @@ WHERE id = %(pk)s;
 -- The partial unique index refuses a second active operation for (table, action): a
 -- duplicate decision, even from a split-brain scheduler, inserts nothing.
 INSERT INTO tms_operations (table_pk, action, priority, trigger, reason, params, metrics,
-                            max_attempts, queue)
+                            max_attempts, queue, traceparent)
 VALUES (%(table_pk)s, %(action)s, %(priority)s, %(trigger)s, %(reason)s, %(params)s,
-        %(metrics)s, %(max_attempts)s, %(queue)s)
+        %(metrics)s, %(max_attempts)s, %(queue)s, %(traceparent)s)
 ON CONFLICT (table_pk, action) WHERE state IN ('QUEUED', 'RUNNING') DO NOTHING
 RETURNING id;
 
@@ -408,9 +414,10 @@ RETURNING request_id;
 -- One round trip to start a decision: consume the table's "new commits" mark and read the
 -- table (without the commit count, which a decision does not need and which costs a scan).
 WITH mark AS (
-    DELETE FROM tms_dirty_tables WHERE table_pk = %(pk)s RETURNING table_pk
+    DELETE FROM tms_dirty_tables WHERE table_pk = %(pk)s RETURNING table_pk, traceparent
 )
 SELECT t.*, EXISTS (SELECT 1 FROM mark) AS had_commits,
+       (SELECT traceparent FROM mark) AS traceparent,
        0::bigint AS commit_count, NULL::text AS last_commit_id,
        NULL::timestamptz AS last_commit_time
 FROM tms_tables t
@@ -470,9 +477,11 @@ WITH due AS (
        AND id %% %(num_shards)s = ANY(%(shards)s::int[])
      ORDER BY next_check_at LIMIT %(limit)s)
 ), mark AS (
-    DELETE FROM tms_dirty_tables d USING due WHERE d.table_pk = due.id RETURNING d.table_pk
+    DELETE FROM tms_dirty_tables d USING due WHERE d.table_pk = due.id
+    RETURNING d.table_pk, d.traceparent
 )
 SELECT t.*, EXISTS (SELECT 1 FROM mark m WHERE m.table_pk = t.id) AS had_commits,
+       (SELECT m.traceparent FROM mark m WHERE m.table_pk = t.id) AS traceparent,
        0::bigint AS commit_count, NULL::text AS last_commit_id,
        NULL::timestamptz AS last_commit_time
 FROM tms_tables t JOIN due ON due.id = t.id
