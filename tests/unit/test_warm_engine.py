@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -167,6 +168,35 @@ def test_driver_refuses_a_catalog_name_with_other_properties() -> None:
     other = spec("file:///x")
     with pytest.raises(RuntimeError, match="other properties"):
         warm_driver.register_catalog(spark, other, registered)
+
+
+class StoppedSession:
+    """Just enough of a SparkSession for the serve loop's paths that never reach Spark."""
+
+    def __init__(self, stopped: bool) -> None:
+        context = SimpleNamespace(isStopped=lambda: stopped)
+        self.sparkContext = SimpleNamespace(setJobGroup=lambda *a: None,
+                                            _jsc=SimpleNamespace(sc=lambda: context))
+        self.catalog = SimpleNamespace(clearCache=lambda: None)
+
+
+def test_driver_answers_bad_requests_and_bad_specs_and_keeps_serving(tmp_path: Path) -> None:
+    spec, result = tmp_path / "spec.json", tmp_path / "result.json"
+    spec.write_text(json.dumps({"catalog_name": "c", "table": "ns.t", "action": "vacuum"}))
+    sent: list[dict[str, object]] = []
+    lines = ["not json\n", "\n", encode_request(4, spec, result).decode()]
+    assert warm_driver.serve(StoppedSession(False), lines, sent.append) == warm_driver.EXIT_OK
+    assert sent[0]["error"] and sent[1:] == [{"id": 4, "done": True}]
+    payload = json.loads(result.read_text())
+    assert payload["error_type"] == "SpecError" and payload["retryable"] is False
+
+
+def test_driver_whose_session_is_gone_exits_without_answering(tmp_path: Path) -> None:
+    sent: list[dict[str, object]] = []
+    lines = [encode_request(1, tmp_path / "spec.json", tmp_path / "result.json").decode()]
+    status = warm_driver.serve(StoppedSession(True), lines, sent.append)
+    assert status == warm_driver.EXIT_SESSION_LOST and sent == []
+    assert not (tmp_path / "result.json").exists()  # the engine reruns the job elsewhere
 
 
 def test_cooldown_after_consecutive_failures_uses_the_clock() -> None:

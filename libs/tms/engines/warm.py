@@ -171,9 +171,9 @@ class WarmSparkEngine:
                   on_handle: Callable[[str], None]) -> EngineResult | None:
         if stop.is_set():
             return EngineResult(False, None, "stopped", "", None, None, stopped=True)
+        self._ensure_alive()
         if not self.health.usable():
             return None
-        self._ensure_alive()
         catalog = catalog_of(job.spec)
         if self._driver is not None and catalog and self._catalogs.conflicts(*catalog):
             log.info("catalog name reused with other properties: restarting the warm driver",
