@@ -10,7 +10,7 @@ import pytest
 
 from tms.domain import Decision, OperationRecord, OperationState, TableSpec
 from tms.formats.iceberg import DEFAULT_MIN_SMALL_FILES, IcebergFormat
-from tms.formats.iceberg_policy import RULES
+from tms.formats.iceberg_policy import RULES, compaction
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 DAY_MS = 86_400_000
@@ -173,3 +173,26 @@ def test_validate_accepts_good_spec() -> None:
     good = replace(SPEC, policy={"clustering.sort-order": "id DESC NULLS LAST, kind",
                                  "scheduler.pull-interval-s": "60"})
     assert IcebergFormat().validate(good) == []
+
+
+def _quiet(small: int, idle_s: float, **pol: str) -> Any:
+    m = metrics(small=small, files=small + 1)
+    m["last_commit_ms"] = NOW_MS - int(idle_s * 1000)
+    return compaction({**pol}, m, None, NOW)
+
+
+def test_quiet_table_is_tidied_below_the_threshold() -> None:
+    d = _quiet(3, 7200)
+    assert d.should_run and "no commit for 7200 s" in d.reason
+    assert d.params["target-file-size-bytes"] == str(128 << 20)
+
+
+def test_quiet_rule_edges() -> None:
+    assert not _quiet(3, 3599).should_run  # not quiet long enough (default 3600 s)
+    assert not _quiet(1, 7200).should_run  # one small file: nothing to merge
+    assert not _quiet(3, 7200, **{"compaction.quiet-s": "0"}).should_run  # switched off
+    assert _quiet(2, 11, **{"compaction.quiet-s": "10"}).should_run
+    ran = compaction({"compaction.quiet-s": "10"},
+                     {**metrics(small=3, files=4), "last_commit_ms": NOW_MS - 60_000},
+                     last_run(5), NOW)
+    assert not ran.should_run and "minimum interval" in ran.reason

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Mapping
 from datetime import datetime
 from importlib import resources
@@ -89,8 +90,11 @@ class IcebergFormat(TableFormatPlugin):
             total_bytes=int(summary.get("total-files-size", 0)),
             records=int(summary.get("total-records", 0)),
         )
-        if metrics["data_files"] < min_small:
-            # fewer files than the threshold: no need to know which are small
+        metrics["last_commit_ms"] = snap.timestamp_ms
+        quiet_s = K["compaction.quiet-s"].as_int(table.policy)
+        quiet = bool(quiet_s) and time.time() - snap.timestamp_ms / 1000 >= quiet_s
+        if metrics["data_files"] < min_small and not (quiet and metrics["data_files"] >= 2):
+            # fewer files than any threshold: no need to know which are small
             metrics["small_files"] = None
             return metrics
         small = 0

@@ -30,6 +30,8 @@ K = {p.key: p for p in (
     PolicyKey("compaction.small-file-bytes", int, 16 * MIB, 1),
     PolicyKey("compaction.min-small-files", int, 12, 2),
     PolicyKey("compaction.min-interval-s", int, 60, 0),
+    # a table whose writers went quiet this long is tidied even below min-small-files (0: off)
+    PolicyKey("compaction.quiet-s", int, 3600, 0),
     PolicyKey("clustering.enabled", bool, False),
     PolicyKey("clustering.sort-order", str, "", pattern=_SORT,
               what="columns with optional ASC/DESC and NULLS FIRST/LAST"),
@@ -52,6 +54,7 @@ K = {p.key: p for p in (
     PolicyKey("position-deletes.min-interval-s", int, 600, 0),
 )}
 
+QUIET_MIN_SMALL_FILES = 2  # a quiet table is worth a rewrite from two small files on
 Rule = Callable[[Mapping[str, str], Mapping[str, Any], OperationRecord | None, datetime],
                 Decision]
 
@@ -84,6 +87,16 @@ def compaction(pol: Mapping[str, str], m: Mapping[str, Any], last: OperationReco
     if not K["compaction.enabled"].as_bool(pol):
         return Decision(a, False, "compaction is disabled by policy", seen)
     small = m["small_files"]
+    quiet_s, last_ms = K["compaction.quiet-s"].as_int(pol), m.get("last_commit_ms")
+    idle_s = now.timestamp() - last_ms / 1000 if last_ms is not None else None
+    if (small is not None and QUIET_MIN_SMALL_FILES <= small < min_small and quiet_s
+            and idle_s is not None and idle_s >= quiet_s):
+        because = f"{small} small data files and no commit for {idle_s:.0f} s"
+        return _too_soon(a, "compaction.min-interval-s", pol, last, now, seen,
+                         because) or Decision(
+            a, True, f"{because} (quiet after {quiet_s} s: tidied below the threshold of "
+                     f"{min_small})", seen,
+            {"target-file-size-bytes": str(K["compaction.target-file-size-bytes"].as_int(pol))})
     if small is None or small < min_small:
         count = m["data_files"] if small is None else small
         return Decision(a, False, f"{count} small data files (< {limit} bytes); "
