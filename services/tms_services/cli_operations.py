@@ -1,0 +1,219 @@
+"""``tms operations list|show|cancel|retry|trigger``, and the operation rows `watch` shares."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+from typing import Any
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from tms.v1 import tms_pb2
+from tms_services.cli_client import (
+    Client,
+    add_limit_options,
+    collect,
+    key_value,
+    limit_of,
+    operation_name,
+    table_name,
+)
+from tms_services.cli_format import (
+    NONE,
+    block,
+    cut,
+    pairs,
+    span,
+    struct_text,
+    table,
+    until,
+    when,
+)
+from tms_services.cli_output import emit, emit_more
+
+OP = tms_pb2.Operation
+OP_STATES = tuple(n for n in OP.State.keys() if n != "STATE_UNSPECIFIED")
+ALL_TABLES = "tables/-"
+LOG_INDENT = "  "
+
+
+def short(name: str) -> str:
+    """``tables/events/operations/7`` → ``events/7``, which every command also accepts."""
+    return name.removeprefix("tables/").replace("/operations/", "/")
+
+
+def state(op: tms_pb2.Operation) -> str:
+    return str(OP.State.Name(op.state))
+
+
+def attempts_text(op: tms_pb2.Operation) -> str:
+    return f"{op.attempt}/{op.max_attempts}"
+
+
+def executor(op: tms_pb2.Operation) -> str:
+    """The lease holder, or while waiting for a retry (the lease is gone) the executor of the
+    last attempt: the one whose logs explain the failure."""
+    if op.executor_id or not op.attempts:
+        return op.executor_id
+    return op.attempts[-1].executor_id
+
+
+def elapsed(op: tms_pb2.Operation, now: dt.datetime) -> str:
+    """RUNNING: time in the current attempt. Ended: from the first attempt's start to the end,
+    retry waits included, because that is how long the table waited for the result."""
+    if op.state == OP.RUNNING:
+        return span(op.start_time, None, now)
+    if op.HasField("end_time"):
+        first = op.attempts[0].start_time if op.attempts else op.start_time
+        return span(first, op.end_time, now)
+    return NONE
+
+
+def detail(op: tms_pb2.Operation) -> str:
+    """The error of a failed or retrying operation, else why it was queued."""
+    text = op.error if op.error and op.state in (OP.FAILED, OP.QUEUED) else op.reason
+    if op.cancel_requested and op.state == OP.RUNNING:
+        text = f"cancel requested; {text}"
+    return cut(text)
+
+
+OP_HEADERS = ["OPERATION", "ACTION", "STATE", "ATTEMPT", "QUEUE", "EXECUTOR", "CREATED (UTC)",
+              "ELAPSED", "NEXT ATTEMPT (UTC)", "DETAIL"]
+
+
+def op_rows(ops: list[tms_pb2.Operation], now: dt.datetime) -> str:
+    return table(OP_HEADERS, [
+        [short(o.name), o.action, state(o), attempts_text(o), o.queue, executor(o),
+         when(o.create_time, zone=False), elapsed(o, now),
+         until(o.next_attempt_time, now, compact=True), detail(o)] for o in ops], right=(3, 7))
+
+
+def _attempt_rows(op: tms_pb2.Operation, now: dt.datetime) -> str:
+    return table(["ATTEMPT", "STATE", "EXECUTOR", "STARTED (UTC)", "DURATION", "EXIT",
+                  "ENGINE HANDLE", "ERROR"], [
+        [a.attempt, tms_pb2.Attempt.State.Name(a.state), a.executor_id,
+         when(a.start_time, zone=False), span(a.start_time, a.end_time, now),
+         a.exit_code if a.HasField("exit_code") else NONE, a.engine_handle, cut(a.error)]
+        for a in op.attempts], right=(0, 5))
+
+
+def operation_text(op: tms_pb2.Operation, now: dt.datetime | None = None) -> str:
+    now = now or dt.datetime.now(dt.UTC)
+    ended = op.HasField("end_time")
+    parts = [block([
+        ("name", op.name), ("table", op.table), ("action", op.action), ("state", state(op)),
+        ("attempt", attempts_text(op)), ("queue", op.queue), ("priority", op.priority),
+        ("trigger", op.trigger), ("reason", op.reason), ("params", pairs(op.params)),
+        ("executor_id", op.executor_id), ("engine_handle", op.engine_handle),
+        ("create_time", when(op.create_time)), ("start_time", when(op.start_time)),
+        ("end_time", when(op.end_time)), ("elapsed", elapsed(op, now)),
+        ("next_attempt_time", until(op.next_attempt_time, now)),
+        ("cancel_requested", "yes" if op.cancel_requested else "no"),
+        ("retry_of", op.retry_of), ("exit_code", op.exit_code if ended else NONE),
+        ("error", op.error), ("metrics", struct_text(op.metrics)),
+        ("result", struct_text(op.result)),
+    ])]
+    if op.attempts:
+        parts += ["", _attempt_rows(op, now)]
+    if op.log_tail:
+        parts += ["", "log tail:", *(LOG_INDENT + line for line in op.log_tail.splitlines())]
+    return "\n".join(parts)
+
+
+def _time(text: str) -> Timestamp:
+    """argparse type: ISO 8601, UTC unless the text names a zone."""
+    try:
+        t = dt.datetime.fromisoformat(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {text!r}") from e
+    ts = Timestamp()
+    ts.FromDatetime(t if t.tzinfo else t.replace(tzinfo=dt.UTC))
+    return ts
+
+
+def _list(c: Client, args: argparse.Namespace) -> int:
+    req = tms_pb2.ListOperationsRequest(
+        parent=table_name(args.table) if args.table else ALL_TABLES, action=args.action,
+        state=args.state,
+        created_after=args.created_after, created_before=args.created_before)
+    ops, token = collect(c, "ListOperations", req, "operations", limit_of(args))
+    now = dt.datetime.now(dt.UTC)
+    emit(args, tms_pb2.ListOperationsResponse(operations=ops, next_page_token=token),
+         lambda _m: op_rows(ops, now) if ops else "no operations")
+    emit_more(args, token)
+    return 0
+
+
+def _show(c: Client, args: argparse.Namespace) -> int:
+    op = c.call("GetOperation", tms_pb2.GetOperationRequest(name=operation_name(args.operation)))
+    emit(args, op, operation_text)
+    return 0
+
+
+def _cancelled(op: tms_pb2.Operation) -> str:
+    if op.state == OP.RUNNING:
+        return f"cancel requested for {op.name} (RUNNING on {op.executor_id or 'an executor'})"
+    return f"{op.name} is {state(op)}"
+
+
+def _cancel(c: Client, args: argparse.Namespace) -> int:
+    op = c.call("CancelOperation",
+                tms_pb2.CancelOperationRequest(name=operation_name(args.operation)))
+    emit(args, op, _cancelled)
+    return 0
+
+
+def _queued(op: tms_pb2.Operation) -> str:
+    extra = f", retry of {op.retry_of}" if op.retry_of else ""
+    return (f"queued {op.name} ({op.action}, queue {op.queue}, priority {op.priority}, "
+            f"up to {op.max_attempts} attempts{extra})")
+
+
+def _retry(c: Client, args: argparse.Namespace) -> int:
+    op = c.call("RetryOperation",
+                tms_pb2.RetryOperationRequest(name=operation_name(args.operation)))
+    emit(args, op, _queued)
+    return 0
+
+
+def _trigger(c: Client, args: argparse.Namespace) -> int:
+    op = c.call("TriggerOperation", tms_pb2.TriggerOperationRequest(
+        parent=table_name(args.table), action=args.action_name, params=dict(args.param),
+        reason=args.reason, request_id=args.request_id))
+    emit(args, op, _queued)
+    return 0
+
+
+def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
+    o = sub.add_parser("operations", parents=[common],
+                       help="list, show, cancel, retry, trigger operations")
+    os_ = o.add_subparsers(dest="subcommand", metavar="COMMAND", required=True)
+
+    ls = os_.add_parser("list", parents=[common], help="operations, newest first")
+    ls.add_argument("--table", default="", help="only this table's (default: every table)")
+    ls.add_argument("--state", choices=OP_STATES, help="only operations in this state")
+    ls.add_argument("--action", dest="action", default="", help="only this action")
+    ls.add_argument("--created-after", type=_time, metavar="TIME",
+                    help="ISO 8601, UTC unless a zone is given")
+    ls.add_argument("--created-before", type=_time, metavar="TIME")
+    add_limit_options(ls)
+    ls.set_defaults(fn=_list)
+
+    for name, fn, text in (("show", _show, "one operation with its attempts and log tail"),
+                           ("cancel", _cancel, "cancel a queued or running operation"),
+                           ("retry", _retry, "queue a new try of a FAILED/CANCELLED one")):
+        p = os_.add_parser(name, parents=[common], help=text)
+        p.add_argument("operation", metavar="OPERATION",
+                       help="tables/{table}/operations/{id}, or {table}/{id}")
+        p.set_defaults(fn=fn)
+
+    t = os_.add_parser("trigger", parents=[common],
+                       help="queue an action now, bypassing the table's policy")
+    t.add_argument("table", metavar="TABLE", help="table id or tables/{id}")
+    t.add_argument("action_name", metavar="ACTION", help="e.g. compaction")
+    t.add_argument("--param", type=key_value, action="append", default=[], metavar="K=V",
+                   help="engine parameter (repeatable)")
+    t.add_argument("--reason", default="", help="note stored with the operation")
+    t.add_argument("--request-id", default="",
+                   help="idempotency key: a replay returns the first result")
+    t.set_defaults(fn=_trigger)
