@@ -41,11 +41,16 @@ def _list(c: Client, args: argparse.Namespace, only: str | None) -> list[tms_pb2
 
 
 def fetch(c: Client, args: argparse.Namespace) -> list[tms_pb2.Operation]:
-    """The operations of one frame, in display order (see the module docstring)."""
+    """The operations of one frame, in display order (see the module docstring). QUEUED is
+    asked before RUNNING: an operation starting in between then shows up twice (and is kept as
+    RUNNING) rather than not at all."""
     if args.state:
         return _list(c, args, args.state)
-    active = [op for s in ACTIVE_STATES for op in _list(c, args, s)]
-    seen = {op.name for op in active}
+    queued = _list(c, args, "QUEUED")
+    running = _list(c, args, "RUNNING")
+    seen = {op.name for op in running}
+    active = running + [op for op in queued if op.name not in seen]
+    seen |= {op.name for op in queued}
     recent = [op for op in _list(c, args, None) if op.name not in seen
               and state(op) not in ACTIVE_STATES]
     return active + recent[:max(0, args.limit - len(active))]
