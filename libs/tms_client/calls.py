@@ -1,0 +1,101 @@
+"""Requests of every client method, built once for the sync and the asyncio client alike.
+
+Each builder returns the stub method's name, the request and whether the call may be retried
+(see :mod:`tms_client.retry`), so the two clients differ only in how they wait.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from google.protobuf.message import Message
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from tms.v1 import tms_pb2
+from tms_client.commits import Commit, batch_request, table_name
+from tms_client.retry import Safety
+
+OPERATION_NAME_PART = "/operations/"
+ALL_TABLES = "tables/-"
+
+
+@dataclass(frozen=True)
+class Call:
+    method: str
+    request: Message
+    safety: Safety
+
+
+def _ts(when: datetime) -> Timestamp:
+    ts = Timestamp()
+    ts.FromDatetime(when if when.tzinfo else when.replace(tzinfo=UTC))
+    return ts
+
+
+def register_table(table_id: str, table: tms_pb2.Table, request_id: str | None) -> Call:
+    # Without a request id a replay after a lost answer would hit ALREADY_EXISTS (or, worse,
+    # register twice after a deregister): only keyed registrations are retried.
+    req = tms_pb2.RegisterTableRequest(table_id=table_id, table=table,
+                                       request_id=request_id or "")
+    return Call("RegisterTable", req, Safety.SAFE if request_id else Safety.UNSAFE)
+
+
+def get_table(table: str) -> Call:
+    return Call("GetTable", tms_pb2.GetTableRequest(name=table_name(table)), Safety.SAFE)
+
+
+def list_tables(page_size: int, page_token: str, format: str, state: int, owner: str,
+                queue: str) -> Call:
+    req = tms_pb2.ListTablesRequest(page_size=page_size, page_token=page_token, format=format,
+                                    state=state,  # type: ignore[arg-type]
+                                    owner=owner, queue=queue)
+    return Call("ListTables", req, Safety.SAFE)
+
+
+def notify_commit(commit: Commit) -> Call:
+    # Idempotent on (table, commit id): a replay is acknowledged as a duplicate.
+    return Call("NotifyCommit", commit.to_proto(), Safety.SAFE)
+
+
+def notify_commits(commits: Sequence[Commit]) -> Call:
+    return Call("NotifyCommits", batch_request(commits), Safety.SAFE)
+
+
+def operation_name(table: str, operation: str | int) -> str:
+    """``tables/{t}/operations/{id}``; a full name passed as ``operation`` is kept."""
+    op = str(operation)
+    if OPERATION_NAME_PART in op:
+        return op
+    return f"{table_name(table)}{OPERATION_NAME_PART}{op}"
+
+
+def get_operation(name: str) -> Call:
+    return Call("GetOperation", tms_pb2.GetOperationRequest(name=name), Safety.SAFE)
+
+
+def list_operations(table: str | None, page_size: int, page_token: str, state: int,
+                    action: str, created_after: datetime | None,
+                    created_before: datetime | None) -> Call:
+    req = tms_pb2.ListOperationsRequest(
+        parent=table_name(table) if table else ALL_TABLES, page_size=page_size,
+        page_token=page_token, state=state, action=action)  # type: ignore[arg-type]
+    if created_after is not None:
+        req.created_after.CopyFrom(_ts(created_after))
+    if created_before is not None:
+        req.created_before.CopyFrom(_ts(created_before))
+    return Call("ListOperations", req, Safety.SAFE)
+
+
+def explain_table(table: str) -> Call:
+    return Call("ExplainTable", tms_pb2.ExplainTableRequest(name=table_name(table)),
+                Safety.SAFE)
+
+
+def trigger_operation(table: str, action: str, params: Mapping[str, str] | None, reason: str,
+                      request_id: str | None) -> Call:
+    req = tms_pb2.TriggerOperationRequest(parent=table_name(table), action=action,
+                                          params=dict(params or {}), reason=reason,
+                                          request_id=request_id or "")
+    return Call("TriggerOperation", req, Safety.SAFE if request_id else Safety.UNSAFE)

@@ -1,0 +1,232 @@
+"""Fire-and-forget commit notification for writers that must never wait on TMS.
+
+``notify()`` only validates and enqueues: it returns at once (waiting at most
+``enqueue_timeout_s`` for room, capped at ``MAX_ENQUEUE_TIMEOUT_S``), never raises, and a
+background thread sends the queue in NotifyCommits batches with retries. When the queue is full
+or TMS stays down past the retry budget, commits are dropped, counted and logged at a limited
+rate: a lost notification only delays maintenance until the scheduler's pull check.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from dataclasses import dataclass, fields
+from datetime import datetime
+
+from tms_client.client import TmsClient
+from tms_client.commits import (
+    MAX_BATCH_COMMITS,
+    Commit,
+    CommitResult,
+    check_commit,
+    split_refused,
+)
+from tms_client.droplog import DropLog
+from tms_client.errors import InvalidArgumentError, TmsError
+from tms_client.retry import NO_RETRY, TRANSIENT_CODES, RetryPolicy, RetryState, Safety
+
+DEFAULT_QUEUE_SIZE = 10_000
+DEFAULT_BATCH_SIZE = 500
+DEFAULT_LINGER_S = 0.05  # how long a batch waits for company before it is sent
+DEFAULT_ENQUEUE_TIMEOUT_S = 0.0
+MAX_ENQUEUE_TIMEOUT_S = 0.5  # the most notify() ever blocks
+IDLE_POLL_S = 0.5
+DEFAULT_NOTIFIER_RETRY = RetryPolicy(max_attempts=8, max_backoff_s=10.0, total_timeout_s=60.0)
+
+log = logging.getLogger("tms_client.notifier")
+
+
+@dataclass
+class NotifierStats:
+    """Counts since the notifier started. Every accepted commit ends in exactly one of
+    sent, duplicates, rejected, dropped_unavailable or dropped_closed."""
+
+    enqueued: int = 0
+    sent: int = 0
+    duplicates: int = 0
+    rejected: int = 0  # refused by the API (unknown table, out of the token's scope, invalid)
+    dropped_queue_full: int = 0
+    dropped_invalid: int = 0  # refused before enqueueing (malformed)
+    dropped_unavailable: int = 0  # TMS unreachable past the retry budget
+    dropped_closed: int = 0  # notify() after close(), or left over when close() timed out
+
+    @property
+    def dropped(self) -> int:
+        return (self.dropped_queue_full + self.dropped_invalid + self.dropped_unavailable
+                + self.dropped_closed)
+
+
+class CommitNotifier:
+    """Thread-safe; one per process is enough. ``close()`` it on shutdown to send the rest."""
+
+    def __init__(self, client: TmsClient, *, queue_size: int = DEFAULT_QUEUE_SIZE,
+                 batch_size: int = DEFAULT_BATCH_SIZE, linger_s: float = DEFAULT_LINGER_S,
+                 enqueue_timeout_s: float = DEFAULT_ENQUEUE_TIMEOUT_S,
+                 retry: RetryPolicy = DEFAULT_NOTIFIER_RETRY) -> None:
+        if not 1 <= batch_size <= MAX_BATCH_COMMITS or queue_size < 1:
+            raise ValueError(f"need queue_size >= 1 and batch_size in 1..{MAX_BATCH_COMMITS}")
+        self._client = client
+        self._batch_size = batch_size
+        self._linger_s = linger_s
+        self._enqueue_timeout_s = min(max(enqueue_timeout_s, 0.0), MAX_ENQUEUE_TIMEOUT_S)
+        self._retry = retry
+        self._queue: queue.Queue[Commit] = queue.Queue(queue_size)
+        self._cond = threading.Condition()
+        self._stats = NotifierStats()
+        self._handled = 0
+        self._closing = threading.Event()
+        self._wake = threading.Event()
+        self._give_up_at: float | None = None
+        self._drops = DropLog(log)
+        self._thread = threading.Thread(target=self._run, name="tms-commit-notifier",
+                                        daemon=True)
+        self._thread.start()
+
+    # --- the writer's side --------------------------------------------------------------------
+
+    def notify(self, table_id: str, commit_id: str, *, commit_time: datetime | None = None,
+               files_added: int | None = None, bytes_added: int | None = None,
+               operation: str = "") -> bool:
+        """Queues one commit; True if queued. Never raises, never blocks past the bound."""
+        try:
+            return self.submit(Commit(str(table_id), str(commit_id), commit_time, files_added,
+                                      bytes_added, str(operation)))
+        except Exception as e:  # a notification must never break the writer's commit path
+            self._drop("dropped_invalid", 1, f"{type(e).__name__}: {e}")
+            return False
+
+    def submit(self, commit: Commit) -> bool:
+        problem = check_commit(commit)
+        if problem is not None:
+            self._drop("dropped_invalid", 1, f"{commit.table_id[:80]}: {problem}")
+            return False
+        if self._closing.is_set():
+            self._drop("dropped_closed", 1, "notify() after close()")
+            return False
+        try:
+            if self._enqueue_timeout_s > 0:
+                self._queue.put(commit, timeout=self._enqueue_timeout_s)
+            else:
+                self._queue.put_nowait(commit)
+        except queue.Full:
+            self._drop("dropped_queue_full", 1, f"queue of {self._queue.maxsize} is full")
+            return False
+        with self._cond:
+            self._stats.enqueued += 1
+        return True
+
+    def stats(self) -> NotifierStats:
+        with self._cond:
+            return NotifierStats(**{f.name: getattr(self._stats, f.name)
+                                    for f in fields(NotifierStats)})
+
+    def flush(self, timeout_s: float) -> bool:
+        """Waits until every commit queued before this call is sent or dropped."""
+        with self._cond:
+            target = self._stats.enqueued
+            return self._cond.wait_for(lambda: self._handled >= target, timeout_s)
+
+    def close(self, timeout_s: float = 5.0) -> bool:
+        """Sends what is queued for up to ``timeout_s``, drops the rest; True if all done."""
+        with self._cond:
+            if self._give_up_at is None:
+                self._give_up_at = time.monotonic() + timeout_s
+        self._closing.set()
+        self._wake.set()
+        self._thread.join(max(timeout_s, 0.0) + IDLE_POLL_S)
+        self._drops.flush()
+        return not self._thread.is_alive() and self.stats().dropped_closed == 0
+
+    def __enter__(self) -> CommitNotifier:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- the background thread ----------------------------------------------------------------
+
+    def _drop(self, counter: str, n: int, detail: str) -> None:
+        with self._cond:
+            setattr(self._stats, counter, getattr(self._stats, counter) + n)
+        self._drops.record(counter.removeprefix("dropped_"), n, detail)
+
+    def _done(self, n: int) -> None:
+        with self._cond:
+            self._handled += n
+            self._cond.notify_all()
+
+    def _past_give_up(self) -> bool:
+        return self._give_up_at is not None and time.monotonic() >= self._give_up_at
+
+    def _run(self) -> None:
+        while True:
+            batch = self._take_batch()
+            if batch is None:
+                return
+            if not batch:
+                continue
+            if self._past_give_up():
+                self._drop("dropped_closed", len(batch), "close() timed out")
+            else:
+                self._send(batch)
+            self._done(len(batch))
+
+    def _take_batch(self) -> list[Commit] | None:
+        """Up to batch_size commits, lingering briefly for more; None once closed and empty."""
+        try:
+            batch = [self._queue.get(timeout=IDLE_POLL_S)]
+        except queue.Empty:
+            return None if self._closing.is_set() else []
+        linger_end = time.monotonic() + (0.0 if self._closing.is_set() else self._linger_s)
+        while len(batch) < self._batch_size:
+            try:
+                batch.append(self._queue.get(timeout=max(0.0, linger_end - time.monotonic())))
+            except queue.Empty:
+                break
+        return batch
+
+    def _sleep(self, wait_s: float) -> None:
+        """Backoff wait, cut short at the close deadline."""
+        end = time.monotonic() + wait_s
+        while (now := time.monotonic()) < end and not self._past_give_up():
+            limit = end if self._give_up_at is None else min(end, self._give_up_at)
+            if self._wake.wait(max(0.0, limit - now)):
+                self._wake.clear()
+
+    def _send(self, batch: list[Commit]) -> None:
+        state = RetryState(self._retry, self._client.options.deadline_s, Safety.SAFE)
+        while batch:
+            try:
+                results = self._client.notify_commits(
+                    batch, deadline_s=state.attempt_timeout_s(), retry=NO_RETRY)
+            except InvalidArgumentError as e:
+                # The API refuses a whole batch for one bad entry: drop the entries its field
+                # violations name and send the others again (all, if none can be told apart).
+                kept, refused = split_refused(batch, e.violations)
+                if not refused:
+                    kept, refused = [], batch
+                self._drop("rejected", len(refused), e.message)
+                batch = kept
+                continue
+            except TmsError as e:
+                wait = state.next_wait_s(e.code)
+                if wait is None or self._past_give_up():
+                    counter = "dropped_unavailable" if e.code in TRANSIENT_CODES else "rejected"
+                    self._drop(counter, len(batch), str(e))
+                    return
+                self._sleep(wait)
+                continue
+            self._record(results)
+            return
+
+    def _record(self, results: list[CommitResult]) -> None:
+        refused = [r for r in results if r.error is not None]
+        with self._cond:
+            self._stats.sent += sum(1 for r in results if r.ok and not r.duplicate)
+            self._stats.duplicates += sum(1 for r in results if r.ok and r.duplicate)
+        if refused:
+            last = refused[-1]
+            self._drop("rejected", len(refused), f"{last.commit.table_id}: {last.error}")
