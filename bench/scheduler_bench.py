@@ -426,13 +426,22 @@ def pull_loop(name: str, scheduler: Any, pks: list[int], seconds: float, counter
         res.call_ms.append(1e3 * (time.perf_counter() - c0))
         res.decisions += int(took)
         i += 1
+    res.calls = i
+    return _close_window(res, (w0, p0, t0), threads0, counter, caller, probe)
+
+
+def _close_window(res: PullResult, start: tuple[float, float, float],
+                  threads0: dict[str, float], counter: ZkCounter, caller: CallerCpu,
+                  probe: CpuProbe) -> PullResult:
+    """Wall, process and thread CPU, per-thread CPU, ZooKeeper requests and the store calls'
+    CPU since ``start`` (perf_counter, process_time, thread_time)."""
+    w0, p0, t0 = start
     res.wall_s = time.perf_counter() - w0
     res.process_cpu_s = time.process_time() - p0
     res.thread_cpu_s = time.thread_time() - t0
     res.cpu = probe.end()
     threads1 = _threads_cpu_s()
     res.thread_cpu_s_by_name = {k: v - threads0.get(k, 0.0) for k, v in threads1.items()}
-    res.calls = i
     res.zk = collections.Counter(counter.by_type)
     res.caller_cpu_s = dict(caller.cpu_s)
     return res
@@ -464,15 +473,7 @@ def pull_loop_shards(name: str, scheduler: Any, pks: list[int], seconds: float,
             res.call_ms += [1e3 * (time.perf_counter() - c0) / took] * took
         res.decisions += took
         res.calls += 1
-    res.wall_s = time.perf_counter() - w0
-    res.process_cpu_s = time.process_time() - p0
-    res.thread_cpu_s = time.thread_time() - t0
-    res.cpu = probe.end()
-    threads1 = _threads_cpu_s()
-    res.thread_cpu_s_by_name = {k: v - threads0.get(k, 0.0) for k, v in threads1.items()}
-    res.zk = collections.Counter(counter.by_type)
-    res.caller_cpu_s = dict(caller.cpu_s)
-    return res
+    return _close_window(res, (w0, p0, t0), threads0, counter, caller, probe)
 
 
 def _ensure_lock_paths(coordinator: Any, pks: Sequence[int]) -> None:

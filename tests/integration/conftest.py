@@ -49,3 +49,11 @@ def make_api(db_dsn: str) -> Iterator[Callable[..., Api]]:
 @pytest.fixture
 def api(make_api: Callable[..., Api]) -> Api:
     return make_api()
+
+
+@pytest.fixture
+def store(db_dsn: str) -> Iterator[PostgresStore]:
+    """The store on a fresh database, for tests of storage behaviour without a server."""
+    s = PostgresStore(db_dsn)
+    yield s
+    s.close()

@@ -12,13 +12,6 @@ from tms.storage.postgres import PostgresStore
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-def store(db_dsn: str):
-    s = PostgresStore(db_dsn)
-    yield s
-    s.close()
-
-
 def _table(store: PostgresStore, table_id: str = "t1"):
     rec = store.register_table(TableSpec(table_id=table_id, format="iceberg", catalog="c",
                                          namespace="ns", table_name=table_id))
