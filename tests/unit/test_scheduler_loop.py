@@ -6,7 +6,8 @@ import pytest
 
 from tests.unit.fakes import NOW, FakeCoordinator, FakeFormat, FakeStore, make_table
 from tms.domain import TableState
-from tms.scheduler.loop import INSPECT_FAILURE_RETRY_S, Scheduler, ZooKeeperLost
+from tms.scheduler.decide import INSPECT_FAILURE_RETRY_S, ZooKeeperLost
+from tms.scheduler.loop import Scheduler
 
 MODE = "locks"
 

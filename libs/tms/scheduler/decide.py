@@ -1,0 +1,106 @@
+"""How a scheduler decides for one table: inspect it, evaluate its policy, queue what should
+run (with the table's priority, attempts and trace), and say when to look again."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+import structlog
+
+from tms.coordination import Coordinator
+from tms.domain import Decision, OperationRecord, TableRecord
+from tms.formats.base import TableFormatPlugin
+from tms.formats.policy import DEFAULT_MAX_ATTEMPTS, PULL_INTERVAL_KEY, max_attempts
+from tms.storage.base import Store
+from tms.telemetry import instruments
+from tms.tracing import context_from, current_traceparent, tracer
+
+INSPECT_FAILURE_RETRY_S = 60.0
+
+log = structlog.get_logger("tms.scheduler")
+
+
+def decision_span(table: TableRecord, traceparent: str | None) -> Any:
+    """The decision's span, continuing the trace of the commit that made the table due."""
+    return tracer().start_as_current_span(
+        "decide", context=context_from(traceparent),
+        attributes={"tms.table": table.table_id, "tms.table_format": table.format})
+
+
+class ZooKeeperLost(RuntimeError):
+    """The scheduler no longer holds its ZooKeeper session, so no longer its locks."""
+
+
+class DecisionMaker:
+    """The per-table part of the scheduler; the loop around it picks the tables."""
+
+    store: Store
+    coordinator: Coordinator
+    formats: dict[str, TableFormatPlugin]
+    queue_priorities: dict[str, int]
+    max_attempts_by_action: dict[str, int]
+    pull_interval_s: float
+
+    def _evaluate(self, table: TableRecord, now: datetime,
+                  last_runs: Mapping[str, OperationRecord]
+                  ) -> tuple[list[tuple[Decision, int | None]], float]:
+        """Inspect, evaluate, queue what should run: (decisions with the operation each
+        queued, seconds until the next check). Queues nothing once ZooKeeper is lost."""
+        bound = log.bind(table=table.table_id)
+        plugin = self.formats.get(table.format)
+        if plugin is None:
+            bound.error("no plugin for format", format=table.format)
+            return [], INSPECT_FAILURE_RETRY_S
+        try:
+            metrics = plugin.inspect(table)
+        except Exception as e:
+            bound.warning("inspection failed", error=str(e))
+            failed = Decision("", False, f"inspection failed: {e}"[:2000])
+            for a in plugin.actions:
+                instruments().decisions.add(1, {"action": a, "outcome": "inspection_failed"})
+            return [(replace(failed, action=a), None) for a in plugin.actions], \
+                INSPECT_FAILURE_RETRY_S
+        taken: list[tuple[Decision, int | None]] = []
+        for decision in plugin.evaluate(table, metrics, dict(last_runs), now):
+            op_id = None
+            outcome = "not_needed"
+            if decision.should_run:
+                if not self.coordinator.healthy:
+                    raise ZooKeeperLost("session lost mid-decision; not queueing")
+                op_id = self.store.enqueue(table, decision, "policy",
+                                           self.max_attempts(table, decision.action),
+                                           self.priority(table), current_traceparent())
+                if op_id is None:
+                    outcome = "already_active"
+                    decision = Decision(decision.action, False,
+                                        f"{decision.reason}; an operation is already active",
+                                        decision.metrics)
+                else:
+                    outcome = "queued"
+                    bound.info("operation queued", action=decision.action, operation=op_id,
+                               reason=decision.reason)
+            taken.append((decision, op_id))
+            instruments().decisions.add(1, {"action": decision.action, "outcome": outcome})
+        return taken, self.pull_interval(table)
+
+    def priority(self, table: TableRecord) -> int:
+        """An operation's priority: its table's, raised or lowered by its queue's."""
+        return table.priority + self.queue_priorities.get(table.queue, 0)
+
+    def max_attempts(self, table: TableRecord, action: str) -> int:
+        """The table's own limit if it sets one, else the action's (--max-attempts), else
+        DEFAULT_MAX_ATTEMPTS."""
+        return max_attempts(table.policy,
+                            self.max_attempts_by_action.get(action, DEFAULT_MAX_ATTEMPTS))
+
+    def pull_interval(self, table: TableRecord) -> float:
+        """The table's own heartbeat timeout if it sets one, else the scheduler's default."""
+        if PULL_INTERVAL_KEY.key in table.policy:
+            try:
+                return float(PULL_INTERVAL_KEY.get(table.policy))
+            except ValueError:  # validated at registration; a bad value must not stop us
+                log.warning("bad pull interval", table=table.table_id)
+        return self.pull_interval_s
