@@ -34,6 +34,7 @@ DEFAULT_LINGER_S = 0.05  # how long a batch waits for company before it is sent
 DEFAULT_ENQUEUE_TIMEOUT_S = 0.0
 MAX_ENQUEUE_TIMEOUT_S = 0.5  # the most notify() ever blocks
 IDLE_POLL_S = 0.5
+DEFAULT_CLOSE_TIMEOUT_S = 5.0
 DEFAULT_NOTIFIER_RETRY = RetryPolicy(max_attempts=8, max_backoff_s=10.0, total_timeout_s=60.0)
 
 log = logging.getLogger("tms_client.notifier")
@@ -129,8 +130,10 @@ class CommitNotifier:
             target = self._stats.enqueued
             return self._cond.wait_for(lambda: self._handled >= target, timeout_s)
 
-    def close(self, timeout_s: float = 5.0) -> bool:
-        """Sends what is queued for up to ``timeout_s``, drops the rest; True if all done."""
+    def close(self, timeout_s: float = DEFAULT_CLOSE_TIMEOUT_S) -> bool:
+        """Sends what is queued for up to ``timeout_s`` and drops the rest. True when TMS
+        answered for every queued commit; False if any was dropped meanwhile."""
+        before = self.stats()
         with self._cond:
             if self._give_up_at is None:
                 self._give_up_at = time.monotonic() + timeout_s
@@ -138,7 +141,10 @@ class CommitNotifier:
         self._wake.set()
         self._thread.join(max(timeout_s, 0.0) + IDLE_POLL_S)
         self._drops.flush()
-        return not self._thread.is_alive() and self.stats().dropped_closed == 0
+        after = self.stats()
+        lost = (after.dropped_closed + after.dropped_unavailable
+                - before.dropped_closed - before.dropped_unavailable)
+        return not self._thread.is_alive() and lost == 0
 
     def __enter__(self) -> CommitNotifier:
         return self
@@ -214,13 +220,17 @@ class CommitNotifier:
             except TmsError as e:
                 wait = state.next_wait_s(e.code)
                 if wait is None or self._past_give_up():
-                    counter = "dropped_unavailable" if e.code in TRANSIENT_CODES else "rejected"
-                    self._drop(counter, len(batch), str(e))
+                    self._drop(self._give_up_reason(e), len(batch), str(e))
                     return
                 self._sleep(wait)
                 continue
             self._record(results)
             return
+
+    def _give_up_reason(self, error: TmsError) -> str:
+        if self._past_give_up():
+            return "dropped_closed"
+        return "dropped_unavailable" if error.code in TRANSIENT_CODES else "rejected"
 
     def _record(self, results: list[CommitResult]) -> None:
         refused = [r for r in results if r.error is not None]
