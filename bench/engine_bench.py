@@ -6,9 +6,11 @@ A script, not a test (see bench/README.md). It starts a throw-away PostgreSQL
 identical sets of ``--tables`` small Iceberg tables with pyiceberg into a JDBC catalog there
 (``--commits`` appends of ``--rows`` rows each: one small file per commit), and compacts every
 table once: one set through ``WarmSparkEngine``, the other through ``SparkSubmitEngine``, called
-directly, one operation after another. The warm driver's start and its first operation (on an
-extra table) are timed separately: an executor pays them once, not per operation. Every table is
-checked afterwards (one data file, every row still there).
+directly, one operation at a time, alternating cold and warm so that whatever else the machine
+does weighs on both alike. An engine's operations per minute are its operations over their
+summed time. The warm driver's start and its first operation (on an extra table) are timed
+separately: an executor pays them once, not per operation. Every table is checked afterwards
+(one data file, every row still there).
 
 Every process it starts is stopped at the end, on error, on Ctrl-C and on SIGTERM; the temporary
 directory is removed. Run from the repository root::
@@ -58,17 +60,28 @@ def _say(msg: str) -> None:
 
 @dataclass
 class Phase:
+    """One engine's operations; every figure is summed over its operations only."""
+
     engine: str
     op_s: list[float] = field(default_factory=list)
     wall_s: float = 0.0
     cpu_s: float = 0.0  # engine processes (drivers, JVMs, Python workers) and this process
     postgres_cpu_s: float = 0.0
-    busy_pct: float = 0.0
-    other_pct: float = 0.0  # machine CPU not used by the benchmark's processes
+    ticks: int = 0  # machine jiffies (all CPUs) during its operations
+    busy_ticks: int = 0
+    other_ticks: float = 0.0  # busy jiffies not used by the benchmark's processes
 
     @property
     def per_min(self) -> float:
         return 60.0 * len(self.op_s) / self.wall_s if self.wall_s else math.nan
+
+    @property
+    def busy_pct(self) -> float:
+        return 100.0 * self.busy_ticks / self.ticks if self.ticks else math.nan
+
+    @property
+    def other_pct(self) -> float:
+        return 100.0 * self.other_ticks / self.ticks if self.ticks else math.nan
 
 
 class CpuMeter:
@@ -86,19 +99,20 @@ class CpuMeter:
 
     @contextmanager
     def measure(self, phase: Phase) -> Iterator[None]:
+        """Add what happens inside the block to ``phase``."""
         own0, live0, pg0, m0 = self._sample()
         t0 = time.monotonic()
         yield
-        phase.wall_s = time.monotonic() - t0
+        phase.wall_s += time.monotonic() - t0
         own1, live1, pg1, m1 = self._sample()
-        live = sum(v - live0.get(p, 0.0) for p, v in live1.items())
-        phase.cpu_s = own1 - own0 + live
-        phase.postgres_cpu_s = sum(v - pg0.get(p, 0.0) for p, v in pg1.items())
+        cpu = own1 - own0 + sum(v - live0.get(p, 0.0) for p, v in live1.items())
+        pg_cpu = sum(v - pg0.get(p, 0.0) for p, v in pg1.items())
         total, busy, _ = (b - a for a, b in zip(m0, m1, strict=True))
-        if total > 0:
-            phase.busy_pct = 100.0 * busy / total
-            ours = (phase.cpu_s + phase.postgres_cpu_s) * CLK_TCK
-            phase.other_pct = 100.0 * max(0.0, busy - ours) / total
+        phase.cpu_s += cpu
+        phase.postgres_cpu_s += pg_cpu
+        phase.ticks += total
+        phase.busy_ticks += busy
+        phase.other_ticks += max(0.0, busy - (cpu + pg_cpu) * CLK_TCK)
 
 
 def make_tables(catalog: Any, namespace: str, count: int, commits: int, rows: int) -> list[str]:
@@ -182,25 +196,27 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             raise BenchError(f"the warm driver is not up after its first operation; see "
                              f"{warm.log_path}")
         phases = {"warm": Phase("warm-spark"), "cold": Phase("spark-submit")}
-        _say(f"warm-spark: {args.tables} compactions")
-        with meter.measure(phases["warm"]):
-            for i, ident in enumerate(warm_tables):
-                phases["warm"].op_s.append(compact(warm, props, ident, tmp / "ops" / f"w{i}"))
+        _say(f"{args.tables} compactions per engine, alternating cold and warm")
+        for i in range(args.tables):
+            # Alternating spreads whatever else the machine does over both engines alike.
+            for key, engine, ident in (("cold", cold, cold_tables[i]),
+                                       ("warm", warm, warm_tables[i])):
+                with meter.measure(phases[key]):
+                    op_s = compact(engine, props, ident, tmp / "ops" / f"{key}{i}")
+                phases[key].op_s.append(op_s)
+            _say(f"  {i + 1}/{args.tables}: cold {phases['cold'].op_s[-1]:.1f} s, "
+                 f"warm {phases['warm'].op_s[-1]:.2f} s")
         if (warm.driver.pid if warm.driver else None) != first_pid:
-            raise BenchError("the warm driver was replaced during the warm phase (it died, and "
-                             "the fallback ran some operations cold)")
-        warm.close()  # an idle JVM must not take CPU from the cold phase
-        _say(f"spark-submit: {args.tables} compactions")
-        with meter.measure(phases["cold"]):
-            for i, ident in enumerate(cold_tables):
-                phases["cold"].op_s.append(compact(cold, props, ident, tmp / "ops" / f"c{i}"))
+            raise BenchError("the warm driver was replaced during the run (it died, and the "
+                             "fallback ran some operations cold)")
         for ident in [first_table, *warm_tables, *cold_tables]:
             check_compacted(catalog, ident, args.commits * args.rows)
         _say(f"all {2 * args.tables + 1} tables compacted, rows intact; one warm driver "
              f"(pid {first_pid}) ran every warm operation")
         return {"tables": args.tables, "commits": args.commits, "rows": args.rows,
                 "warm_start_and_first_op_s": start_s, "warm_first_op_s": first_s,
-                "phases": {k: {**asdict(p), "per_min": p.per_min} for k, p in phases.items()}}
+                "phases": {k: {**asdict(p), "per_min": p.per_min, "busy_pct": p.busy_pct,
+                               "other_pct": p.other_pct} for k, p in phases.items()}}
     finally:
         if warm is not None:
             warm.close()
