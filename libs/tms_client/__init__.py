@@ -27,8 +27,9 @@ from tms_client.errors import (
 )
 from tms_client.events import EventError, EventMapping
 from tms_client.hook import CommitHook, HookResult
-from tms_client.notifier import CommitNotifier, NotifierStats
+from tms_client.notifier import CommitNotifier
 from tms_client.retry import NO_RETRY, RetryPolicy
+from tms_client.tally import NotifierStats
 
 __all__ = [
     "DEFAULT_DEADLINE_S", "MAX_BATCH_COMMITS", "NO_RETRY",

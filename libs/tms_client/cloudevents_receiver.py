@@ -23,8 +23,11 @@ from tms_client.client import TmsClient
 from tms_client.events import DEFAULT_TABLE_ID_TEMPLATE, DEFAULT_TYPE_MARKERS, EventMapping
 from tms_client.hook import CommitHook
 from tms_client.receiver_server import ReceiverServer
+from tms_client.retry import RetryPolicy
 
 DEFAULT_LISTEN = "127.0.0.1:8090"
+# A sender waits for the answer: tell it 503 (deliver again later) well before it gives up.
+DEFAULT_RETRY_TOTAL_S = 10.0
 
 log = logging.getLogger("tms_client.receiver")
 
@@ -51,6 +54,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--tls-key", type=Path, help="client key (mutual TLS)")
     p.add_argument("--deadline-s", type=float, default=DEFAULT_DEADLINE_S,
                    help="per-attempt deadline of API calls")
+    p.add_argument("--retry-total-s", type=float, default=DEFAULT_RETRY_TOTAL_S,
+                   help="how long to retry an unreachable API before answering 503 "
+                        f"(default {DEFAULT_RETRY_TOTAL_S:g})")
     p.add_argument("--table-id-template", default=DEFAULT_TABLE_ID_TEMPLATE,
                    help="TMS table id from {namespace}, {name}, {warehouse}, {prefix} "
                         f"(default {DEFAULT_TABLE_ID_TEMPLATE})")
@@ -67,7 +73,8 @@ def build_hook(args: argparse.Namespace) -> CommitHook:
     tls = None
     if args.tls_ca or args.tls_cert:
         tls = TlsOptions.from_files(args.tls_ca, args.tls_cert, args.tls_key)
-    client = TmsClient(args.api, token=args.token, tls=tls, deadline_s=args.deadline_s)
+    client = TmsClient(args.api, token=args.token, tls=tls, deadline_s=args.deadline_s,
+                       retry=RetryPolicy(total_timeout_s=args.retry_total_s))
     markers = tuple(m.strip() for m in args.commit_types.split(",") if m.strip())
     mapping = EventMapping(markers, args.table_id_template, lowercase=not args.keep_case)
     return CommitHook(client, mapping, raise_errors=True)

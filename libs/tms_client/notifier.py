@@ -13,7 +13,6 @@ import logging
 import queue
 import threading
 import time
-from dataclasses import dataclass, fields
 from datetime import datetime
 
 from tms_client.client import TmsClient
@@ -24,9 +23,16 @@ from tms_client.commits import (
     check_commit,
     split_refused,
 )
-from tms_client.droplog import DropLog
 from tms_client.errors import InvalidArgumentError, TmsError
-from tms_client.retry import NO_RETRY, TRANSIENT_CODES, RetryPolicy, RetryState, Safety
+from tms_client.retry import (
+    MIN_ATTEMPT_TIMEOUT_S,
+    NO_RETRY,
+    TRANSIENT_CODES,
+    RetryPolicy,
+    RetryState,
+    Safety,
+)
+from tms_client.tally import NotifierStats, Tally
 
 DEFAULT_QUEUE_SIZE = 10_000
 DEFAULT_BATCH_SIZE = 500
@@ -37,27 +43,9 @@ IDLE_POLL_S = 0.5
 DEFAULT_CLOSE_TIMEOUT_S = 5.0
 DEFAULT_NOTIFIER_RETRY = RetryPolicy(max_attempts=8, max_backoff_s=10.0, total_timeout_s=60.0)
 
+CLOSE_LOSSES = ("dropped_unavailable", "dropped_closed", "dropped_error")
+
 log = logging.getLogger("tms_client.notifier")
-
-
-@dataclass
-class NotifierStats:
-    """Counts since the notifier started. Every accepted commit ends in exactly one of
-    sent, duplicates, rejected, dropped_unavailable or dropped_closed."""
-
-    enqueued: int = 0
-    sent: int = 0
-    duplicates: int = 0
-    rejected: int = 0  # refused by the API (unknown table, out of the token's scope, invalid)
-    dropped_queue_full: int = 0
-    dropped_invalid: int = 0  # refused before enqueueing (malformed)
-    dropped_unavailable: int = 0  # TMS unreachable past the retry budget
-    dropped_closed: int = 0  # notify() after close(), or left over when close() timed out
-
-    @property
-    def dropped(self) -> int:
-        return (self.dropped_queue_full + self.dropped_invalid + self.dropped_unavailable
-                + self.dropped_closed)
 
 
 class CommitNotifier:
@@ -75,13 +63,11 @@ class CommitNotifier:
         self._enqueue_timeout_s = min(max(enqueue_timeout_s, 0.0), MAX_ENQUEUE_TIMEOUT_S)
         self._retry = retry
         self._queue: queue.Queue[Commit] = queue.Queue(queue_size)
-        self._cond = threading.Condition()
-        self._stats = NotifierStats()
-        self._handled = 0
+        self._tally = Tally(log)
+        self._lock = threading.Lock()
         self._closing = threading.Event()
         self._wake = threading.Event()
         self._give_up_at: float | None = None
-        self._drops = DropLog(log)
         self._thread = threading.Thread(target=self._run, name="tms-commit-notifier",
                                         daemon=True)
         self._thread.start()
@@ -96,16 +82,17 @@ class CommitNotifier:
             return self.submit(Commit(str(table_id), str(commit_id), commit_time, files_added,
                                       bytes_added, str(operation)))
         except Exception as e:  # a notification must never break the writer's commit path
-            self._drop("dropped_invalid", 1, f"{type(e).__name__}: {e}")
+            self._tally.add("dropped_invalid", 1, f"{type(e).__name__}: {e}")
             return False
 
     def submit(self, commit: Commit) -> bool:
+        """:meth:`notify` for a ready-made Commit (the hook uses it)."""
         problem = check_commit(commit)
         if problem is not None:
-            self._drop("dropped_invalid", 1, f"{commit.table_id[:80]}: {problem}")
+            self._tally.add("dropped_invalid", 1, f"{commit.table_id[:80]}: {problem}")
             return False
         if self._closing.is_set():
-            self._drop("dropped_closed", 1, "notify() after close()")
+            self._tally.add("dropped_closed", 1, "notify() after close()")
             return False
         try:
             if self._enqueue_timeout_s > 0:
@@ -113,37 +100,33 @@ class CommitNotifier:
             else:
                 self._queue.put_nowait(commit)
         except queue.Full:
-            self._drop("dropped_queue_full", 1, f"queue of {self._queue.maxsize} is full")
+            self._tally.add("dropped_queue_full", 1, f"queue of {self._queue.maxsize} is full")
             return False
-        with self._cond:
-            self._stats.enqueued += 1
+        self._tally.add("enqueued")
         return True
 
     def stats(self) -> NotifierStats:
-        with self._cond:
-            return NotifierStats(**{f.name: getattr(self._stats, f.name)
-                                    for f in fields(NotifierStats)})
+        return self._tally.snapshot()
 
     def flush(self, timeout_s: float) -> bool:
         """Waits until every commit queued before this call is sent or dropped."""
-        with self._cond:
-            target = self._stats.enqueued
-            return self._cond.wait_for(lambda: self._handled >= target, timeout_s)
+        return self._tally.wait_handled(timeout_s)
 
     def close(self, timeout_s: float = DEFAULT_CLOSE_TIMEOUT_S) -> bool:
         """Sends what is queued for up to ``timeout_s`` and drops the rest. True when TMS
         answered for every queued commit; False if any was dropped meanwhile."""
         before = self.stats()
-        with self._cond:
+        with self._lock:
             if self._give_up_at is None:
                 self._give_up_at = time.monotonic() + timeout_s
         self._closing.set()
         self._wake.set()
         self._thread.join(max(timeout_s, 0.0) + IDLE_POLL_S)
-        self._drops.flush()
+        if not self._thread.is_alive():  # a notify() racing close() may have queued late
+            self._drop_leftovers()
+        self._tally.flush_log()
         after = self.stats()
-        lost = (after.dropped_closed + after.dropped_unavailable
-                - before.dropped_closed - before.dropped_unavailable)
+        lost = sum(getattr(after, f) - getattr(before, f) for f in CLOSE_LOSSES)
         return not self._thread.is_alive() and lost == 0
 
     def __enter__(self) -> CommitNotifier:
@@ -154,15 +137,14 @@ class CommitNotifier:
 
     # --- the background thread ----------------------------------------------------------------
 
-    def _drop(self, counter: str, n: int, detail: str) -> None:
-        with self._cond:
-            setattr(self._stats, counter, getattr(self._stats, counter) + n)
-        self._drops.record(counter.removeprefix("dropped_"), n, detail)
-
-    def _done(self, n: int) -> None:
-        with self._cond:
-            self._handled += n
-            self._cond.notify_all()
+    def _drop_leftovers(self) -> None:
+        while True:
+            try:
+                self._queue.get_nowait()
+            except queue.Empty:
+                return
+            self._tally.add("dropped_closed", 1, "queued while closing")
+            self._tally.handled(1)
 
     def _past_give_up(self) -> bool:
         return self._give_up_at is not None and time.monotonic() >= self._give_up_at
@@ -174,11 +156,15 @@ class CommitNotifier:
                 return
             if not batch:
                 continue
-            if self._past_give_up():
-                self._drop("dropped_closed", len(batch), "close() timed out")
-            else:
-                self._send(batch)
-            self._done(len(batch))
+            try:
+                if self._past_give_up():
+                    self._tally.add("dropped_closed", len(batch), "close() timed out")
+                else:
+                    self._send(batch)
+            except Exception as e:  # a bug must not end the thread and silently fill the queue
+                log.exception("sending commit notifications failed")
+                self._tally.add("dropped_error", len(batch), f"{type(e).__name__}: {e}")
+            self._tally.handled(len(batch))
 
     def _take_batch(self) -> list[Commit] | None:
         """Up to batch_size commits, lingering briefly for more; None once closed and empty."""
@@ -207,25 +193,31 @@ class CommitNotifier:
         while batch:
             try:
                 results = self._client.notify_commits(
-                    batch, deadline_s=state.attempt_timeout_s(), retry=NO_RETRY)
+                    batch, deadline_s=self._attempt_timeout_s(state), retry=NO_RETRY)
             except InvalidArgumentError as e:
                 # The API refuses a whole batch for one bad entry: drop the entries its field
                 # violations name and send the others again (all, if none can be told apart).
                 kept, refused = split_refused(batch, e.violations)
                 if not refused:
                     kept, refused = [], batch
-                self._drop("rejected", len(refused), e.message)
+                self._tally.add("rejected", len(refused), e.message)
                 batch = kept
                 continue
             except TmsError as e:
                 wait = state.next_wait_s(e.code)
                 if wait is None or self._past_give_up():
-                    self._drop(self._give_up_reason(e), len(batch), str(e))
+                    self._tally.add(self._give_up_reason(e), len(batch), str(e))
                     return
                 self._sleep(wait)
                 continue
             self._record(results)
             return
+
+    def _attempt_timeout_s(self, state: RetryState) -> float:
+        timeout = state.attempt_timeout_s()
+        if self._give_up_at is not None:  # closing: no attempt outlives close()'s timeout
+            timeout = min(timeout, max(MIN_ATTEMPT_TIMEOUT_S, self._give_up_at - time.monotonic()))
+        return timeout
 
     def _give_up_reason(self, error: TmsError) -> str:
         if self._past_give_up():
@@ -234,9 +226,8 @@ class CommitNotifier:
 
     def _record(self, results: list[CommitResult]) -> None:
         refused = [r for r in results if r.error is not None]
-        with self._cond:
-            self._stats.sent += sum(1 for r in results if r.ok and not r.duplicate)
-            self._stats.duplicates += sum(1 for r in results if r.ok and r.duplicate)
+        self._tally.add("sent", sum(1 for r in results if r.ok and not r.duplicate))
+        self._tally.add("duplicates", sum(1 for r in results if r.ok and r.duplicate))
         if refused:
             last = refused[-1]
-            self._drop("rejected", len(refused), f"{last.commit.table_id}: {last.error}")
+            self._tally.add("rejected", len(refused), f"{last.commit.table_id}: {last.error}")
