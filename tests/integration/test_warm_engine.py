@@ -7,8 +7,11 @@ tables are tiny and the tests do only what they must to show the behaviour.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -34,6 +37,25 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(420)]
 CATALOG_NAME = "tms_warm"
 ROWS_PER_COMMIT = 20
 GROUP_GONE_TIMEOUT_S = 30.0
+CHILD_TIMEOUT_S = 180.0
+
+# An executor stand-in: runs one job through a warm engine, reports the driver's pid, then
+# waits to be killed.
+EXECUTOR_SCRIPT = """\
+import json, sys, threading, time
+from pathlib import Path
+from tms.engines.warm import WarmSparkEngine
+from tms.formats.base import JobSpec
+from tms.spark.settings import SparkSettings
+
+home, state, spec = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+engine = WarmSparkEngine(SparkSettings.from_env(Path(home)), None, Path(state))
+job = JobSpec("pyspark", spec.pop("app"), spec)
+res = engine.run(job, Path(state) / "op", threading.Event(), lambda h: None)
+print(json.dumps({"ok": res.succeeded, "pid": engine.driver.pid if engine.driver else None}),
+      flush=True)
+time.sleep(600)
+"""
 
 
 class CountingEngine:
@@ -230,3 +252,33 @@ def test_engine_closes_within_bounds(harness: Harness, lake: Lake) -> None:
     t0 = time.monotonic()
     harness.engine.close()
     assert time.monotonic() - t0 < 30 and group_members(pid) == []
+
+
+def test_kill_9_of_the_executor_takes_the_driver_down(lake: Lake, tms_home: Path,
+                                                      tmp_path: Path) -> None:
+    lake.table("t", commits=3)
+    script = tmp_path / "executor.py"
+    script.write_text(EXECUTOR_SCRIPT)
+    spec = {**lake.job("t").spec, "app": str(ICEBERG_MAINTENANCE_APP)}
+    child = subprocess.Popen([sys.executable, str(script), str(tms_home), str(tmp_path / "warm"),
+                              json.dumps(spec)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        line = ""
+        while not line.startswith('{"ok"'):  # structlog writes to stdout too
+            line = child.stdout.readline()  # bounded by the test's timeout
+            assert line, "the executor stand-in exited before it reported"
+        report = json.loads(line)
+        assert report["ok"] and report["pid"], line
+        pid = report["pid"]
+        assert len(group_members(pid)) >= 2
+
+        child.kill()  # SIGKILL: no close(), no cleanup code runs in the "executor"
+        child.wait(CHILD_TIMEOUT_S)
+
+        wait_for(lambda: group_members(pid) == [], "the orphaned driver group to die",
+                 timeout_s=GROUP_GONE_TIMEOUT_S)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
