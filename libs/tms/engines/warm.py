@@ -125,6 +125,10 @@ class WarmSparkEngine:
     def __init__(self, settings: SparkSettings, fallback: ExecutionEngine | None = None,
                  state_dir: Path | None = None, clock: Clock = time.monotonic,
                  launch: Launch | None = None) -> None:
+        """``settings`` are the driver's (fixed for its lifetime); ``fallback`` runs what the
+        driver cannot (default: spark-submit with the same settings); ``state_dir`` holds the
+        driver log (default: a new temporary directory); ``clock`` times the cooldown;
+        ``launch`` replaces the driver command line (tests use a stand-in driver)."""
         self.settings = settings
         self.fallback = fallback if fallback is not None else SparkSubmitEngine(settings)
         self.state_dir = state_dir or Path(tempfile.mkdtemp(prefix="tms-warm-"))
