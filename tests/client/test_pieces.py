@@ -4,6 +4,8 @@ batching, drop-log rate limiting."""
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 from datetime import UTC, datetime
 
 import grpc
@@ -15,6 +17,7 @@ from tms_client.errors import FieldViolation
 from tms_client.retry import RetryState, Safety
 
 UNAVAILABLE = grpc.StatusCode.UNAVAILABLE
+IMPORT_PROBE_TIMEOUT_S = 60.0
 
 
 class FakeClock:
@@ -114,3 +117,16 @@ def test_drop_log_is_rate_limited(caplog: pytest.LogCaptureFixture) -> None:
     assert "1 queue_full" in lines[0]
     assert "999 queue_full" in lines[1] and "5 unavailable" in lines[1]
     assert "5 unavailable" in lines[2]
+
+
+def test_the_client_imports_none_of_the_services_dependencies() -> None:
+    """Writers install grpcio and protobuf, not PostgreSQL, Spark or ZooKeeper libraries."""
+    probe = (
+        "import sys, tms_client, tms_client.hook, tms_client.cloudevents_receiver\n"
+        "heavy = ('psycopg', 'psycopg_pool', 'pyspark', 'kazoo', 'structlog', 'pyiceberg',"
+        " 'pyarrow', 'sqlalchemy')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy"
+        " or (m.startswith('tms.') and not m.startswith('tms.v1'))))\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, timeout=IMPORT_PROBE_TIMEOUT_S)
+    assert out.stdout.strip() == "[]"
