@@ -38,7 +38,11 @@ def table_id_of(name: str) -> str:
 
 @dataclass(frozen=True)
 class Commit:
-    """One commit of one table: an Iceberg snapshot id, a Hudi instant time, ..."""
+    """One commit of one table: an Iceberg snapshot id, a Hudi instant time, ...
+
+    The API's CommitStats has no field presence: when any stat is given, the unknown ones
+    are sent (and stored) as 0 / "".
+    """
 
     table_id: str
     commit_id: str
