@@ -11,12 +11,12 @@ from typing import Any
 
 import grpc
 import psycopg
-from tms_client.channel import CHANNEL_OPTIONS
 
 from tests.integration.conftest import Api
 from tms.api.server import ApiServer
 from tms.formats.registry import load_formats
 from tms.v1 import tms_pb2
+from tms_client.channel import CHANNEL_OPTIONS
 
 RESTART_DELAY_S = 1.0
 

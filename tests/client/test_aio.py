@@ -7,6 +7,9 @@ import time
 
 import grpc
 import pytest
+
+from tests.client.support import RESTART_DELAY_S, AioCallCounter, iceberg_table, restarted_later
+from tests.integration.conftest import Api
 from tms_client import (
     AsyncTmsClient,
     Commit,
@@ -16,9 +19,6 @@ from tms_client import (
     UnavailableError,
 )
 from tms_client.channel import CHANNEL_OPTIONS
-
-from tests.client.support import RESTART_DELAY_S, AioCallCounter, iceberg_table, restarted_later
-from tests.integration.conftest import Api
 
 pytestmark = pytest.mark.integration
 

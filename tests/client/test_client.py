@@ -7,18 +7,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from tms_client import (
-    AlreadyExistsError,
-    Commit,
-    InvalidArgumentError,
-    NotFoundError,
-    PermissionDeniedError,
-    RetryPolicy,
-    TlsOptions,
-    TmsClient,
-    UnauthenticatedError,
-    UnavailableError,
-)
 
 from tests.client.support import (
     RESTART_DELAY_S,
@@ -31,6 +19,18 @@ from tests.integration.certs import make_pki
 from tests.integration.conftest import Api
 from tms.api.auth import Authenticator
 from tms.api.server import TlsConfig
+from tms_client import (
+    AlreadyExistsError,
+    Commit,
+    InvalidArgumentError,
+    NotFoundError,
+    PermissionDeniedError,
+    RetryPolicy,
+    TlsOptions,
+    TmsClient,
+    UnauthenticatedError,
+    UnavailableError,
+)
 
 pytestmark = pytest.mark.integration
 

@@ -7,13 +7,13 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from tms_client import CommitNotifier, TmsClient
 
 from tests.conftest import REPO
 from tests.integration.conftest import Api
 from tms.local import iceberg_data
 from tms.local.postgres import LocalPostgres
 from tms.v1 import tms_pb2
+from tms_client import CommitNotifier, TmsClient
 
 pytestmark = pytest.mark.integration
 

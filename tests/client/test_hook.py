@@ -12,13 +12,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tms_client import CommitHook, CommitNotifier, EventError, EventMapping, TmsClient
 
 from tests.client.events_support import post, snapshot, update_table
 from tests.client.support import commit_rows, iceberg_table
 from tests.helpers import wait_for
 from tests.integration.conftest import Api
 from tms.local.ports import free_port
+from tms_client import CommitHook, CommitNotifier, EventError, EventMapping, TmsClient
 
 pytestmark = pytest.mark.integration
 

@@ -7,11 +7,11 @@ import logging
 import time
 
 import pytest
-from tms_client import CommitNotifier, RetryPolicy, TmsClient
-from tms_client.notifier import MAX_ENQUEUE_TIMEOUT_S
 
 from tests.client.support import commit_rows, counted_channel, iceberg_table, start_again
 from tests.integration.conftest import Api
+from tms_client import CommitNotifier, RetryPolicy, TmsClient
+from tms_client.notifier import MAX_ENQUEUE_TIMEOUT_S
 
 pytestmark = pytest.mark.integration
 

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 
 import grpc
 import pytest
+
 from tms_client import Commit, EventError, EventMapping, RetryPolicy
 from tms_client.commits import check_commit, chunks, split_refused
 from tms_client.droplog import DropLog

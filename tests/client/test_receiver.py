@@ -9,12 +9,12 @@ import random
 from collections.abc import Iterator
 
 import pytest
-from tms_client import CommitHook, RetryPolicy, TmsClient
-from tms_client.receiver_server import MAX_BODY_BYTES, ReceiverServer
 
 from tests.client.events_support import commit_of, post, raw_request, snapshot, update_table
 from tests.client.support import commit_rows, iceberg_table
 from tests.integration.conftest import Api
+from tms_client import CommitHook, RetryPolicy, TmsClient
+from tms_client.receiver_server import MAX_BODY_BYTES, ReceiverServer
 
 pytestmark = pytest.mark.integration
 
