@@ -239,11 +239,14 @@ def render(r: dict[str, Any]) -> str:
     once = r["warm_start_and_first_op_s"]
     with_start = 60.0 * len(warm["op_s"]) / (warm["wall_s"] + once)
     ratio, ratio_start = warm["per_min"] / cold["per_min"], with_start / cold["per_min"]
+    cpu_ratio = (cold["cpu_s"] / len(cold["op_s"])) / (warm["cpu_s"] / len(warm["op_s"]))
     lines += ["", f"warm driver start + first operation (once per executor, not above): "
                   f"{once:.1f} s", "",
               f"warm / cold operations per minute          {ratio:6.2f}  "
               f"(goal >= {GOAL_RATIO:.2f}){'' if ratio >= GOAL_RATIO else '  MISSED'}",
-              f"same, warm paying its start in this run    {ratio_start:6.2f}"]
+              f"same, warm paying its start in this run    {ratio_start:6.2f}",
+              f"cold / warm CPU seconds per operation      {cpu_ratio:6.2f}  "
+              "(less sensitive to other load)"]
     if max(warm["other_pct"], cold["other_pct"]) > DISTURBED_PCT:
         lines.append(f"DISTURBED: other load above {DISTURBED_PCT:.0f} % of the machine; "
                      "figures are low")
