@@ -247,6 +247,8 @@ class LostReplyProxy:
                  asyncio.ensure_future(self._server_to_client(conn, sreader, cwriter))]
         try:
             await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            pass  # the proxy is stopping: close both sides below, quietly
         finally:
             for p in pumps:
                 p.cancel()
