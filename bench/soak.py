@@ -242,9 +242,9 @@ def _check_constant_tables(rec: FaultRecord, dsn: str, needy: set[str]) -> None:
         rows = conn.execute(
             "SELECT t.table_id, count(o.id) FROM tms_tables t LEFT JOIN tms_operations o "
             "ON o.table_pk = t.id WHERE t.queue = %s GROUP BY 1", (CONSTANT_QUEUE,)).fetchall()
-    counts = dict(rows)
+    counts: dict[str, int] = {str(t): int(n) for t, n in rows}
     wrong = {t: n for t, n in counts.items() if n != (1 if t in needy else 0)}
-    rec.counts["constant_tables_with_operations"] = sum(1 for n in counts.values() if n)
+    rec.counts["constant_tables_with_operations"] = sum(1 for n in counts.values() if n > 0)
     rec.check("constant tables: exactly one operation per table that needs one", not wrong,
               f"{len(wrong)} tables off: {sorted(wrong.items())[:5]}" if wrong else
               f"{len(needy)} of {len(counts)} tables have their one operation")

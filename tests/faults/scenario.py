@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import datetime
+from typing import TypeAlias
 
 import psycopg
 from google.protobuf.field_mask_pb2 import FieldMask
@@ -25,7 +26,7 @@ CONSTANT_QUEUE = "constant"  # no executor serves it: operations stay QUEUED, co
 RPC_TIMEOUT_S = 10.0
 POLL_STEP_S = 0.1
 
-Stub = tms_pb2_grpc.TableManagementServiceStub
+Stub: TypeAlias = tms_pb2_grpc.TableManagementServiceStub
 
 
 def register_constant(stub: Stub, table_id: str, files: str) -> None:
