@@ -24,6 +24,9 @@ DEFAULT_LISTEN = "127.0.0.1:50051"
 MAX_WORKERS = 64
 SUPERVISE_POLL_S = 0.5
 API_POOL_SIZE = 20
+# A caller waits at most this for a pooled connection: during a database outage the API answers
+# UNAVAILABLE quickly, so writers retry (or give up) within their own deadlines.
+API_POOL_TIMEOUT_S = 2.0
 
 
 def _env(name: str) -> str | None:
@@ -126,7 +129,8 @@ def main(argv: list[str] | None = None) -> None:
     allowlist = RegistrationAllowlist(frozenset(_csv(args.allowed_catalogs)),
                                       tuple(_csv(args.allowed_locations)))
     stop = stop_event_on_signals()
-    store = PostgresStore(args.database_url, max_size=API_POOL_SIZE)
+    store = PostgresStore(args.database_url, max_size=API_POOL_SIZE,
+                          timeout_s=API_POOL_TIMEOUT_S)
     server = ApiServer(store, load_formats(), args.listen,
                        reflection_enabled=not args.no_reflection, auth=auth,
                        allowlist=allowlist, tls=tls, reuse_port=args.reuse_port)

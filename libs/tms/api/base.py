@@ -64,6 +64,11 @@ def rpc(fn: Callable[..., R]) -> Callable[..., R]:
             code = grpc.StatusCode.UNAVAILABLE
             log.warning("database unavailable", method=method, error=str(e))
             context.abort_with_status(unavailable("database unavailable, retry").to_status())
+        except TimeoutError:  # the database took the whole deadline: retrying is safe
+            code = grpc.StatusCode.UNAVAILABLE
+            log.warning("database did not answer in time", method=method)
+            context.abort_with_status(
+                unavailable("the database did not answer in time, retry").to_status())
         except Exception:
             code = grpc.StatusCode.INTERNAL
             raise

@@ -5,12 +5,20 @@ everything queued at that moment (up to MAX_GROUP_EVENTS) and writes it with one
 store. Nothing waits for a batch to fill, so a lone call pays no extra latency; under load the
 cost of a transaction (round trip, WAL flush) is shared. An acknowledgement is still only sent
 after the database has committed the event.
+
+A flush can hang on a database connection that stopped answering (the fault suite holds a
+reply after PostgreSQL committed). Two things keep that from stalling the node: a caller waits
+at most its deadline (then UNAVAILABLE, and its retry is idempotent), and when every flusher
+has been busy longer than STUCK_FLUSH_S a spare flusher starts on another pool connection
+(up to MAX_FLUSHERS; a spare ends after IDLE_EXIT_S without work).
 """
 
 from __future__ import annotations
 
+import itertools
 import queue
 import threading
+import time
 from concurrent.futures import Future
 
 import structlog
@@ -22,7 +30,11 @@ MAX_GROUP_EVENTS = 256
 # Measured (bench/api_bench.py): 1 flusher 1,669 calls/s, 2 flushers 1,258, 6 flushers 1,052:
 # one flusher makes bigger groups and fewer threads contend for the interpreter lock.
 FLUSHER_THREADS = 1
-SUBMIT_TIMEOUT_S = 30.0
+SUBMIT_TIMEOUT_S = 10.0
+STUCK_FLUSH_S = 2.0
+MAX_FLUSHERS = 4
+IDLE_EXIT_S = 30.0
+CLOSE_WAIT_S = 5.0
 
 log = structlog.get_logger("tms.api.batcher")
 _STOP = object()
@@ -30,50 +42,96 @@ _STOP = object()
 
 class CommitBatcher:
     def __init__(self, store: Store, *, flushers: int = FLUSHER_THREADS,
-                 max_events: int = MAX_GROUP_EVENTS) -> None:
+                 max_events: int = MAX_GROUP_EVENTS, stuck_flush_s: float = STUCK_FLUSH_S,
+                 max_flushers: int = MAX_FLUSHERS) -> None:
         self._store = store
         self._max = max_events
+        self._stuck_s = stuck_flush_s
+        self._max_flushers = max(max_flushers, flushers)
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
-        self._threads = [threading.Thread(target=self._run, name=f"commit-flusher-{i}",
-                                          daemon=True) for i in range(flushers)]
-        for t in self._threads:
-            t.start()
+        self._lock = threading.Lock()
+        self._busy_since: dict[str, float | None] = {}  # flusher name -> start of its flush
+        self._names = itertools.count()
+        self._closed = False
+        self._threads: list[threading.Thread] = []
+        for _ in range(flushers):
+            self._start_flusher(spare=False)
 
-    def notify(self, event: CommitEvent, timeout_s: float = SUBMIT_TIMEOUT_S) -> bool | None:
-        """The event's outcome (see Store.notify_commits); raises what the store raised."""
+    def _start_flusher(self, spare: bool) -> None:
+        name = f"commit-flusher-{next(self._names)}"
+        self._busy_since[name] = None
+        t = threading.Thread(target=self._run, args=(name, spare), name=name, daemon=True)
+        self._threads.append(t)
+        t.start()
+
+    def notify(self, event: CommitEvent, timeout_s: float | None = None) -> bool | None:
+        """The event's outcome (see Store.notify_commits); raises what the store raised, or
+        TimeoutError after ``timeout_s`` (default SUBMIT_TIMEOUT_S)."""
         fut: Future[bool | None] = Future()
         self._queue.put((event, fut))
-        return fut.result(timeout_s)
+        self._spare_if_stuck()
+        limit = SUBMIT_TIMEOUT_S if timeout_s is None else min(timeout_s, SUBMIT_TIMEOUT_S)
+        return fut.result(max(limit, 0.0))
+
+    def _spare_if_stuck(self) -> None:
+        now = time.monotonic()
+        with self._lock:
+            if self._closed or len(self._busy_since) >= self._max_flushers:
+                return
+            starts = self._busy_since.values()
+            if all(t is not None and now - t > self._stuck_s for t in starts):
+                log.warning("every commit flusher is stuck on the database; starting a spare",
+                            flushers=len(self._busy_since))
+                self._start_flusher(spare=True)
 
     def close(self) -> None:
-        for _ in self._threads:
+        """Write what is queued, then stop; a flusher stuck on the database is not waited for
+        longer than CLOSE_WAIT_S."""
+        with self._lock:
+            self._closed = True
+            count = len(self._busy_since)
+        for _ in range(count):
             self._queue.put(_STOP)
+        deadline = time.monotonic() + CLOSE_WAIT_S
         for t in self._threads:
-            t.join()
+            t.join(max(0.0, deadline - time.monotonic()))
 
-    def _run(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is _STOP:
-                return
-            group = [item]
-            while len(group) < self._max:
+    def _run(self, name: str, spare: bool) -> None:
+        try:
+            while True:
                 try:
-                    nxt = self._queue.get_nowait()
+                    item = self._queue.get(timeout=IDLE_EXIT_S if spare else None)
                 except queue.Empty:
-                    break
-                if nxt is _STOP:
-                    self._queue.put(_STOP)  # let the loop end after this group
-                    break
-                group.append(nxt)
-            self._flush(group)  # type: ignore[arg-type]
+                    return  # a spare that is no longer needed
+                if item is _STOP:
+                    return
+                group = [item]
+                while len(group) < self._max:
+                    try:
+                        nxt = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if nxt is _STOP:
+                        self._queue.put(_STOP)  # let the loop end after this group
+                        break
+                    group.append(nxt)
+                with self._lock:
+                    self._busy_since[name] = time.monotonic()
+                self._flush(group)  # type: ignore[arg-type]
+                with self._lock:
+                    self._busy_since[name] = None
+        finally:
+            with self._lock:
+                self._busy_since.pop(name, None)
 
     def _flush(self, group: list[tuple[CommitEvent, Future[bool | None]]]) -> None:
         try:
             outcomes = self._store.notify_commits([e for e, _ in group])
         except Exception as e:  # every waiter gets the error; the API maps it to a status
             for _, fut in group:
-                fut.set_exception(e)
+                if not fut.done():
+                    fut.set_exception(e)
             return
         for (_, fut), outcome in zip(group, outcomes, strict=True):
-            fut.set_result(outcome)
+            if not fut.done():
+                fut.set_result(outcome)

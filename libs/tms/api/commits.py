@@ -65,7 +65,7 @@ class CommitsMixin(ServicerBase):
             raise invalid(p)
         if self._out_of_scope(principal, {event.table_id}):
             self.check_scope(principal, event.table_id, None)
-        outcome = self.batcher.notify(event)
+        outcome = self.batcher.notify(event, context.time_remaining())
         _count([outcome])
         if outcome is None:
             raise not_found(request.table)

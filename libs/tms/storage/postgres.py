@@ -37,6 +37,8 @@ from tms.storage.queries import q
 POOL_MIN_SIZE = 1
 POOL_MAX_SIZE = 10
 POOL_TIMEOUT_S = 10.0
+KEEPALIVES = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5,
+              "keepalives_count": 3, "tcp_user_timeout": 30_000}  # libpq: seconds; last in ms
 CLAIM_LOCK_KEY = 0x746D735F636C6D  # "tms_clm": claims take turns so queue limits hold
 _OP_FIELDS = {f.name for f in fields(OperationRecord)} - {"attempts"}
 _ATTEMPT_FIELDS = {f.name for f in fields(Attempt)}
@@ -65,11 +67,12 @@ class PostgresStore:
     """Thread-safe: every call borrows a pooled connection for one transaction."""
 
     def __init__(self, dsn: str, *, min_size: int = POOL_MIN_SIZE,
-                 max_size: int = POOL_MAX_SIZE) -> None:
+                 max_size: int = POOL_MAX_SIZE, timeout_s: float = POOL_TIMEOUT_S) -> None:
         self._pool = ConnectionPool(
-            dsn, min_size=min_size, max_size=max_size, timeout=POOL_TIMEOUT_S, open=True,
-            # autocommit: every store call is one statement, so one round trip, no BEGIN/COMMIT
-            kwargs={"row_factory": dict_row, "autocommit": True},
+            dsn, min_size=min_size, max_size=max_size, timeout=timeout_s, open=True,
+            # autocommit: every store call is one statement, so one round trip, no BEGIN/COMMIT;
+            # keepalives so a connection to a vanished server fails instead of hanging
+            kwargs={"row_factory": dict_row, "autocommit": True, **KEEPALIVES},
         )
 
     def close(self) -> None:
