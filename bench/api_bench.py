@@ -43,9 +43,8 @@ import threading
 import time
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent import futures
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from multiprocessing.process import BaseProcess
 from multiprocessing.queues import Queue as MpQueue
@@ -68,6 +67,7 @@ from tms.v1 import tms_pb2
 if __package__ in (None, ""):  # run as a file: make the bench package importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.common import BenchError, sigterm_as_interrupt  # noqa: E402
 from bench.procstat import CLK_TCK, children_of, machine_ticks, proc_cpu_s  # noqa: E402
 
 NOTIFY_PATH = f"/{SERVICE_NAME}/NotifyCommit"
@@ -88,10 +88,6 @@ _SERVER_OPTIONS = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
 _CLIENT_OPTIONS = [("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
                    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                    ("grpc.use_local_subchannel_pool", 1)]
-
-
-class BenchError(RuntimeError):
-    pass
 
 
 # --------------------------------------------------------------------------------------------
@@ -785,18 +781,6 @@ def render_rounds(rounds: list[dict[str, PhaseResult]],
 # --------------------------------------------------------------------------------------------
 # main
 # --------------------------------------------------------------------------------------------
-@contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    old = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     p.add_argument("--seconds", type=float, default=10.0, help="measured time per phase")
@@ -971,7 +955,7 @@ def main(argv: list[str] | None = None) -> int:
         serve_noop(args.serve_noop)
         return 0
     try:
-        with _sigterm_as_interrupt():
+        with sigterm_as_interrupt():
             figures = run(args)
     except KeyboardInterrupt:
         print("[bench] interrupted; everything stopped", file=sys.stderr)

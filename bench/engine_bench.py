@@ -25,7 +25,6 @@ import json
 import math
 import os
 import shutil
-import signal
 import statistics
 import sys
 import tempfile
@@ -35,12 +34,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 if __package__ in (None, ""):  # run as a file: make the bench package importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.common import BenchError, sigterm_as_interrupt  # noqa: E402
 from bench.procstat import CLK_TCK, children_of, machine_ticks, proc_cpu_s  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -48,10 +47,6 @@ GOAL_RATIO = 5.0
 CATALOG = "bench_engines"
 CATALOG_DB = "iceberg_catalog"
 DISTURBED_PCT = 10.0
-
-
-class BenchError(RuntimeError):
-    pass
 
 
 def _say(msg: str) -> None:
@@ -253,18 +248,6 @@ def render(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-@contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    old = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     p.add_argument("--tables", type=int, default=6, help="small tables per engine")
@@ -285,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
 
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(30))  # warnings
     try:
-        with _sigterm_as_interrupt():
+        with sigterm_as_interrupt():
             result = run(args)
     except KeyboardInterrupt:
         print("[bench] interrupted; everything stopped", file=sys.stderr)

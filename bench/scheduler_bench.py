@@ -37,7 +37,6 @@ import math
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -47,7 +46,6 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import psycopg
@@ -56,6 +54,7 @@ from psycopg.types.json import Jsonb
 if __package__ in (None, ""):  # run as a file: make the bench package importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.common import BenchError, sigterm_as_interrupt  # noqa: E402
 from bench.procstat import CLK_TCK, children_of, machine_ticks, proc_cpu_s  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -68,10 +67,6 @@ CATALOG = "bench"
 NAMESPACE = "bench_ns"
 CATALOG_DB = "iceberg_catalog"
 DISTURBED_PCT = 10.0
-
-
-class BenchError(RuntimeError):
-    pass
 
 
 def _say(msg: str) -> None:
@@ -702,18 +697,6 @@ def _load_note(w: CpuWindow) -> str:
 # --------------------------------------------------------------------------------------------
 # main
 # --------------------------------------------------------------------------------------------
-@contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    old = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
-
-
 def run(args: argparse.Namespace) -> None:
     from tms.local.stack import LocalStack
 
@@ -822,7 +805,7 @@ def main(argv: list[str] | None = None) -> int:
     if str(REPO) not in sys.path:  # run as a file: tms itself comes from the venv
         sys.path.insert(0, str(REPO))
     try:
-        with _sigterm_as_interrupt():
+        with sigterm_as_interrupt():
             run(args)
     except KeyboardInterrupt:
         print("[bench] interrupted; everything stopped", file=sys.stderr)

@@ -33,17 +33,13 @@ import argparse
 import logging
 import os
 import shutil
-import signal
 import sys
 import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import psycopg
@@ -51,6 +47,7 @@ import psycopg
 if __package__ in (None, ""):  # run as a file: make the repository's packages importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.common import sigterm_as_interrupt  # noqa: E402
 from tests.faults.invariants import check_acks, check_iceberg_rows, check_operations  # noqa: E402
 from tests.faults.load import Ledger, Notifier, SteadyWriters  # noqa: E402
 from tests.faults.report import FaultRecord, FaultReport  # noqa: E402
@@ -85,20 +82,6 @@ log = logging.getLogger("tms.soak")
 
 def _say(msg: str) -> None:
     print(f"[soak] {msg}", file=sys.stderr, flush=True)
-
-
-@contextmanager
-def _sigterm_interrupts() -> Iterator[None]:
-    """SIGTERM ends the run like Ctrl-C, so the stack is always stopped."""
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    old = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
 
 
 def _decisions(ports: list[int]) -> float:
@@ -402,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     report = FaultReport("soak")
-    with _sigterm_interrupts():
+    with sigterm_as_interrupt():
         try:
             run(args, report)
         except KeyboardInterrupt:
