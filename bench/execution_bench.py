@@ -23,14 +23,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import grpc
@@ -38,6 +36,7 @@ import grpc
 if __package__ in (None, ""):  # run as a file: make the bench package importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.common import sigterm_as_interrupt  # noqa: E402
 from tms.jobs import ICEBERG_MAINTENANCE_APP  # noqa: E402
 from tms.local import iceberg_data  # noqa: E402
 from tms.local.stack import LocalStack  # noqa: E402
@@ -51,10 +50,6 @@ ROWS_PER_FILE = 20
 POLL_S = 0.05
 RUN_TIMEOUT_S = 600.0
 GOAL_RATIO = 1.10
-
-
-def _interrupt(signum: int, _frame: FrameType | None) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def by_hand(settings: SparkSettings, props: dict[str, str], table: str, work: Path) -> float:
@@ -152,8 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warm", action="store_true",
                         help="also run bench.engine_bench (warm vs cold) in this run")
     args = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, _interrupt)
-    with tempfile.TemporaryDirectory(prefix="tms-exec-bench-") as tmp:
+    with sigterm_as_interrupt(), tempfile.TemporaryDirectory(prefix="tms-exec-bench-") as tmp:
         os.chmod(tmp, 0o755)  # PostgreSQL may run as another user
         pairs = run(args.rounds, args.files, Path(tmp))
     hand = statistics.median(h for h, _ in pairs)

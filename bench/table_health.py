@@ -29,14 +29,12 @@ import argparse
 import json
 import math
 import os
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from types import FrameType
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -45,6 +43,7 @@ import grpc
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.common import sigterm_as_interrupt  # noqa: E402
 from tms.jobs.iceberg_maintenance import catalog_conf  # noqa: E402
 from tms.local import iceberg_data  # noqa: E402
 from tms.local.stack import LocalStack  # noqa: E402
@@ -73,10 +72,6 @@ QUERIES = (
     "SELECT kind, count(*), avg(amount) FROM {table} GROUP BY kind",
     "SELECT * FROM {table} WHERE id = 12345",
 )
-
-
-def _interrupt(signum: int, _frame: FrameType | None) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def append_with_retry(table: Any, batch: Any) -> Any:
@@ -224,8 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.commits < 1 or args.rows < 1 or args.repetitions < 1:
         parser.error("--commits, --rows and --repetitions must be >= 1")
-    signal.signal(signal.SIGTERM, _interrupt)
-    with tempfile.TemporaryDirectory(prefix="tms-health-") as tmp:
+    with sigterm_as_interrupt(), tempfile.TemporaryDirectory(prefix="tms-health-") as tmp:
         os.chmod(tmp, 0o755)  # PostgreSQL may run as another user
         run(args, Path(tmp))
     return 0

@@ -17,7 +17,7 @@ from tms.api.server import ApiServer, TlsConfig
 from tms.formats.registry import load_formats
 from tms.observability import configure_logging
 from tms.storage.postgres import PostgresStore
-from tms.telemetry import METRICS_ENV, parse_listen
+from tms.telemetry import parse_listen
 from tms_services.common import base_parser, require, start_metrics, stop_event_on_signals
 
 DEFAULT_LISTEN = "127.0.0.1:50051"
@@ -68,21 +68,10 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, argparse.Arg
     return args, parser
 
 
-def _metrics_flag(argv: list[str]) -> str:
-    value = os.environ.get(METRICS_ENV, "")
-    for i, a in enumerate(argv):
-        if a == "--metrics-listen" and i + 1 < len(argv):
-            value = argv[i + 1]
-        elif a.startswith("--metrics-listen="):
-            value = a.split("=", 1)[1]
-    return value
-
-
-def supervise(argv: list[str], workers: int) -> int:
+def supervise(argv: list[str], workers: int, metrics: str = "") -> int:
     """Run ``workers`` copies of this server on one port; stop them all on SIGTERM/SIGINT;
     if one dies, stop the others and exit with its code so the orchestrator restarts the pod."""
     cmd = [sys.executable, "-m", "tms_services.api", *argv, "--workers", "1", "--reuse-port"]
-    metrics = _metrics_flag(argv)
     procs = []
     for i in range(workers):  # worker i serves /metrics on the given port + i
         extra = []
@@ -112,7 +101,7 @@ def main(argv: list[str] | None = None) -> None:
         raw = list(sys.argv[1:] if argv is None else argv)
         raw = [a for i, a in enumerate(raw) if a != "--workers" and not a.startswith(
             "--workers=") and (i == 0 or raw[i - 1] != "--workers")]
-        sys.exit(supervise(raw, args.workers))
+        sys.exit(supervise(raw, args.workers, args.metrics_listen))
     configure_logging("tms-api")
     start_metrics("tms-api", parser, args.metrics_listen)
     log = structlog.get_logger("tms.api")
