@@ -1,16 +1,13 @@
 """ZooKeeper coordination through kazoo: which scheduler decides for which table.
 
-Two ways, chosen per deployment (all schedulers must use the same):
+The tables are split into NUM_SHARDS shards by primary key and kazoo's SetPartitioner gives
+each live scheduler a share of them; a scheduler decides only for tables of shards it holds,
+without any ZooKeeper request per decision. When schedulers come or go the shards are released
+and divided again; a shard is only given up between passes, so its next owner never starts
+while the last one is still deciding. (A lock per table and decision was measured 33x more
+scheduler CPU per decision and was removed.)
 
-* shards (default): the tables are split into NUM_SHARDS shards by primary key and kazoo's
-  SetPartitioner gives each live scheduler a share of them; a scheduler decides only for tables
-  of shards it holds, without any ZooKeeper request per decision. When schedulers come or go
-  the shards are released and divided again; a shard's lock is only given up between passes,
-  so its next owner never starts while the last one is still deciding.
-* locks: a scheduler decides for a table only while it holds that table's lock (four ZooKeeper
-  requests per decision): any scheduler can take any table, at a higher cost.
-
-Either way no two schedulers decide for one table at once. When the ZooKeeper session is
+No two schedulers decide for one table at once. When the ZooKeeper session is
 suspended or lost the scheduler must stop deciding at once (``healthy`` turns false from kazoo's
 own listener thread); Postgres' unique indexes are the last guard if two ever decide together.
 """
@@ -18,8 +15,6 @@ own listener thread); Postgres' unique indexes are the last guard if two ever de
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import structlog
 from kazoo.client import KazooClient, KazooState
@@ -30,16 +25,12 @@ from kazoo.recipe.partitioner import SetPartitioner
 ZK_SESSION_TIMEOUT_S = 10.0
 ZK_CONNECT_TIMEOUT_S = 15.0
 ZK_ROOT = "/tms"
-TABLE_LOCKS_PATH = f"{ZK_ROOT}/locks/tables"
 LEADER_PATH = f"{ZK_ROOT}/leader"
 SHARDS_PATH = f"{ZK_ROOT}/shards"
 # Fixed for a deployment: every scheduler must split the tables the same way.
 NUM_SHARDS = 128
 # How long the set of schedulers must stay unchanged before the shards are divided again.
 SHARD_SETTLE_S = 2.0
-MODE_SHARDS = "shards"
-MODE_LOCKS = "locks"
-MODES = (MODE_SHARDS, MODE_LOCKS)
 
 
 def shard_of(table_pk: int) -> int:
@@ -72,7 +63,7 @@ class Coordinator:
 
     def start(self, timeout_s: float = ZK_CONNECT_TIMEOUT_S) -> None:
         self.client.start(timeout=timeout_s)
-        self.client.ensure_path(TABLE_LOCKS_PATH)
+        self.client.ensure_path(ZK_ROOT)
         self._connected.set()
 
     def stop(self) -> None:
@@ -149,24 +140,3 @@ class Coordinator:
                 self._owned = owned
             return owned
         return None
-
-    @contextmanager
-    def table_lock(self, table_pk: int) -> Iterator[bool]:
-        """Try the table's lock without waiting; yields whether it is held."""
-        if not self.healthy:
-            yield False
-            return
-        lock = self.client.Lock(f"{TABLE_LOCKS_PATH}/{table_pk}", self.member_id)
-        try:
-            got = lock.acquire(blocking=False)
-        except (KazooException, LockTimeout) as e:
-            log.warning("table lock failed", table_pk=table_pk, error=str(e))
-            got = False
-        try:
-            yield got
-        finally:
-            if got:
-                try:
-                    lock.release()
-                except KazooException as e:  # the session is gone: ZooKeeper drops it for us
-                    log.warning("table lock release failed", table_pk=table_pk, error=str(e))

@@ -46,8 +46,15 @@ class TableSpec:
 
 
 @dataclass(frozen=True)
-class TableRecord:
-    id: int
+class Table:
+    """A registered table: what its owner set, plus TMS's own key for it.
+
+    Identity: ``table_id`` is the name the owner chose (the API's ``tables/{table_id}``);
+    ``pk`` is the row's surrogate key, used only inside TMS (operations and decisions point
+    at it, shards are ``pk % NUM_SHARDS``) and never shown to clients.
+    """
+
+    pk: int
     table_id: str
     format: str
     catalog: str
@@ -60,16 +67,41 @@ class TableRecord:
     priority: int
     policy: dict[str, str]
     state: TableState
-    commit_count: int
-    last_commit_id: str | None
-    last_commit_time: datetime | None
-    next_check_at: datetime
     created_at: datetime
     updated_at: datetime
 
     @property
     def name(self) -> str:
         return f"tables/{self.table_id}"
+
+
+@dataclass(frozen=True)
+class TableStats:
+    """What TMS observed about a table (never set by its owner): commits notified and when
+    the scheduler looks at it next."""
+
+    commit_count: int = 0
+    last_commit_id: str | None = None
+    last_commit_time: datetime | None = None
+    next_check_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class TableView:
+    """A table with its statistics, as the API's reads show it."""
+
+    table: Table
+    stats: TableStats
+
+
+@dataclass(frozen=True)
+class DueTable:
+    """A table the scheduler is about to decide for, and whether new commits made it due
+    (with the trace context of the commit that did)."""
+
+    table: Table
+    had_commits: bool
+    traceparent: str | None = None
 
 
 @dataclass(frozen=True)
@@ -108,6 +140,7 @@ class Attempt:
     log_tail: str | None = None
     result: dict[str, Any] | None = None
     retry_at: datetime | None = None
+    progress: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -121,35 +154,70 @@ class QueueInfo:
 
 
 @dataclass(frozen=True)
-class OperationRecord:
+class OperationWork:
+    """What an operation is to do and why it was queued."""
+
+    trigger: str  # policy | manual | retry
+    reason: str
+    params: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)  # the decision's inspection figures
+    retry_of: int | None = None  # the operation this one retries (trigger "retry")
+
+
+@dataclass(frozen=True)
+class OperationLease:
+    """Who runs it: the attempt in progress (or last made) and the lease that fences it.
+
+    ``attempt`` rises by one with every claim and is the fence of every write; attempts that
+    were handed back on an executor's shutdown are not failures and are counted apart, so
+    ``attempts_used`` (what counts against ``max_attempts``) is ``attempt - handed_back``.
+    """
+
+    attempt: int = 0
+    max_attempts: int = 1
+    handed_back: int = 0
+    owner: str | None = None
+    expires_at: datetime | None = None
+    started_at: datetime | None = None
+    run_after: datetime | None = None  # a QUEUED retry is not claimed before this
+    engine_handle: str | None = None
+    cancel_requested: bool = False
+
+    @property
+    def attempts_used(self) -> int:
+        return self.attempt - self.handed_back
+
+
+@dataclass(frozen=True)
+class OperationResult:
+    """How its last attempt ended (empty while none has)."""
+
+    finished_at: datetime | None = None
+    exit_code: int | None = None
+    result: dict[str, Any] | None = None
+    error: str | None = None
+    log_tail: str | None = None
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One maintenance action on one table: identity and state, then what to run
+    (``work``), who runs it (``lease``) and how it ended (``outcome``)."""
+
     id: int
     table_pk: int
+    table_id: str
     action: str
     state: OperationState
-    attempt: int
-    max_attempts: int
+    queue: str
     priority: int
-    trigger: str
-    reason: str
-    params: dict[str, Any]
-    metrics: dict[str, Any]
     created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
-    lease_owner: str | None
-    lease_expires_at: datetime | None
-    engine_handle: str | None
-    exit_code: int | None
-    result: dict[str, Any] | None
-    error: str | None
-    log_tail: str | None
-    cancel_requested: bool = False
-    retry_of: int | None = None
-    table_id: str = ""
-    queue: str = "default"
-    run_after: datetime | None = None  # a QUEUED retry is not claimed before this
-    attempts: tuple[Attempt, ...] = ()  # filled by readers that ask for them
+    work: OperationWork
+    lease: OperationLease = field(default_factory=OperationLease)
+    outcome: OperationResult = field(default_factory=OperationResult)
     traceparent: str | None = None  # W3C trace context of the decision that queued it
+    attempts: tuple[Attempt, ...] = ()  # filled by readers that ask for them
+    hold: str | None = None  # why a QUEUED operation waits, when readers ask for it
 
     @property
     def name(self) -> str:
@@ -167,7 +235,7 @@ class Decision:
     params: dict[str, Any] = field(default_factory=dict)
 
 
-class Lease(enum.Enum):
+class LeaseStatus(enum.Enum):
     """What a heartbeat learns: the lease is still ours, ours but cancel was asked, or gone."""
 
     HELD = "held"
@@ -196,6 +264,7 @@ class Explanation:
     operation_id: int | None
     scheduler_id: str | None
     active_id: int | None
+    active_state: OperationState | None = None
 
 
 @dataclass(frozen=True)

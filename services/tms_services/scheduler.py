@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import os
 
-from tms.coordination import (
-    MODE_SHARDS,
-    MODES,
-    SHARD_SETTLE_S,
-    ZK_SESSION_TIMEOUT_S,
-    Coordinator,
-)
+from tms.coordination import SHARD_SETTLE_S, ZK_SESSION_TIMEOUT_S, Coordinator
 from tms.formats.policy import DEFAULT_MAX_ATTEMPTS, MAX_MAX_ATTEMPTS
 from tms.formats.registry import load_formats
 from tms.observability import configure_logging
@@ -60,7 +54,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--id", default=member_id("scheduler"))
     parser.add_argument("--zk-session-timeout-s", type=float, default=ZK_SESSION_TIMEOUT_S,
                         help="ZooKeeper session timeout: how long a partitioned scheduler keeps "
-                             "its locks")
+                             "its shards")
     parser.add_argument("--poll-interval-s", type=float, default=POLL_INTERVAL_S)
     parser.add_argument("--pull-interval-s", type=float, default=PULL_INTERVAL_S,
                         help="inspect a table at least this often even without commits")
@@ -76,10 +70,6 @@ def main(argv: list[str] | None = None) -> None:
                         help="action=attempts,... for operations the scheduler queues (default "
                              f"{DEFAULT_MAX_ATTEMPTS}; a table's execution.max-attempts wins), "
                              "e.g. 'compaction=5,remove_orphan_files=1'")
-    parser.add_argument("--coordination", choices=MODES, default=MODE_SHARDS,
-                        help="shards: ZooKeeper divides the tables between live schedulers, no "
-                             "ZooKeeper request per decision; locks: a ZooKeeper lock per "
-                             "decision. Every scheduler of a deployment must use the same.")
     parser.add_argument("--shard-settle-s", type=float, default=SHARD_SETTLE_S,
                         help="how long the set of schedulers must stay unchanged before the "
                              "shards are divided again")
@@ -106,7 +96,7 @@ def main(argv: list[str] | None = None) -> None:
                   retention=Retention(args.events_retention_s,
                                       args.operations_retention_s),
                   queue_priorities=queue_priorities,
-                  max_attempts_by_action=max_attempts, mode=args.coordination).run(stop)
+                  max_attempts_by_action=max_attempts).run(stop)
     finally:
         coordinator.stop()
         store.close()

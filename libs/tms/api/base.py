@@ -23,9 +23,9 @@ from tms.api.allowlist import RegistrationAllowlist
 from tms.api.auth import Authenticator, Principal, permission_denied
 from tms.api.batcher import CommitBatcher
 from tms.api.errors import ApiError, not_found, unavailable
-from tms.domain import TableRecord
+from tms.domain import TableView
 from tms.formats.base import TableFormatPlugin
-from tms.storage.base import Store, TableGone
+from tms.storage.roles import ApiStore, TableGone
 from tms.telemetry import instruments
 from tms.tracing import context_from_metadata, tracer
 
@@ -85,7 +85,7 @@ def rpc(fn: Callable[..., R]) -> Callable[..., R]:
 
 
 class ServicerBase:
-    def __init__(self, store: Store, formats: dict[str, TableFormatPlugin],
+    def __init__(self, store: ApiStore, formats: dict[str, TableFormatPlugin],
                  auth: Authenticator | None = None,
                  allowlist: RegistrationAllowlist | None = None) -> None:
         self.store = store
@@ -103,15 +103,15 @@ class ServicerBase:
             raise permission_denied(f"token {principal.name!r} may not access "
                                     f"tables/{table_id}", table=f"tables/{table_id}")
 
-    def load_table(self, table_id: str, principal: Principal, resource: str) -> TableRecord:
+    def load_table(self, table_id: str, principal: Principal, resource: str) -> TableView:
         """The table, or NOT_FOUND; PERMISSION_DENIED when outside the token's scope."""
         if principal.scoped and not principal.owner_scoped:
             self.check_scope(principal, table_id, None)  # before the lookup: no existence leak
-        table = self.store.get_table(table_id)
-        if table is None:
+        view = self.store.table_get(table_id)
+        if view is None:
             raise not_found(resource)
-        self.check_scope(principal, table_id, table.owner)
-        return table
+        self.check_scope(principal, table_id, view.table.owner)
+        return view
 
     @staticmethod
     def page_token(p: v.Problems, token: str, query: dict[str, Any], key_type: type,
@@ -129,15 +129,15 @@ class ServicerBase:
         """Reserve ``request_id`` for this request. Returns the resource name the first call
         produced when this is a replay; None when the caller should do the work."""
         fingerprint = hashlib.sha256(request.SerializeToString(deterministic=True)).hexdigest()
-        earlier = self.store.claim_request(request_id, method, fingerprint)
+        earlier = self.store.request_claim(request_id, method, fingerprint)
         if earlier is None:
             return None
-        if earlier["method"] != method or earlier["fingerprint"] != fingerprint:
+        if earlier.method != method or earlier.fingerprint != fingerprint:
             raise ApiError(grpc.StatusCode.INVALID_ARGUMENT,
                            "request_id was already used for a different request",
                            "REQUEST_ID_REUSED", [("request_id", "already used")])
-        if not earlier["resource"]:
+        if not earlier.resource:
             raise ApiError(grpc.StatusCode.ABORTED,
                            "a request with this request_id is still in progress; retry",
                            "REQUEST_IN_PROGRESS")
-        return str(earlier["resource"])
+        return earlier.resource

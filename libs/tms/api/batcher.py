@@ -24,7 +24,7 @@ from concurrent.futures import Future
 import structlog
 
 from tms.domain import CommitEvent
-from tms.storage.base import Store
+from tms.storage.roles import IntakeStore
 
 MAX_GROUP_EVENTS = 256
 # Measured (bench/api_bench.py): 1 flusher 1,669 calls/s, 2 flushers 1,258, 6 flushers 1,052:
@@ -41,7 +41,7 @@ _STOP = object()
 
 
 class CommitBatcher:
-    def __init__(self, store: Store, *, flushers: int = FLUSHER_THREADS,
+    def __init__(self, store: IntakeStore, *, flushers: int = FLUSHER_THREADS,
                  max_events: int = MAX_GROUP_EVENTS, stuck_flush_s: float = STUCK_FLUSH_S,
                  max_flushers: int = MAX_FLUSHERS) -> None:
         self._store = store
@@ -65,7 +65,7 @@ class CommitBatcher:
         t.start()
 
     def notify(self, event: CommitEvent, timeout_s: float | None = None) -> bool | None:
-        """The event's outcome (see Store.notify_commits); raises what the store raised, or
+        """The event's outcome (see IntakeStore.commits_notify); raises what the store raised, or
         TimeoutError after ``timeout_s`` (default SUBMIT_TIMEOUT_S)."""
         fut: Future[bool | None] = Future()
         self._queue.put((event, fut))
@@ -126,7 +126,7 @@ class CommitBatcher:
 
     def _flush(self, group: list[tuple[CommitEvent, Future[bool | None]]]) -> None:
         try:
-            outcomes = self._store.notify_commits([e for e, _ in group])
+            outcomes = self._store.commits_notify([e for e, _ in group])
         except Exception as e:  # every waiter gets the error; the API maps it to a status
             for _, fut in group:
                 if not fut.done():

@@ -84,7 +84,7 @@ class CommitsMixin(ServicerBase):
             raise invalid(p)
         denied = self._out_of_scope(principal, {e.table_id for e in events})
         allowed = [i for i, e in enumerate(events) if e.table_id not in denied]
-        outcomes = self.store.notify_commits([events[i] for i in allowed])
+        outcomes = self.store.commits_notify([events[i] for i in allowed])
         _count(outcomes)
         results = [tms_pb2.NotifyCommitsResponse.Result() for _ in events]
         for i, e in enumerate(events):

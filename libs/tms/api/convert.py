@@ -9,7 +9,7 @@ from typing import Any
 from google.protobuf.struct_pb2 import Struct
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from tms.domain import Attempt, OperationRecord, OperationState, QueueInfo, TableRecord
+from tms.domain import Attempt, Operation, OperationState, QueueInfo, TableView
 from tms.v1 import tms_pb2
 
 REDACTED = "****"
@@ -37,14 +37,16 @@ def redact(props: dict[str, str]) -> dict[str, str]:
     return {k: (REDACTED if _SECRET_KEY_RE.search(k) else v) for k, v in props.items()}
 
 
-def table_to_pb(t: TableRecord) -> tms_pb2.Table:
+def table_to_pb(view: TableView) -> tms_pb2.Table:
+    t, stats = view.table, view.stats
     return tms_pb2.Table(
         name=t.name, format=t.format, catalog=t.catalog, namespace=t.namespace,
         table_name=t.table_name, base_path=t.base_path,
         catalog_properties=redact(t.catalog_properties), owner=t.owner, queue=t.queue,
         priority=t.priority, policy=t.policy, state=tms_pb2.Table.State.Value(t.state.value),
-        last_commit_id=t.last_commit_id or "", last_commit_time=_ts(t.last_commit_time),
-        commit_count=t.commit_count, create_time=_ts(t.created_at), update_time=_ts(t.updated_at),
+        last_commit_id=stats.last_commit_id or "", last_commit_time=_ts(stats.last_commit_time),
+        commit_count=stats.commit_count, create_time=_ts(t.created_at),
+        update_time=_ts(t.updated_at),
     )
 
 
@@ -64,19 +66,24 @@ def queue_to_pb(q: QueueInfo) -> tms_pb2.Queue:
                          running=q.running)
 
 
-def operation_to_pb(o: OperationRecord, with_logs: bool = True) -> tms_pb2.Operation:
-    waiting = o.state is OperationState.QUEUED and o.attempt > 0
+def operation_to_pb(o: Operation, with_logs: bool = True) -> tms_pb2.Operation:
+    lease, out, work = o.lease, o.outcome, o.work
+    waiting = o.state is OperationState.QUEUED and lease.attempt > 0
+    running = o.attempts[-1] if o.attempts and o.state is OperationState.RUNNING else None
     return tms_pb2.Operation(
         name=o.name, table=f"tables/{o.table_id}", action=o.action,
-        state=tms_pb2.Operation.State.Value(o.state.value), attempt=o.attempt,
-        max_attempts=o.max_attempts, priority=o.priority, trigger=o.trigger, reason=o.reason,
-        params={k: str(v) for k, v in o.params.items()}, metrics=_struct(o.metrics),
-        create_time=_ts(o.created_at), start_time=_ts(o.started_at),
-        end_time=_ts(o.finished_at), executor_id=o.lease_owner or "",
-        engine_handle=o.engine_handle or "", exit_code=o.exit_code or 0,
-        result=_struct(o.result), error=o.error or "", log_tail=o.log_tail or "",
-        cancel_requested=o.cancel_requested,
-        retry_of=f"tables/{o.table_id}/operations/{o.retry_of}" if o.retry_of else "",
+        state=tms_pb2.Operation.State.Value(o.state.value), attempt=lease.attempt,
+        max_attempts=lease.max_attempts, attempts_used=lease.attempts_used,
+        attempts_handed_back=lease.handed_back, priority=o.priority, trigger=work.trigger,
+        reason=work.reason, params={k: str(v) for k, v in work.params.items()},
+        metrics=_struct(work.metrics), create_time=_ts(o.created_at),
+        start_time=_ts(lease.started_at), end_time=_ts(out.finished_at),
+        executor_id=lease.owner or "", engine_handle=lease.engine_handle or "",
+        exit_code=out.exit_code or 0, result=_struct(out.result), error=out.error or "",
+        log_tail=out.log_tail or "",
+        cancel_requested=lease.cancel_requested,
+        retry_of=f"tables/{o.table_id}/operations/{work.retry_of}" if work.retry_of else "",
         attempts=[attempt_to_pb(a, with_logs) for a in o.attempts], queue=o.queue,
-        next_attempt_time=_ts(o.run_after) if waiting else None,
+        next_attempt_time=_ts(lease.run_after) if waiting else None,
+        hold_reason=o.hold or "", progress=_struct(running.progress if running else None),
     )

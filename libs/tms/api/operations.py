@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import datetime
 
 import grpc
@@ -19,8 +18,9 @@ from tms.api.base import (
     rpc,
 )
 from tms.api.errors import ApiError, invalid, not_found
-from tms.domain import OperationRecord, OperationState, TableRecord, TableState
+from tms.domain import Operation, OperationState, Table, TableState
 from tms.formats.policy import max_attempts
+from tms.storage.roles import EnqueueParams, OperationListParams
 from tms.v1 import tms_pb2
 
 ALL_TABLES = "-"
@@ -32,7 +32,7 @@ def _precondition(message: str, reason: str, **metadata: str) -> ApiError:
     return ApiError(grpc.StatusCode.FAILED_PRECONDITION, message, reason, metadata=metadata)
 
 
-def _exists(table: TableRecord, action: str, op_id: int) -> ApiError:
+def _exists(table: Table, action: str, op_id: int) -> ApiError:
     name = f"tables/{table.table_id}/operations/{op_id}"
     return ApiError(grpc.StatusCode.ALREADY_EXISTS,
                     f"{name} is already active for {action} on tables/{table.table_id}",
@@ -40,16 +40,16 @@ def _exists(table: TableRecord, action: str, op_id: int) -> ApiError:
 
 
 class OperationsMixin(ServicerBase):
-    def _op(self, name: str, principal: Principal) -> tuple[TableRecord, OperationRecord]:
+    def _op(self, name: str, principal: Principal) -> tuple[Table, Operation]:
         p: v.Problems = []
         table_id, op_id = v.operation_name(p, "name", name)
         if p:
             raise invalid(p)
-        table = self.load_table(table_id, principal, name)
-        op = self.store.get_operation(table_id, op_id)
+        table = self.load_table(table_id, principal, name).table
+        op = self.store.operation_get(table_id, op_id)
         if op is None:
             raise not_found(name)
-        return table, replace(op, attempts=self.store.attempts([op.id]).get(op.id, ()))
+        return table, op
 
     @rpc
     def GetOperation(self, request: tms_pb2.GetOperationRequest, context: grpc.ServicerContext,
@@ -85,18 +85,16 @@ class OperationsMixin(ServicerBase):
             raise invalid(p)
         if table_id is not None:
             self.load_table(table_id, principal, request.parent)
-        rows = self.store.list_operations(table_id, state, request.action or None, before_id,
-                                          size + 1, after, before)
+        rows = self.store.operation_list(OperationListParams(
+            table_id, state, request.action or None, before_id, size + 1, after, before))
         more = len(rows) > size
         rows = rows[:size]
         token = pagination.encode(query, rows[-1].id) if more else ""
         if principal.scoped and table_id is None:
             owners = self.store.table_owners(sorted({r.table_id for r in rows}))
             rows = [r for r in rows if principal.allows(r.table_id, owners.get(r.table_id))]
-        attempts = self.store.attempts([r.id for r in rows]) if rows else {}
         return tms_pb2.ListOperationsResponse(
-            operations=[convert.operation_to_pb(replace(o, attempts=attempts.get(o.id, ())),
-                                                with_logs=False) for o in rows],
+            operations=[convert.operation_to_pb(o, with_logs=False) for o in rows],
             next_page_token=token)
 
     @rpc
@@ -104,11 +102,11 @@ class OperationsMixin(ServicerBase):
                         context: grpc.ServicerContext,
                         principal: Principal) -> tms_pb2.Operation:
         table, op = self._op(request.name, principal)
-        if op.state is OperationState.QUEUED and not self.store.cancel_queued(
+        if op.state is OperationState.QUEUED and not self.store.operation_cancel_queued(
                 op.id, f"cancelled by {principal.name}"):
             op = self._op(request.name, principal)[1]  # it started meanwhile
         if op.state is OperationState.RUNNING:
-            self.store.request_cancel(op.id)
+            self.store.operation_request_cancel(op.id)
         elif op.state in (OperationState.SUCCEEDED, OperationState.FAILED):
             raise _precondition(f"{request.name} already ended {op.state.value}",
                                 "OPERATION_FINISHED", operation=request.name)
@@ -116,7 +114,7 @@ class OperationsMixin(ServicerBase):
                  principal=principal.name)
         return convert.operation_to_pb(self._op(request.name, principal)[1])
 
-    def _check_active(self, table: TableRecord) -> None:
+    def _check_active(self, table: Table) -> None:
         if table.state is TableState.PAUSED:
             raise _precondition(f"tables/{table.table_id} is paused; resume it first",
                                 "TABLE_PAUSED", table=f"tables/{table.table_id}")
@@ -130,15 +128,16 @@ class OperationsMixin(ServicerBase):
                                 f"{request.name} is {op.state.value}", "NOT_RETRYABLE",
                                 operation=request.name)
         self._check_active(table)
-        new_id = self.store.enqueue_manual(
+        new_id = self.store.operation_enqueue(EnqueueParams(
             table, op.action, "retry", f"retry of {op.name} (by {principal.name})",
-            dict(op.params), op.max_attempts, retry_of=op.id, priority=op.priority)
+            op.lease.max_attempts, op.priority, params=dict(op.work.params), retry_of=op.id))
         if new_id is None:
-            raise _exists(table, op.action, self.store.active_operation(table.id, op.action) or 0)
+            raise _exists(table, op.action,
+                          self.store.operation_active(table.pk, op.action) or 0)
         return self._fetch(table, new_id)
 
-    def _fetch(self, table: TableRecord, op_id: int) -> tms_pb2.Operation:
-        op = self.store.get_operation(table.table_id, op_id)
+    def _fetch(self, table: Table, op_id: int) -> tms_pb2.Operation:
+        op = self.store.operation_get(table.table_id, op_id)
         if op is None:
             raise not_found(f"tables/{table.table_id}/operations/{op_id}")
         return convert.operation_to_pb(op)
@@ -155,7 +154,7 @@ class OperationsMixin(ServicerBase):
         v.string(p, "request_id", request.request_id, MAX_REQUEST_ID_LEN)
         if p:
             raise invalid(p)
-        table = self.load_table(table_id, principal, request.parent)
+        table = self.load_table(table_id, principal, request.parent).table
         plugin = self.formats.get(table.format)
         if plugin is None or request.action not in plugin.actions:
             known = ", ".join(plugin.actions) if plugin else ""
@@ -167,19 +166,19 @@ class OperationsMixin(ServicerBase):
                 return convert.operation_to_pb(self._op(earlier, principal)[1])
         note = request.reason or "triggered through the API"
         try:
-            new_id = self.store.enqueue_manual(
+            new_id = self.store.operation_enqueue(EnqueueParams(
                 table, request.action, "manual", f"manual: {note} (by {principal.name})",
-                dict(request.params), max_attempts(table.policy))
+                max_attempts(table.policy), table.priority, params=dict(request.params)))
             if new_id is None:
                 raise _exists(table, request.action,
-                              self.store.active_operation(table.id, request.action) or 0)
+                              self.store.operation_active(table.pk, request.action) or 0)
         except BaseException:
             if request.request_id:
-                self.store.forget_request(request.request_id)
+                self.store.request_forget(request.request_id)
             raise
         result = self._fetch(table, new_id)
         if request.request_id:
-            self.store.set_request_resource(request.request_id, result.name)
+            self.store.request_set_resource(request.request_id, result.name)
         log.info("operation triggered", table=table.table_id, action=request.action,
                  operation=new_id, principal=principal.name)
         return result
@@ -192,11 +191,11 @@ class OperationsMixin(ServicerBase):
         table_id = v.table_name(p, "name", request.name)
         if p:
             raise invalid(p)
-        table = self.load_table(table_id, principal, request.name)
+        table = self.load_table(table_id, principal, request.name).table
         plugin = self.formats.get(table.format)
         actions = plugin.actions if plugin else ()
         out = []
-        for e in self.store.explain(table.id, actions):
+        for e in self.store.decision_explain(table.pk, actions):
             item = tms_pb2.ActionExplanation(
                 action=e.action, decided=e.decided_at is not None,
                 should_run=bool(e.should_run), reason=e.reason or "",
@@ -209,6 +208,8 @@ class OperationsMixin(ServicerBase):
                 item.operation = f"tables/{table_id}/operations/{e.operation_id}"
             if e.active_id:
                 item.active_operation = f"tables/{table_id}/operations/{e.active_id}"
+            if e.active_state is not None:
+                item.active_state = tms_pb2.Operation.State.Value(e.active_state.value)
             out.append(item)
         return tms_pb2.ExplainTableResponse(
             table=request.name, state=tms_pb2.Table.State.Value(table.state.value), actions=out)

@@ -21,7 +21,7 @@ class QueuesMixin(ServicerBase):
     def ListQueues(self, request: tms_pb2.ListQueuesRequest, context: grpc.ServicerContext,
                    principal: Principal) -> tms_pb2.ListQueuesResponse:
         return tms_pb2.ListQueuesResponse(
-            queues=[convert.queue_to_pb(q) for q in self.store.list_queues()])
+            queues=[convert.queue_to_pb(q) for q in self.store.queue_list()])
 
     @rpc
     def UpdateQueue(self, request: tms_pb2.UpdateQueueRequest, context: grpc.ServicerContext,
@@ -43,8 +43,8 @@ class QueuesMixin(ServicerBase):
         if principal.scoped:  # a queue is shared by tables outside any scope
             raise permission_denied(f"token {principal.name!r} is limited to some tables; "
                                     "queues need an unscoped admin token")
-        self.store.set_queue_limit(name, limit)
-        for q in self.store.list_queues():
+        self.store.queue_set_limit(name, limit)
+        for q in self.store.queue_list():
             if q.name == name:
                 return convert.queue_to_pb(q)
         return convert.queue_to_pb(QueueInfo(name, limit))

@@ -19,13 +19,14 @@ from tms.api.base import (
     rpc,
 )
 from tms.api.errors import ApiError, already_exists, invalid, not_found
-from tms.domain import TableRecord, TableSpec, TableState, TableUpdate
+from tms.domain import Table, TableSpec, TableState, TableUpdate
+from tms.storage.roles import TableListParams
 from tms.v1 import tms_pb2
 
 UPDATABLE_PATHS = ("owner", "queue", "priority", "policy", "catalog_properties")
 
 
-def _spec_of(t: TableRecord) -> TableSpec:
+def _spec_of(t: Table) -> TableSpec:
     return TableSpec(t.table_id, t.format, t.catalog, t.namespace, t.table_name, t.base_path,
                      t.catalog_properties, t.owner, t.queue, t.priority, t.policy)
 
@@ -86,16 +87,16 @@ class TablesMixin(ServicerBase):
             if earlier is not None:
                 return self._get(earlier.removeprefix("tables/"), principal, earlier)
         try:
-            rec = self.store.register_table(spec)
+            rec = self.store.table_register(spec)
             if rec is None:
                 raise already_exists(f"tables/{spec.table_id}")
         except BaseException:
             if request.request_id:
-                self.store.forget_request(request.request_id)
+                self.store.request_forget(request.request_id)
             raise
         if request.request_id:
-            self.store.set_request_resource(request.request_id, rec.name)
-        log.info("table registered", table=rec.table_id, format=rec.format,
+            self.store.request_set_resource(request.request_id, rec.table.name)
+        log.info("table registered", table=spec.table_id, format=spec.format,
                  principal=principal.name)
         return convert.table_to_pb(rec)
 
@@ -133,13 +134,14 @@ class TablesMixin(ServicerBase):
                                 lambda k: bool(v.TABLE_ID_RE.fullmatch(k)))
         if p:
             raise invalid(p)
-        rows = self.store.list_tables(after, size + 1, request.format or None, state,
-                                      request.owner or None, request.queue or None)
+        rows = self.store.table_list(TableListParams(
+            after, size + 1, request.format or None, state, request.owner or None,
+            request.queue or None))
         more = len(rows) > size
         rows = rows[:size]
-        token = pagination.encode(query, rows[-1].table_id) if more else ""
+        token = pagination.encode(query, rows[-1].table.table_id) if more else ""
         # a scoped token sees only its tables (a page may then hold fewer than page_size)
-        visible = [r for r in rows if principal.allows(r.table_id, r.owner)]
+        visible = [r for r in rows if principal.allows(r.table.table_id, r.table.owner)]
         return tms_pb2.ListTablesResponse(tables=[convert.table_to_pb(r) for r in visible],
                                           next_page_token=token)
 
@@ -154,7 +156,7 @@ class TablesMixin(ServicerBase):
         if not paths or bad:
             raise invalid([("update_mask", f"paths must be among {', '.join(UPDATABLE_PATHS)}"
                                            + (f"; not {bad[0][:40]!r}" if bad else ""))])
-        current = self.load_table(table_id, principal, request.table.name)
+        current = self.load_table(table_id, principal, request.table.name).table
         t = request.table
         props = {k: (current.catalog_properties.get(k, val) if val == convert.REDACTED else val)
                  for k, val in t.catalog_properties.items()}  # a redacted echo keeps the secret
@@ -173,7 +175,7 @@ class TablesMixin(ServicerBase):
             raise invalid(p)
         self.check_scope(principal, merged.table_id, merged.owner)
         self.check_allowed(merged)
-        rec = self.store.update_table(table_id, changes)
+        rec = self.store.table_update(table_id, changes)
         if rec is None:
             raise not_found(request.table.name)
         log.info("table updated", table=table_id, paths=paths, principal=principal.name)
@@ -184,8 +186,8 @@ class TablesMixin(ServicerBase):
                         context: grpc.ServicerContext, principal: Principal) -> empty_pb2.Empty:
         table_id = self._name(request.name)
         self.load_table(table_id, principal, request.name)
-        if not self.store.delete_table(table_id, request.force):
-            if self.store.get_table(table_id) is None:
+        if not self.store.table_delete(table_id, request.force):
+            if self.store.table_get(table_id) is None:
                 raise not_found(request.name)
             raise ApiError(grpc.StatusCode.FAILED_PRECONDITION,
                            f"{request.name} has a running operation; cancel it or use force",
@@ -196,7 +198,7 @@ class TablesMixin(ServicerBase):
     def _set_state(self, name: str, principal: Principal, state: TableState) -> tms_pb2.Table:
         table_id = self._name(name)
         self.load_table(table_id, principal, name)
-        rec = self.store.set_table_state(table_id, state)
+        rec = self.store.table_set_state(table_id, state)
         if rec is None:
             raise not_found(name)
         log.info("table state set", table=table_id, state=state.value, principal=principal.name)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tms.domain import TableRecord
+from tms.domain import Table
 from tms.engines.base import ExecutionEngine
 from tms.formats.policy import SPARK_CONF_PREFIX, SPARK_TABLE_KEYS
 from tms.spark.settings import SparkSettings
@@ -144,7 +144,7 @@ class EngineRouter:
     def profile(self, queue: str) -> QueueProfile:
         return self.queues.get(queue, self.default)
 
-    def engine_for(self, table: TableRecord) -> ExecutionEngine:
+    def engine_for(self, table: Table) -> ExecutionEngine:
         profile = self.profile(table.queue)
         own = table_settings(profile.settings, table.policy)
         if own is not None:

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import structlog
 
-from tms.domain import Lease, OperationRecord, OperationState, Outcome
+from tms.domain import AttemptState, LeaseStatus, Operation, OperationState, Outcome
 from tms.engines.base import EngineResult, ExecutionEngine
 from tms.engines.profiles import EngineRouter
 from tms.executor.retry import RetryPolicy
 from tms.formats.base import TableFormatPlugin
-from tms.storage.base import Store
+from tms.storage.roles import ExecutionStore
 from tms.telemetry import instruments
 from tms.tracing import context_from, tracer
 
@@ -36,7 +36,7 @@ log = structlog.get_logger("tms.executor")
 
 
 class Executor:
-    def __init__(self, store: Store, formats: dict[str, TableFormatPlugin],
+    def __init__(self, store: ExecutionStore, formats: dict[str, TableFormatPlugin],
                  engine: ExecutionEngine | EngineRouter, executor_id: str, workdir: Path, *,
                  lease_s: float = LEASE_TIMEOUT_S, heartbeat_s: float = HEARTBEAT_INTERVAL_S,
                  poll_interval_s: float = POLL_INTERVAL_S,
@@ -74,24 +74,24 @@ class Executor:
                 stop.wait(self.poll_interval_s)
 
     def run_once(self, stop: threading.Event | None = None) -> bool:
-        op = self.store.claim(self.executor_id, self.lease_s, self.queues)
+        op = self.store.operation_claim(self.executor_id, self.lease_s, self.queues)
         if op is None:
             return False
         self.execute(op, stop or threading.Event())
         return True
 
-    def execute(self, op: OperationRecord, shutdown: threading.Event) -> None:
+    def execute(self, op: Operation, shutdown: threading.Event) -> None:
         """Run one attempt inside its span, which continues the trace of the decision (and
         the commit before it) that queued the operation."""
         with tracer().start_as_current_span(
                 "attempt", context=context_from(op.traceparent),
                 attributes={"tms.operation": op.id, "tms.action": op.action,
-                            "tms.attempt": op.attempt, "tms.queue": op.queue}):
+                            "tms.attempt": op.lease.attempt, "tms.queue": op.queue}):
             self._execute(op, shutdown)
 
-    def _execute(self, op: OperationRecord, shutdown: threading.Event) -> None:
+    def _execute(self, op: Operation, shutdown: threading.Event) -> None:
         bound = log.bind(operation=op.id, table_pk=op.table_pk, action=op.action,
-                         attempt=op.attempt)
+                         attempt=op.lease.attempt)
         bound.info("operation started")
         m = instruments()
         m.attempts_started.add(1, {"action": op.action, "queue": op.queue})
@@ -120,48 +120,51 @@ class Executor:
             done.set()
             for w in watchers:
                 w.join()
-        ended = "lost"
+        ended = AttemptState.LOST
         if lost.is_set():
             bound.warning("lease lost; outcome discarded")
         elif cancelled.is_set():
             outcome = Outcome(OperationState.CANCELLED, error="cancelled by request",
                               log_tail=outcome.log_tail, exit_code=outcome.exit_code)
-            if self.store.finish(op, self.executor_id, outcome):
+            if self.store.operation_finish(op, self.executor_id, outcome):
                 bound.info("operation cancelled; job stopped")
                 m.operations_finished.add(1, {"action": op.action, "state": "CANCELLED"})
-            ended = "cancelled"
+            ended = AttemptState.CANCELLED
         elif handback.is_set():
-            released = self.store.release(op, self.executor_id,
-                                          f"handed back by {self.executor_id} on shutdown")
+            released = self.store.operation_release(
+                op, self.executor_id, f"handed back by {self.executor_id} on shutdown")
             bound.warning("operation handed back on shutdown", released=released)
-            ended = "handed_back"
+            ended = AttemptState.HANDED_BACK
         else:
             ended = self._record(op, outcome, bound)
         m.attempt_duration.record(self._clock() - started,
-                                  {"action": op.action, "outcome": ended})
+                                  {"action": op.action, "outcome": ended.value.lower()})
         self.finished.set()
 
-    def _record(self, op: OperationRecord, outcome: Outcome,
-                bound: structlog.typing.FilteringBoundLogger) -> str:
+    def _record(self, op: Operation, outcome: Outcome,
+                bound: structlog.typing.FilteringBoundLogger) -> AttemptState:
         """Finish the operation, or queue it again after a backoff when the failure may pass
-        and attempts remain. Non-retryable failures end at once, whatever attempts are left."""
+        and attempts remain. Non-retryable failures end at once, whatever attempts are left.
+        Returns how the attempt ended (LOST when its write was refused)."""
         if outcome.state is OperationState.FAILED and not outcome.retryable:
             outcome = Outcome(outcome.state, outcome.result, f"not retryable: {outcome.error}",
                               outcome.log_tail, outcome.exit_code, retryable=False)
-        elif outcome.state is OperationState.FAILED and op.attempt < op.max_attempts:
-            delay_s = self.retry.delay_s(op.attempt, self._rand)
-            if self.store.retry_later(op, self.executor_id, outcome, delay_s):
+        elif (outcome.state is OperationState.FAILED
+              and op.lease.attempts_used < op.lease.max_attempts):
+            delay_s = self.retry.delay_s(op.lease.attempts_used, self._rand)
+            if self.store.operation_retry_later(op, self.executor_id, outcome, delay_s):
                 bound.warning("attempt failed; retry queued", error=outcome.error,
-                              retry_in_s=round(delay_s, 1), max_attempts=op.max_attempts)
+                              retry_in_s=round(delay_s, 1),
+                              max_attempts=op.lease.max_attempts)
                 instruments().retries_queued.add(1, {"action": op.action})
-                return "retry"
-        if self.store.finish(op, self.executor_id, outcome):
+                return AttemptState.FAILED
+        if self.store.operation_finish(op, self.executor_id, outcome):
             bound.info("operation finished", state=outcome.state.value, error=outcome.error)
             instruments().operations_finished.add(
                 1, {"action": op.action, "state": outcome.state.value})
-            return outcome.state.value.lower()
+            return AttemptState(outcome.state.value)
         bound.warning("outcome refused: this attempt no longer owns the operation")
-        return "lost"
+        return AttemptState.LOST
 
     def _watch_shutdown(self, shutdown: threading.Event, handback: threading.Event,
                         stop_engine: threading.Event, done: threading.Event) -> None:
@@ -173,8 +176,8 @@ class Executor:
                     stop_engine.set()
                 return
 
-    def _run(self, op: OperationRecord, stop_engine: threading.Event) -> Outcome:
-        table = self.store.get_table_by_pk(op.table_pk)
+    def _run(self, op: Operation, stop_engine: threading.Event) -> Outcome:
+        table = self.store.table_get_settings(op.table_pk)
         if table is None:
             return Outcome(OperationState.FAILED, error="table was deregistered",
                            retryable=False)
@@ -189,10 +192,10 @@ class Executor:
         except ValueError as e:  # bad configuration: another attempt would fail the same way
             return Outcome(OperationState.FAILED, error=f"bad configuration: {e}"[:4000],
                            retryable=False)
-        workdir = self.workdir / f"op-{op.id}-attempt-{op.attempt}"
+        workdir = self.workdir / f"op-{op.id}-attempt-{op.lease.attempt}"
 
         def on_handle(handle: str) -> None:
-            self.store.set_engine_handle(op, self.executor_id, handle)
+            self.store.attempt_set_engine_handle(op, self.executor_id, handle)
 
         res: EngineResult = engine.run(job, workdir, stop_engine, on_handle)
         if res.succeeded:
@@ -201,18 +204,18 @@ class Executor:
         return Outcome(state, result=res.result, error=res.error, log_tail=res.log_tail,
                        exit_code=res.exit_code, retryable=res.retryable)
 
-    def _heartbeat(self, op: OperationRecord, lost: threading.Event, cancelled: threading.Event,
+    def _heartbeat(self, op: Operation, lost: threading.Event, cancelled: threading.Event,
                    stop_engine: threading.Event, done: threading.Event) -> None:
         while not done.wait(self.heartbeat_s):
             try:
-                lease = self.store.renew_lease(op, self.executor_id, self.lease_s)
+                lease = self.store.operation_renew_lease(op, self.executor_id, self.lease_s)
             except Exception as e:  # database blip: the lease has slack for a few misses
                 log.warning("heartbeat failed", operation=op.id, error=str(e))
                 continue
-            if lease is Lease.LOST:
+            if lease is LeaseStatus.LOST:
                 lost.set()
                 stop_engine.set()
                 return
-            if lease is Lease.CANCEL_REQUESTED and not cancelled.is_set():
+            if lease is LeaseStatus.CANCEL_REQUESTED and not cancelled.is_set():
                 cancelled.set()
                 stop_engine.set()  # keep the lease alive until the job is down

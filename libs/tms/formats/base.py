@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from tms.domain import Decision, OperationRecord, TableRecord, TableSpec
+from tms.domain import Decision, Operation, Table, TableSpec
 
 
 @dataclass(frozen=True)
@@ -39,15 +39,15 @@ class TableFormatPlugin(abc.ABC):
         return []
 
     @abc.abstractmethod
-    def inspect(self, table: TableRecord) -> dict[str, Any]:
+    def inspect(self, table: Table) -> dict[str, Any]:
         """Metrics read from the table's metadata only (never a Spark job)."""
 
     @abc.abstractmethod
-    def evaluate(self, table: TableRecord, metrics: Mapping[str, Any],
-                 last_runs: Mapping[str, OperationRecord | None], now: datetime
+    def evaluate(self, table: Table, metrics: Mapping[str, Any],
+                 last_runs: Mapping[str, Operation | None], now: datetime
                  ) -> list[Decision]:
         """One decision per action, each with a reason a person can read."""
 
     @abc.abstractmethod
-    def build_job(self, table: TableRecord, operation: OperationRecord) -> JobSpec:
+    def build_job(self, table: Table, operation: Operation) -> JobSpec:
         """The job that carries out ``operation``."""

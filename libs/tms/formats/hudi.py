@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from tms.domain import Decision, OperationRecord, TableRecord, TableSpec
+from tms.domain import Decision, Operation, Table, TableSpec
 from tms.formats.base import JobSpec, TableFormatPlugin
 from tms.formats.hudi_timeline import TimelineError, local_path, read_timeline
 from tms.formats.policy import COMMON_KEYS, PolicyKey
@@ -132,11 +132,11 @@ class HudiFormat(TableFormatPlugin):
                 problems.append((f"table.policy[{k}]", str(e)))
         return problems
 
-    def inspect(self, table: TableRecord) -> dict[str, Any]:
+    def inspect(self, table: Table) -> dict[str, Any]:
         return read_timeline(table.base_path, TIMEZONE.get(table.policy)).metrics()
 
-    def evaluate(self, table: TableRecord, metrics: Mapping[str, Any],
-                 last_runs: Mapping[str, OperationRecord | None], now: datetime
+    def evaluate(self, table: Table, metrics: Mapping[str, Any],
+                 last_runs: Mapping[str, Operation | None], now: datetime
                  ) -> list[Decision]:
         verdicts = {"compaction": _compaction(table.policy, metrics, now),
                     "clustering": _clustering(table.policy, metrics),
@@ -144,23 +144,23 @@ class HudiFormat(TableFormatPlugin):
         return [Decision(action, run, reason, dict(metrics), params)
                 for action, (run, reason, params) in verdicts.items()]
 
-    def build_job(self, table: TableRecord, operation: OperationRecord) -> JobSpec:
+    def build_job(self, table: Table, operation: Operation) -> JobSpec:
         if operation.action == "clean":
             return JobSpec(kind="jvm", app=CLEANER, args=("--target-base-path", table.base_path))
         if operation.action not in ("compaction", "clustering"):
             raise ValueError(f"hudi has no action {operation.action!r}")
-        mode = str(operation.params.get("mode", "scheduleAndExecute"))
+        mode = str(operation.work.params.get("mode", "scheduleAndExecute"))
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; one of {', '.join(MODES)}")
         # HoodieCompactor/HoodieClusteringJob require --table-name but use it only to name the
         # Spark app (in the sources checked): the registered name, else hoodie.table.name as
         # inspected, else the directory name
         name = re.sub(r"[^A-Za-z0-9_-]", "_", table.table_name
-                      or str(operation.metrics.get("table_name") or "")
+                      or str(operation.work.metrics.get("table_name") or "")
                       or PurePosixPath(urlsplit(table.base_path).path).name).lstrip("-")
         args = ["--base-path", table.base_path, "--table-name", name, "--mode", mode]
         if mode == "execute":
-            instant = str(operation.params.get("instant", ""))
+            instant = str(operation.work.params.get("instant", ""))
             if not _INSTANT_RE.fullmatch(instant):
                 raise ValueError(f"mode execute needs the plan's instant time, got {instant!r}")
             args += ["--instant-time", instant]

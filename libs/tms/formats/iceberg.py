@@ -14,7 +14,7 @@ from datetime import datetime
 from importlib import resources
 from typing import Any
 
-from tms.domain import Decision, OperationRecord, TableRecord, TableSpec
+from tms.domain import Decision, Operation, Table, TableSpec
 from tms.formats.base import JobSpec, TableFormatPlugin
 from tms.formats.iceberg_policy import RULES, K
 from tms.formats.policy import validate_policy
@@ -56,7 +56,7 @@ class IcebergFormat(TableFormatPlugin):
         return problems
 
     # inspection -----------------------------------------------------------------------------
-    def _catalog(self, table: TableRecord) -> Any:
+    def _catalog(self, table: Table) -> Any:
         from pyiceberg.catalog import load_catalog
 
         key = (table.catalog, tuple(sorted(table.catalog_properties.items())))
@@ -67,7 +67,7 @@ class IcebergFormat(TableFormatPlugin):
                 self._catalogs[key] = cat
             return cat
 
-    def inspect(self, table: TableRecord) -> dict[str, Any]:
+    def inspect(self, table: Table) -> dict[str, Any]:
         tbl = self._catalog(table).load_table((*table.namespace.split("."), table.table_name))
         snap = tbl.current_snapshot()
         small_limit = K["compaction.small-file-bytes"].as_int(table.policy)
@@ -107,18 +107,18 @@ class IcebergFormat(TableFormatPlugin):
         return metrics
 
     # policy ---------------------------------------------------------------------------------
-    def evaluate(self, table: TableRecord, metrics: Mapping[str, Any],
-                 last_runs: Mapping[str, OperationRecord | None], now: datetime
+    def evaluate(self, table: Table, metrics: Mapping[str, Any],
+                 last_runs: Mapping[str, Operation | None], now: datetime
                  ) -> list[Decision]:
         return [rule(table.policy, metrics, last_runs.get(action), now)
                 for action, rule in RULES.items()]
 
     # execution ------------------------------------------------------------------------------
-    def build_job(self, table: TableRecord, operation: OperationRecord) -> JobSpec:
+    def build_job(self, table: Table, operation: Operation) -> JobSpec:
         return JobSpec(kind="pyspark", app=_job_app(), spec={
             "catalog_name": table.catalog,
             "catalog_properties": dict(table.catalog_properties),
             "table": f"{table.namespace}.{table.table_name}",
             "action": operation.action,
-            "options": {k: str(v) for k, v in operation.params.items()},
+            "options": {k: str(v) for k, v in operation.work.params.items()},
         })

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tms.domain import Decision, OperationRecord
+from tms.domain import Decision, Operation
 from tms.formats.policy import PolicyKey
 
 MIB = 1024 * 1024
@@ -55,7 +55,7 @@ K = {p.key: p for p in (
 )}
 
 QUIET_MIN_SMALL_FILES = 2  # a quiet table is worth a rewrite from two small files on
-Rule = Callable[[Mapping[str, str], Mapping[str, Any], OperationRecord | None, datetime],
+Rule = Callable[[Mapping[str, str], Mapping[str, Any], Operation | None, datetime],
                 Decision]
 
 
@@ -69,18 +69,18 @@ def _iso(t: datetime) -> str:
     return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
-def _too_soon(action: str, key: str, pol: Mapping[str, str], last: OperationRecord | None,
+def _too_soon(action: str, key: str, pol: Mapping[str, str], last: Operation | None,
               now: datetime, seen: dict[str, Any], because: str) -> Decision | None:
     interval = K[key].as_int(pol)
-    if last is not None and last.finished_at is not None:
-        age = (now - last.finished_at).total_seconds()
+    if last is not None and last.outcome.finished_at is not None:
+        age = (now - last.outcome.finished_at).total_seconds()
         if age < interval:
             return Decision(action, False, f"{because}, but the last run finished {age:.0f} s "
                                            f"ago (minimum interval {interval} s)", seen)
     return None
 
 
-def compaction(pol: Mapping[str, str], m: Mapping[str, Any], last: OperationRecord | None,
+def compaction(pol: Mapping[str, str], m: Mapping[str, Any], last: Operation | None,
                now: datetime) -> Decision:
     a, seen = "compaction", public(m)
     min_small, limit = K["compaction.min-small-files"].as_int(pol), m["small_file_bytes"]
@@ -108,7 +108,7 @@ def compaction(pol: Mapping[str, str], m: Mapping[str, Any], last: OperationReco
         {"target-file-size-bytes": str(K["compaction.target-file-size-bytes"].as_int(pol))})
 
 
-def clustering(pol: Mapping[str, str], m: Mapping[str, Any], last: OperationRecord | None,
+def clustering(pol: Mapping[str, str], m: Mapping[str, Any], last: Operation | None,
                now: datetime) -> Decision:
     a, seen = "clustering", public(m)
     sort = K["clustering.sort-order"].as_str(pol)
@@ -118,7 +118,7 @@ def clustering(pol: Mapping[str, str], m: Mapping[str, Any], last: OperationReco
     if not sort and not zorder:
         return Decision(a, False, "clustering is enabled but neither clustering.sort-order "
                                   "nor clustering.zorder-columns is set", seen)
-    since = last.finished_at if last and last.finished_at else None
+    since = last.outcome.finished_at if last and last.outcome.finished_at else None
     new = (m["snapshots"] if since is None else
            sum(1 for ts in m["_snapshot_times_ms"] if ts > since.timestamp() * 1000))
     need = K["clustering.min-new-snapshots"].as_int(pol)
@@ -134,7 +134,7 @@ def clustering(pol: Mapping[str, str], m: Mapping[str, Any], last: OperationReco
 
 
 def expire_snapshots(pol: Mapping[str, str], m: Mapping[str, Any],
-                     last: OperationRecord | None, now: datetime) -> Decision:
+                     last: Operation | None, now: datetime) -> Decision:
     a, seen = "expire_snapshots", public(m)
     if not K["expire-snapshots.enabled"].as_bool(pol):
         return Decision(a, False, "snapshot expiry is disabled by policy", seen)
@@ -154,7 +154,7 @@ def expire_snapshots(pol: Mapping[str, str], m: Mapping[str, Any],
 
 
 def remove_orphan_files(pol: Mapping[str, str], m: Mapping[str, Any],
-                        last: OperationRecord | None, now: datetime) -> Decision:
+                        last: Operation | None, now: datetime) -> Decision:
     a, seen = "remove_orphan_files", public(m)
     if not K["orphan-files.enabled"].as_bool(pol):
         return Decision(a, False, "orphan-file removal is off unless a table enables it", seen)
@@ -167,7 +167,7 @@ def remove_orphan_files(pol: Mapping[str, str], m: Mapping[str, Any],
 
 
 def rewrite_manifests(pol: Mapping[str, str], m: Mapping[str, Any],
-                      last: OperationRecord | None, now: datetime) -> Decision:
+                      last: Operation | None, now: datetime) -> Decision:
     a, seen = "rewrite_manifests", public(m)
     limit = K["manifests.max-count"].as_int(pol)
     if not K["manifests.enabled"].as_bool(pol):
@@ -180,7 +180,7 @@ def rewrite_manifests(pol: Mapping[str, str], m: Mapping[str, Any],
 
 
 def rewrite_position_deletes(pol: Mapping[str, str], m: Mapping[str, Any],
-                             last: OperationRecord | None, now: datetime) -> Decision:
+                             last: Operation | None, now: datetime) -> Decision:
     a, seen = "rewrite_position_deletes", public(m)
     limit = K["position-deletes.max-files"].as_int(pol)
     if not K["position-deletes.enabled"].as_bool(pol):

@@ -11,10 +11,10 @@ from typing import Any
 import structlog
 
 from tms.coordination import Coordinator
-from tms.domain import Decision, OperationRecord, TableRecord
+from tms.domain import Decision, Operation, Table
 from tms.formats.base import TableFormatPlugin
 from tms.formats.policy import DEFAULT_MAX_ATTEMPTS, PULL_INTERVAL_KEY, max_attempts
-from tms.storage.base import Store
+from tms.storage.roles import DecisionStore, EnqueueParams
 from tms.telemetry import instruments
 from tms.tracing import context_from, current_traceparent, tracer
 
@@ -23,7 +23,7 @@ INSPECT_FAILURE_RETRY_S = 60.0
 log = structlog.get_logger("tms.scheduler")
 
 
-def decision_span(table: TableRecord, traceparent: str | None) -> Any:
+def decision_span(table: Table, traceparent: str | None) -> Any:
     """The decision's span, continuing the trace of the commit that made the table due."""
     return tracer().start_as_current_span(
         "decide", context=context_from(traceparent),
@@ -31,21 +31,21 @@ def decision_span(table: TableRecord, traceparent: str | None) -> Any:
 
 
 class ZooKeeperLost(RuntimeError):
-    """The scheduler no longer holds its ZooKeeper session, so no longer its locks."""
+    """The scheduler no longer holds its ZooKeeper session, so no longer its shards."""
 
 
 class DecisionMaker:
     """The per-table part of the scheduler; the loop around it picks the tables."""
 
-    store: Store
+    store: DecisionStore
     coordinator: Coordinator
     formats: dict[str, TableFormatPlugin]
     queue_priorities: dict[str, int]
     max_attempts_by_action: dict[str, int]
     pull_interval_s: float
 
-    def _evaluate(self, table: TableRecord, now: datetime,
-                  last_runs: Mapping[str, OperationRecord]
+    def _evaluate(self, table: Table, now: datetime,
+                  last_runs: Mapping[str, Operation]
                   ) -> tuple[list[tuple[Decision, int | None]], float]:
         """Inspect, evaluate, queue what should run: (decisions with the operation each
         queued, seconds until the next check). Queues nothing once ZooKeeper is lost."""
@@ -70,9 +70,11 @@ class DecisionMaker:
             if decision.should_run:
                 if not self.coordinator.healthy:
                     raise ZooKeeperLost("session lost mid-decision; not queueing")
-                op_id = self.store.enqueue(table, decision, "policy",
-                                           self.max_attempts(table, decision.action),
-                                           self.priority(table), current_traceparent())
+                op_id = self.store.operation_enqueue(EnqueueParams(
+                    table, decision.action, "policy", decision.reason,
+                    self.max_attempts(table, decision.action), self.priority(table),
+                    params=decision.params, metrics=decision.metrics,
+                    traceparent=current_traceparent()))
                 if op_id is None:
                     outcome = "already_active"
                     decision = Decision(decision.action, False,
@@ -86,17 +88,17 @@ class DecisionMaker:
             instruments().decisions.add(1, {"action": decision.action, "outcome": outcome})
         return taken, self.pull_interval(table)
 
-    def priority(self, table: TableRecord) -> int:
+    def priority(self, table: Table) -> int:
         """An operation's priority: its table's, raised or lowered by its queue's."""
         return table.priority + self.queue_priorities.get(table.queue, 0)
 
-    def max_attempts(self, table: TableRecord, action: str) -> int:
+    def max_attempts(self, table: Table, action: str) -> int:
         """The table's own limit if it sets one, else the action's (--max-attempts), else
         DEFAULT_MAX_ATTEMPTS."""
         return max_attempts(table.policy,
                             self.max_attempts_by_action.get(action, DEFAULT_MAX_ATTEMPTS))
 
-    def pull_interval(self, table: TableRecord) -> float:
+    def pull_interval(self, table: Table) -> float:
         """The table's own heartbeat timeout if it sets one, else the scheduler's default."""
         if PULL_INTERVAL_KEY.key in table.policy:
             try:

@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from tms.coordination import Coordinator
-from tms.storage.base import Store
+from tms.storage.roles import MaintenanceStore
 from tms.telemetry import instruments, observe
 
 OVERDUE_GRACE_S = 900.0  # a table whose check or commit waited this long is overdue
 
 
-def register_scheduler_gauges(store: Store, coordinator: Coordinator,
+def register_scheduler_gauges(store: MaintenanceStore, coordinator: Coordinator,
                               overdue_grace_s: float = OVERDUE_GRACE_S) -> None:
     member = {"member": coordinator.member_id}
     for outcome in ("requeued", "failed"):  # present from the start, so rate() works at once
@@ -43,7 +43,7 @@ def register_scheduler_gauges(store: Store, coordinator: Coordinator,
     def overdue() -> Iterable[tuple[float, dict[str, str]]]:
         if not coordinator.leads:
             return []
-        return [(float(store.overdue_tables(overdue_grace_s)), {})]
+        return [(float(store.table_count_overdue(overdue_grace_s)), {})]
 
     observe("tms_zookeeper_session_up", "1 while this scheduler's ZooKeeper session is usable",
             session)

@@ -1,10 +1,10 @@
-"""The scheduler loop: find tables that are due, decide for each under its ZooKeeper lock,
-queue what the format plugin calls for, and record every decision with its reason.
+"""The scheduler loop: take a batch of due tables of the shards this scheduler holds, decide
+for each, queue what the format plugin calls for, and record every decision with its reason.
 
 A table is due when it carries a "new commits" mark (set by the intake, consumed here when a
 decision starts, set again by any commit arriving meanwhile) or its pull check is due
 (next_check_at), so a lost notification delays maintenance but never stops it. The loop also
-runs the lease reaper.
+runs the lease reaper and retention on the elected leader.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 
 import structlog
 
-from tms.coordination import MODE_SHARDS, MODES, NUM_SHARDS, Coordinator
-from tms.domain import Decision, TableRecord, TableState
+from tms.coordination import NUM_SHARDS, Coordinator
+from tms.domain import Decision, TableState
 from tms.formats.base import TableFormatPlugin
 from tms.formats.policy import DEFAULT_PULL_INTERVAL_S
 from tms.scheduler.decide import (
@@ -25,7 +25,7 @@ from tms.scheduler.decide import (
     decision_span,
 )
 from tms.scheduler.retention import PRUNE_INTERVAL_S, Retention
-from tms.storage.base import Store
+from tms.storage.roles import SchedulerStore
 from tms.telemetry import instruments
 
 POLL_INTERVAL_S = 0.5
@@ -37,14 +37,15 @@ log = structlog.get_logger("tms.scheduler")
 
 
 class Scheduler(DecisionMaker):
-    def __init__(self, store: Store, coordinator: Coordinator,
+    store: SchedulerStore
+
+    def __init__(self, store: SchedulerStore, coordinator: Coordinator,
                  formats: dict[str, TableFormatPlugin], scheduler_id: str, *,
                  poll_interval_s: float = POLL_INTERVAL_S,
                  pull_interval_s: float = PULL_INTERVAL_S,
                  retention: Retention | None = None,
                  queue_priorities: dict[str, int] | None = None,
                  max_attempts_by_action: dict[str, int] | None = None,
-                 mode: str = MODE_SHARDS,
                  clock: Callable[[], float] = time.monotonic,
                  now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self.store = store
@@ -60,9 +61,6 @@ class Scheduler(DecisionMaker):
         self.retention = retention or Retention()
         self.queue_priorities = dict(queue_priorities or {})
         self.max_attempts_by_action = dict(max_attempts_by_action or {})
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        self.mode = mode
         self.decided = threading.Event()  # set after each decision: a signal for tests
 
     def run(self, stop: threading.Event) -> None:
@@ -81,43 +79,38 @@ class Scheduler(DecisionMaker):
         self._leader_duties()
         if not self.coordinator.healthy:
             return 0
-        if self.mode == MODE_SHARDS:
-            return self.run_shards_once()
-        taken = 0
-        for pk in self.store.due_tables(DUE_BATCH_SIZE):
-            if self.decide(pk):
-                taken += 1
-        return taken
+        return self.decide_batch()
 
-    def run_shards_once(self) -> int:
-        """Shard mode: a batch of due tables of the shards we hold, in three round trips plus
-        one insert per queued operation, and no ZooKeeper request."""
+    def decide_batch(self) -> int:
+        """A batch of due tables of the shards we hold, in three round trips plus one insert
+        per queued operation, and no ZooKeeper request."""
         shards = self.coordinator.owned_shards()
         if not shards:
             return 0
-        batch = self.store.begin_decisions(sorted(shards), NUM_SHARDS, DUE_BATCH_SIZE)
+        batch = self.store.decision_begin_batch(sorted(shards), NUM_SHARDS, DUE_BATCH_SIZE)
         if not batch:
             return 0
         now = self._now()
-        last = self.store.last_succeeded_for([t.id for t, _, _ in batch])
+        last = self.store.operation_last_succeeded([due.table.pk for due in batch])
         decisions: list[tuple[int, Decision, int | None]] = []
         checks: list[tuple[int, float]] = []
         done = 0
         try:
-            for table, _, traceparent in batch:
+            for due in batch:
+                table = due.table
                 if table.state is TableState.ACTIVE:
-                    with decision_span(table, traceparent):
-                        taken, next_s = self._evaluate(table, now, last.get(table.id, {}))
-                    decisions += [(table.id, d, op) for d, op in taken]
-                    checks.append((table.id, next_s))
+                    with decision_span(table, due.traceparent):
+                        taken, next_s = self._evaluate(table, now, last.get(table.pk, {}))
+                    decisions += [(table.pk, d, op) for d, op in taken]
+                    checks.append((table.pk, next_s))
                 done += 1
         finally:
             if done < len(batch):  # interrupted (ZooKeeper lost): keep the rest's marks
-                for table, had_commits, traceparent in batch[done:]:
-                    if had_commits:
-                        self.store.mark_dirty(table.id, traceparent)
+                for due in batch[done:]:
+                    if due.had_commits:
+                        self.store.commits_mark_dirty(due.table.pk, due.traceparent)
             if decisions or checks:
-                self.store.finish_decisions(self.scheduler_id, decisions, checks)
+                self.store.decision_finish_batch(self.scheduler_id, decisions, checks)
         self.decided.set()
         return len(checks)
 
@@ -130,7 +123,7 @@ class Scheduler(DecisionMaker):
             return
         if due_reap:
             self._last_reap = now
-            requeued, failed = self.store.reap_expired()
+            requeued, failed = self.store.operation_reap_expired()
             for what, ids in (("requeued", requeued), ("failed", failed)):
                 if ids:
                     instruments().lease_expiries.add(len(ids), {"outcome": what})
@@ -139,29 +132,3 @@ class Scheduler(DecisionMaker):
         if due_prune:
             self._last_prune = now
             self.retention.prune(self.store, self._clock)
-
-    def decide(self, pk: int) -> bool:
-        with self.coordinator.table_lock(pk) as held:
-            if not held:
-                return False
-            table, had_commits, traceparent = self.store.begin_decision(pk)  # under the lock
-            if table is None or table.state is not TableState.ACTIVE:
-                return False  # gone or paused: resuming schedules a check
-            now = self._now()
-            if not had_commits and table.next_check_at > now:
-                return False  # another scheduler decided while we waited for the lock
-            try:
-                with decision_span(table, traceparent):
-                    self._decide_locked(table, now)
-            except BaseException:
-                if had_commits:  # these commits still deserve a decision
-                    self.store.mark_dirty(pk, traceparent)
-                raise
-        self.decided.set()
-        return True
-
-    def _decide_locked(self, table: TableRecord, now: datetime) -> None:
-        taken, next_s = self._evaluate(table, now, self.store.last_succeeded_all(table.id))
-        if taken:
-            self.store.record_decisions(table.id, taken, self.scheduler_id)
-        self.store.finish_decision(table.id, next_s)

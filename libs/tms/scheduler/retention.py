@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import structlog
 
-from tms.storage.base import Store
+from tms.storage.roles import MaintenanceStore
 
 DAY_S = 86_400
 EVENTS_RETENTION_S = 7 * DAY_S
@@ -35,7 +35,7 @@ class Retention:
     batch: int = PRUNE_BATCH_ROWS
     budget_s: float = PRUNE_BUDGET_S
 
-    def prune(self, store: Store, clock: Callable[[], float] = time.monotonic
+    def prune(self, store: MaintenanceStore, clock: Callable[[], float] = time.monotonic
               ) -> dict[str, int]:
         """Prune each kind batch by batch until it is done or the time budget is spent."""
         deadline = clock() + self.budget_s
@@ -45,7 +45,7 @@ class Retention:
                              ("requests", self.requests_s)):
             total = 0
             while clock() < deadline:
-                n = store.prune(what, keep_s, self.batch)
+                n = store.retention_prune(what, keep_s, self.batch)
                 total += n
                 if n < self.batch:
                     break

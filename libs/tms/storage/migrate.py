@@ -43,18 +43,18 @@ def migrate(dsn: str) -> list[Migration]:
     """Apply pending migrations; return the ones applied (empty when already current)."""
     applied: list[Migration] = []
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(q("advisory_lock"), {"key": MIGRATION_LOCK_KEY})
+        conn.execute(q("meta_advisory_lock"), {"key": MIGRATION_LOCK_KEY})
         try:
-            conn.execute(q("create_migrations_table"))
-            done = {r[0] for r in conn.execute(q("applied_migrations"))}
+            conn.execute(q("meta_create_migrations_table"))
+            done = {r[0] for r in conn.execute(q("meta_applied_migrations"))}
             for mig in load_migrations():
                 if mig.version in done:
                     continue
                 with conn.transaction():
                     conn.execute(mig.sql.encode())
-                    conn.execute(q("record_migration"),
+                    conn.execute(q("meta_record_migration"),
                                  {"version": mig.version, "name": mig.name})
                 applied.append(mig)
         finally:
-            conn.execute(q("advisory_unlock"), {"key": MIGRATION_LOCK_KEY})
+            conn.execute(q("meta_advisory_unlock"), {"key": MIGRATION_LOCK_KEY})
     return applied

@@ -190,7 +190,7 @@ class NotifyCommitsResponse(_message.Message):
     def __init__(self, results: _Optional[_Iterable[_Union[NotifyCommitsResponse.Result, _Mapping]]] = ...) -> None: ...
 
 class Operation(_message.Message):
-    __slots__ = ("name", "table", "action", "state", "attempt", "max_attempts", "priority", "trigger", "reason", "params", "metrics", "create_time", "start_time", "end_time", "executor_id", "engine_handle", "exit_code", "result", "error", "log_tail", "cancel_requested", "retry_of", "attempts", "queue", "next_attempt_time")
+    __slots__ = ("name", "table", "action", "state", "attempt", "max_attempts", "priority", "trigger", "reason", "params", "metrics", "create_time", "start_time", "end_time", "executor_id", "engine_handle", "exit_code", "result", "error", "log_tail", "cancel_requested", "retry_of", "attempts", "queue", "next_attempt_time", "attempts_used", "attempts_handed_back", "hold_reason", "progress")
     class State(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         STATE_UNSPECIFIED: _ClassVar[Operation.State]
@@ -237,6 +237,10 @@ class Operation(_message.Message):
     ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
     NEXT_ATTEMPT_TIME_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPTS_USED_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPTS_HANDED_BACK_FIELD_NUMBER: _ClassVar[int]
+    HOLD_REASON_FIELD_NUMBER: _ClassVar[int]
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
     name: str
     table: str
     action: str
@@ -262,7 +266,11 @@ class Operation(_message.Message):
     attempts: _containers.RepeatedCompositeFieldContainer[Attempt]
     queue: str
     next_attempt_time: _timestamp_pb2.Timestamp
-    def __init__(self, name: _Optional[str] = ..., table: _Optional[str] = ..., action: _Optional[str] = ..., state: _Optional[_Union[Operation.State, str]] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., priority: _Optional[int] = ..., trigger: _Optional[str] = ..., reason: _Optional[str] = ..., params: _Optional[_Mapping[str, str]] = ..., metrics: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., executor_id: _Optional[str] = ..., engine_handle: _Optional[str] = ..., exit_code: _Optional[int] = ..., result: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., error: _Optional[str] = ..., log_tail: _Optional[str] = ..., cancel_requested: _Optional[bool] = ..., retry_of: _Optional[str] = ..., attempts: _Optional[_Iterable[_Union[Attempt, _Mapping]]] = ..., queue: _Optional[str] = ..., next_attempt_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    attempts_used: int
+    attempts_handed_back: int
+    hold_reason: str
+    progress: _struct_pb2.Struct
+    def __init__(self, name: _Optional[str] = ..., table: _Optional[str] = ..., action: _Optional[str] = ..., state: _Optional[_Union[Operation.State, str]] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., priority: _Optional[int] = ..., trigger: _Optional[str] = ..., reason: _Optional[str] = ..., params: _Optional[_Mapping[str, str]] = ..., metrics: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., executor_id: _Optional[str] = ..., engine_handle: _Optional[str] = ..., exit_code: _Optional[int] = ..., result: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., error: _Optional[str] = ..., log_tail: _Optional[str] = ..., cancel_requested: _Optional[bool] = ..., retry_of: _Optional[str] = ..., attempts: _Optional[_Iterable[_Union[Attempt, _Mapping]]] = ..., queue: _Optional[str] = ..., next_attempt_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., attempts_used: _Optional[int] = ..., attempts_handed_back: _Optional[int] = ..., hold_reason: _Optional[str] = ..., progress: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class Attempt(_message.Message):
     __slots__ = ("attempt", "executor_id", "state", "start_time", "end_time", "engine_handle", "exit_code", "error", "log_tail", "result", "retry_time")
@@ -408,7 +416,7 @@ class ExplainTableRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class ActionExplanation(_message.Message):
-    __slots__ = ("action", "decided", "decide_time", "should_run", "reason", "metrics", "operation", "active_operation", "scheduler_id")
+    __slots__ = ("action", "decided", "decide_time", "should_run", "reason", "metrics", "operation", "active_operation", "scheduler_id", "active_state")
     ACTION_FIELD_NUMBER: _ClassVar[int]
     DECIDED_FIELD_NUMBER: _ClassVar[int]
     DECIDE_TIME_FIELD_NUMBER: _ClassVar[int]
@@ -418,6 +426,7 @@ class ActionExplanation(_message.Message):
     OPERATION_FIELD_NUMBER: _ClassVar[int]
     ACTIVE_OPERATION_FIELD_NUMBER: _ClassVar[int]
     SCHEDULER_ID_FIELD_NUMBER: _ClassVar[int]
+    ACTIVE_STATE_FIELD_NUMBER: _ClassVar[int]
     action: str
     decided: bool
     decide_time: _timestamp_pb2.Timestamp
@@ -427,7 +436,8 @@ class ActionExplanation(_message.Message):
     operation: str
     active_operation: str
     scheduler_id: str
-    def __init__(self, action: _Optional[str] = ..., decided: _Optional[bool] = ..., decide_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., should_run: _Optional[bool] = ..., reason: _Optional[str] = ..., metrics: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., operation: _Optional[str] = ..., active_operation: _Optional[str] = ..., scheduler_id: _Optional[str] = ...) -> None: ...
+    active_state: Operation.State
+    def __init__(self, action: _Optional[str] = ..., decided: _Optional[bool] = ..., decide_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., should_run: _Optional[bool] = ..., reason: _Optional[str] = ..., metrics: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., operation: _Optional[str] = ..., active_operation: _Optional[str] = ..., scheduler_id: _Optional[str] = ..., active_state: _Optional[_Union[Operation.State, str]] = ...) -> None: ...
 
 class ExplainTableResponse(_message.Message):
     __slots__ = ("table", "state", "actions")

@@ -1,0 +1,118 @@
+"""Tables, request ids and the commit intake (TableStore, IntakeStore)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from tms.domain import CommitEvent, Table, TableSpec, TableState, TableUpdate, TableView
+from tms.storage.postgres import rows
+from tms.storage.postgres.db import Db
+from tms.storage.queries import q
+from tms.storage.roles import RequestRecord, TableListParams
+
+REQUEST_CLAIM_TRIES = 3
+_UPDATABLE = ("owner", "queue", "priority", "policy", "catalog_properties")
+
+
+class TablesMixin(Db):
+    def _view_of(self, row: dict[str, Any] | None) -> TableView | None:
+        if row is None:
+            return None
+        found = self._one("table_get_by_pk", {"pk": row["id"]})
+        return rows.table_view(found) if found else None
+
+    def table_register(self, spec: TableSpec) -> TableView | None:
+        params = asdict(spec)
+        params["catalog_properties"] = Jsonb(spec.catalog_properties)
+        params["policy"] = Jsonb(spec.policy)
+        return self._view_of(self._one("table_insert", params))
+
+    def table_get(self, table_id: str) -> TableView | None:
+        row = self._one("table_get", {"table_id": table_id})
+        return rows.table_view(row) if row else None
+
+    def table_get_settings(self, table_pk: int) -> Table | None:
+        row = self._one("table_get_settings_by_pk", {"pk": table_pk})
+        return rows.table(row) if row else None
+
+    def table_list(self, params: TableListParams) -> list[TableView]:
+        found = self._all("table_list", {
+            "after": params.after, "limit": params.limit, "format": params.format,
+            "state": params.state.value if params.state else None, "owner": params.owner,
+            "queue": params.queue})
+        return [rows.table_view(r) for r in found]
+
+    def table_owners(self, table_ids: Sequence[str]) -> dict[str, str]:
+        found = self._all("table_owners", {"table_ids": list(table_ids)})
+        return {r["table_id"]: r["owner"] for r in found}
+
+    def table_update(self, table_id: str, update: TableUpdate) -> TableView | None:
+        params: dict[str, Any] = {"table_id": table_id}
+        for name in _UPDATABLE:
+            value = getattr(update, name)
+            params[f"set_{name}"] = value is not None
+            params[name] = Jsonb(value) if isinstance(value, dict) else value
+        return self._view_of(self._one("table_update", params))
+
+    def table_set_state(self, table_id: str, state: TableState) -> TableView | None:
+        return self._view_of(self._one("table_set_state",
+                                       {"table_id": table_id, "state": state.value}))
+
+    def table_delete(self, table_id: str, force: bool) -> bool:
+        return self._one("table_delete", {"table_id": table_id, "force": force}) is not None
+
+    # request ids ----------------------------------------------------------------------------
+    def request_claim(self, request_id: str, method: str, fingerprint: str
+                      ) -> RequestRecord | None:
+        params = {"request_id": request_id, "method": method, "fingerprint": fingerprint}
+        for _ in range(REQUEST_CLAIM_TRIES):  # the row may be pruned between the two reads
+            with self._pool.connection() as conn:
+                if conn.execute(q("request_claim"), params).fetchone() is not None:
+                    return None
+                row: dict[str, Any] | None = conn.execute(  # type: ignore[assignment]
+                    q("request_get"), {"request_id": request_id}).fetchone()
+            if row is not None:
+                return RequestRecord(row["method"], row["fingerprint"], row["resource"])
+        raise RuntimeError(f"request id {request_id!r} neither new nor found")
+
+    def request_set_resource(self, request_id: str, resource: str) -> None:
+        self._write("request_set_resource", {"request_id": request_id, "resource": resource})
+
+    def request_forget(self, request_id: str) -> None:
+        self._write("request_forget", {"request_id": request_id})
+
+    # intake ---------------------------------------------------------------------------------
+    def commits_notify(self, events: Sequence[CommitEvent]) -> list[bool | None]:
+        """One statement, inserts only; a repeat within the batch counts as a replay."""
+        first: dict[tuple[str, str], CommitEvent] = {}
+        for e in events:
+            first.setdefault((e.table_id, e.commit_id), e)
+        if not first:
+            return []
+        unique = list(first.values())
+        found = self._all("commits_notify", {
+            "table_ids": [e.table_id for e in unique],
+            "commit_ids": [e.commit_id for e in unique],
+            "commit_times": [e.commit_time for e in unique],
+            "files_added": [e.files_added for e in unique],
+            "bytes_added": [e.bytes_added for e in unique],
+            "operation_types": [e.operation_type for e in unique],
+            "traceparents": [e.traceparent for e in unique],
+        })
+        known = {r["table_id"] for r in found}
+        new = {(r["table_id"], r["commit_id"]) for r in found if r["commit_id"] is not None}
+        out: list[bool | None] = []
+        for e in events:
+            key = (e.table_id, e.commit_id)
+            if e.table_id not in known:
+                out.append(None)
+            else:
+                out.append(key in new and first[key] is e)
+        return out
+
+    def commits_mark_dirty(self, table_pk: int, traceparent: str | None = None) -> None:
+        self._write("commits_mark_dirty", {"pk": table_pk, "traceparent": traceparent})

@@ -1,0 +1,227 @@
+"""The storage interface, split by who uses it. PostgreSQL is the one implementation
+(:class:`tms.storage.postgres.PostgresStore` has every role); each service names only the
+roles it uses, so what a service may change is visible in its constructor, and unit tests fake
+just those.
+
+=================  ==========================================================
+role               used by
+=================  ==========================================================
+IntakeStore        the API's NotifyCommit(s): the one intake path for commits
+TableStore         the API's table RPCs: registration, reads, request ids
+OperationStore     the API's operation, explain and queue RPCs
+DecisionStore      the scheduler: due tables, operations queued, decisions
+ExecutionStore     the executor: claim, lease, fenced ends of an attempt
+MaintenanceStore   the scheduler's leader: reaper, retention, gauges
+=================  ==========================================================
+
+Method names put the entity first (``operation_claim``, ``attempt_set_engine_handle``), as
+the named queries in ``sql/queries/<entity>.sql`` do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from tms.domain import (
+    CommitEvent,
+    Decision,
+    DueTable,
+    Explanation,
+    LeaseStatus,
+    Operation,
+    OperationState,
+    Outcome,
+    QueueInfo,
+    Table,
+    TableSpec,
+    TableState,
+    TableUpdate,
+    TableView,
+)
+
+
+class TableGone(LookupError):
+    """The table was deregistered while something was being written for it."""
+
+
+@dataclass(frozen=True)
+class TableListParams:
+    after: str = ""  # table_id to continue after (keyset pagination)
+    limit: int = 50
+    format: str | None = None
+    state: TableState | None = None
+    owner: str | None = None
+    queue: str | None = None
+
+
+@dataclass(frozen=True)
+class OperationListParams:
+    table_id: str | None = None
+    state: OperationState | None = None
+    action: str | None = None
+    before_id: int = 2**63 - 1  # newest first: continue below this id
+    limit: int = 50
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+
+
+@dataclass(frozen=True)
+class EnqueueParams:
+    """A new operation for (table, action); refused while one is active for the pair."""
+
+    table: Table
+    action: str
+    trigger: str  # policy | manual | retry
+    reason: str
+    max_attempts: int
+    priority: int
+    params: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    retry_of: int | None = None
+    traceparent: str | None = None
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """An earlier request with the same request_id: what it was and what it made."""
+
+    method: str
+    fingerprint: str
+    resource: str  # empty while the first request is still in progress
+
+
+class IntakeStore(Protocol):
+    def commits_notify(self, events: Sequence[CommitEvent]) -> list[bool | None]:
+        """Per event, in order — True: newly recorded; False: a replay; None: unknown table."""
+
+    def table_owners(self, table_ids: Sequence[str]) -> dict[str, str]: ...
+
+
+class TableStore(Protocol):
+    def table_register(self, spec: TableSpec) -> TableView | None:
+        """Insert; None when table_id is taken."""
+
+    def table_get(self, table_id: str) -> TableView | None: ...
+
+    def table_list(self, params: TableListParams) -> list[TableView]: ...
+
+    def table_owners(self, table_ids: Sequence[str]) -> dict[str, str]: ...
+
+    def table_update(self, table_id: str, update: TableUpdate) -> TableView | None: ...
+
+    def table_set_state(self, table_id: str, state: TableState) -> TableView | None: ...
+
+    def table_delete(self, table_id: str, force: bool) -> bool:
+        """False when unknown, or (without force) while an operation runs."""
+
+    def request_claim(self, request_id: str, method: str, fingerprint: str
+                      ) -> RequestRecord | None:
+        """None when ``request_id`` is new (now reserved), else the earlier request."""
+
+    def request_set_resource(self, request_id: str, resource: str) -> None: ...
+
+    def request_forget(self, request_id: str) -> None: ...
+
+
+class OperationStore(Protocol):
+    def operation_get(self, table_id: str, op_id: int) -> Operation | None:
+        """With its attempts, and (when QUEUED) what holds it back."""
+
+    def operation_list(self, params: OperationListParams) -> list[Operation]:
+        """With their attempts (no logs needed), and what holds the QUEUED ones back."""
+
+    def operation_enqueue(self, params: EnqueueParams) -> int | None:
+        """New operation id, or None when one is already active for (table, action)."""
+
+    def operation_active(self, table_pk: int, action: str) -> int | None: ...
+
+    def operation_cancel_queued(self, op_id: int, reason: str) -> bool: ...
+
+    def operation_request_cancel(self, op_id: int) -> bool: ...
+
+    def decision_explain(self, table_pk: int, actions: Sequence[str]) -> list[Explanation]: ...
+
+    def queue_set_limit(self, name: str, max_running: int | None) -> None:
+        """At most ``max_running`` operations of the queue RUNNING at once (None: no limit)."""
+
+    def queue_list(self) -> list[QueueInfo]: ...
+
+
+class DecisionStore(Protocol):
+    def decision_begin_batch(self, shards: Sequence[int], num_shards: int, limit: int
+                             ) -> list[DueTable]:
+        """Up to ``limit`` due tables of the given shards, their "new commits" marks
+        consumed."""
+
+    def commits_mark_dirty(self, table_pk: int, traceparent: str | None = None) -> None:
+        """Put the mark back (a decision failed before it could see the commits)."""
+
+    def operation_last_succeeded(self, table_pks: Sequence[int]
+                                 ) -> dict[int, dict[str, Operation]]:
+        """For each table, the last SUCCEEDED operation of each action."""
+
+    def operation_enqueue(self, params: EnqueueParams) -> int | None: ...
+
+    def decision_finish_batch(self, scheduler_id: str,
+                              decisions: Sequence[tuple[int, Decision, int | None]],
+                              next_checks: Sequence[tuple[int, float]]) -> None:
+        """Record a batch's decisions (table pk, decision, queued operation) and set each
+        table's next check (table pk, seconds from now) in one statement."""
+
+
+class ExecutionStore(Protocol):
+    def operation_claim(self, owner: str, lease_s: float,
+                        queues: Sequence[str] | None = None) -> Operation | None:
+        """The next due operation (from ``queues`` only, when given) whose queue is under its
+        limit, now RUNNING under this owner's lease as a new attempt; None if there is none."""
+
+    def table_get_settings(self, table_pk: int) -> Table | None: ...
+
+    def operation_renew_lease(self, op: Operation, owner: str, lease_s: float
+                              ) -> LeaseStatus: ...
+
+    def attempt_set_engine_handle(self, op: Operation, owner: str, handle: str) -> bool: ...
+
+    def operation_finish(self, op: Operation, owner: str, outcome: Outcome) -> bool:
+        """Fenced terminal write; False when this attempt no longer owns the operation."""
+
+    def operation_retry_later(self, op: Operation, owner: str, outcome: Outcome,
+                              delay_s: float) -> bool:
+        """Fenced: record the failed attempt and queue the operation again after ``delay_s``.
+        False when this attempt no longer owns it, attempts are spent or a cancel is pending."""
+
+    def operation_release(self, op: Operation, owner: str, reason: str) -> bool:
+        """Fenced hand-back to the queue (graceful shutdown); not counted as a failure."""
+
+
+class MaintenanceStore(Protocol):
+    def operation_reap_expired(self) -> tuple[list[int], list[int]]:
+        """(requeued ids, ended ids) of RUNNING operations whose lease expired."""
+
+    def retention_prune(self, what: str, retention_s: float, batch: int) -> int:
+        """One batch of retention pruning (commit_events, operations, requests); rows
+        removed."""
+
+    def queue_stats(self) -> list[dict[str, Any]]:
+        """Per (queue, action): QUEUED count and the oldest one's age in seconds."""
+
+    def table_count_overdue(self, grace_s: float) -> int:
+        """Active tables whose check or commit mark has waited longer than ``grace_s``."""
+
+
+class ApiStore(IntakeStore, TableStore, OperationStore, Protocol):
+    """Everything the API nodes use."""
+
+
+class SchedulerStore(DecisionStore, MaintenanceStore, Protocol):
+    """Everything a scheduler uses (maintenance only while it leads)."""
+
+
+__all__ = [
+    "ApiStore", "DecisionStore", "EnqueueParams", "ExecutionStore", "IntakeStore",
+    "MaintenanceStore", "OperationListParams", "OperationStore", "RequestRecord",
+    "SchedulerStore", "TableGone", "TableListParams", "TableStore",
+]

@@ -1,0 +1,20 @@
+-- Attempts: one record per try of an operation, kept after the operation moves on. They are
+-- opened by operation_claim and ended by tms_attempt_close (see operations.sql).
+
+-- name: attempt_list
+SELECT * FROM tms_attempts WHERE operation_id = ANY(%(ids)s::bigint[])
+ORDER BY operation_id, attempt;
+
+-- name: attempt_set_engine_handle
+-- The engine's handle (Spark application id) of the running attempt, on the operation and on
+-- the attempt's record. Fenced like every write of a running attempt.
+WITH o AS (
+    UPDATE tms_operations SET engine_handle = %(engine_handle)s
+    WHERE id = %(id)s AND state = 'RUNNING' AND attempt = %(attempt)s
+      AND lease_owner = %(owner)s
+    RETURNING id, attempt
+), a AS (
+    UPDATE tms_attempts a SET engine_handle = %(engine_handle)s
+    FROM o WHERE a.operation_id = o.id AND a.attempt = o.attempt
+)
+SELECT id FROM o;

@@ -1,0 +1,54 @@
+-- Decisions: which tables are due, what the scheduler decided for each action and why.
+
+-- name: decision_begin_batch
+-- One round trip for a whole batch: the due tables of the shards this scheduler holds
+-- (undecided commits first, then due pull checks), their marks consumed. The shards are
+-- exclusively ours, so nothing else picks these rows meanwhile.
+WITH due AS (
+    (SELECT table_pk AS id FROM tms_dirty_tables
+     WHERE table_pk %% %(num_shards)s = ANY(%(shards)s::int[])
+     ORDER BY since LIMIT %(limit)s)
+    UNION
+    (SELECT id FROM tms_tables
+     WHERE state = 'ACTIVE' AND next_check_at <= now()
+       AND id %% %(num_shards)s = ANY(%(shards)s::int[])
+     ORDER BY next_check_at LIMIT %(limit)s)
+), mark AS (
+    DELETE FROM tms_dirty_tables d USING due WHERE d.table_pk = due.id
+    RETURNING d.table_pk, d.traceparent
+)
+SELECT t.*, m.table_pk IS NOT NULL AS had_commits, m.traceparent
+FROM tms_tables t JOIN due ON due.id = t.id
+LEFT JOIN mark m ON m.table_pk = t.id
+ORDER BY t.id;
+
+-- name: decision_finish_batch
+-- Every decision of a batch and every table's next check, in one statement.
+WITH d AS (
+    INSERT INTO tms_decisions (table_pk, action, decided_at, should_run, reason, metrics,
+                               operation_id, scheduler_id)
+    SELECT u.table_pk, u.action, now(), u.should_run, u.reason, u.metrics, u.operation_id,
+           %(scheduler_id)s
+    FROM unnest(%(table_pks)s::bigint[], %(actions)s::text[], %(should_run)s::boolean[],
+                %(reasons)s::text[], %(metrics)s::jsonb[], %(operation_ids)s::bigint[])
+         AS u(table_pk, action, should_run, reason, metrics, operation_id)
+    -- a table deregistered meanwhile has no row to point at any more
+    WHERE EXISTS (SELECT 1 FROM tms_tables t WHERE t.id = u.table_pk)
+    ON CONFLICT (table_pk, action) DO UPDATE
+    SET decided_at = excluded.decided_at, should_run = excluded.should_run,
+        reason = excluded.reason, metrics = excluded.metrics,
+        operation_id = excluded.operation_id, scheduler_id = excluded.scheduler_id
+)
+UPDATE tms_tables t SET next_check_at = now() + make_interval(secs => n.next_check_s)
+FROM unnest(%(check_pks)s::bigint[], %(next_check_s)s::float8[]) AS n(pk, next_check_s)
+WHERE t.id = n.pk;
+
+-- name: decision_explain
+-- The last decision per action, with the operation active for it now (if any).
+SELECT a.action, d.decided_at, d.should_run, d.reason, d.metrics, d.operation_id,
+       d.scheduler_id, o.id AS active_id, o.state::text AS active_state
+FROM unnest(%(actions)s::text[]) WITH ORDINALITY AS a(action, pos)
+LEFT JOIN tms_decisions d ON d.table_pk = %(table_pk)s AND d.action = a.action
+LEFT JOIN tms_operations o ON o.table_pk = %(table_pk)s AND o.action = a.action
+                          AND o.state IN ('QUEUED', 'RUNNING')
+ORDER BY a.pos;

@@ -1,0 +1,23 @@
+-- The schema's own bookkeeping: migrations, their lock, and the health check.
+
+-- name: meta_ping
+SELECT 1;
+
+-- name: meta_advisory_lock
+SELECT pg_advisory_lock(%(key)s);
+
+-- name: meta_advisory_unlock
+SELECT pg_advisory_unlock(%(key)s);
+
+-- name: meta_create_migrations_table
+CREATE TABLE IF NOT EXISTS tms_schema_migrations (
+    version     integer PRIMARY KEY,
+    name        text NOT NULL,
+    applied_at  timestamptz NOT NULL DEFAULT now()
+);
+
+-- name: meta_applied_migrations
+SELECT version FROM tms_schema_migrations ORDER BY version;
+
+-- name: meta_record_migration
+INSERT INTO tms_schema_migrations (version, name) VALUES (%(version)s, %(name)s);
