@@ -36,7 +36,8 @@ HEALTH_STEP_S = 0.1
 SSL_REQUEST = 80877103
 GSSENC_REQUEST = 80877104
 READ_CHUNK = 65536
-# the commit intake's statement (queries.sql, notify_commits): the write whose reply is lost
+# the commit intake's statement (sql/queries/commits.sql, commits_notify): the write whose
+# reply is lost
 INTAKE_MARKER = b"INSERT INTO tms_commit_events"
 MODE_CUT = "cut"  # drop the reply, then close the connection at once: the caller sees an error
 MODE_HOLD = "hold"  # drop the reply and leave the connection hanging: the caller times out

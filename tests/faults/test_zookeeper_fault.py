@@ -77,7 +77,8 @@ def test_zookeeper_restart_while_scheduling(make_stack, constant_plugin: None, f
             f"zookeeper_restart[{round_}]",
             f"ZooKeeper stopped for {ZK_DOWN_S:g} s (session timeout {ZK_SESSION_TIMEOUT_S:g} "
             f"s) and started again on its port and data directory while {SCHEDULERS} "
-            f"schedulers (shard mode) decide and {STEADY_THREADS} writers notify; {FLIPS} "
+            f"schedulers (sharing the tables' shards) decide and {STEADY_THREADS} writers "
+            f"notify; {FLIPS} "
             "tables come to need compaction during the outage.") as rec:
         wait_for(lambda: all('"scheduler started"' in s.log_path.read_text()
                              for s in schedulers), "both schedulers to start",

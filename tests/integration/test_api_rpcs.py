@@ -10,7 +10,8 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from tests.integration.test_api import error_of, iceberg_table
-from tms.domain import Decision, Lease, OperationState, Outcome
+from tms.domain import Decision, LeaseStatus, OperationState, Outcome
+from tms.storage.roles import EnqueueParams
 from tms.v1 import tms_pb2
 
 pytestmark = pytest.mark.integration
@@ -68,7 +69,8 @@ def test_update_with_field_mask(api) -> None:
             paths=["owner", "priority", "policy", "catalog_properties"])))
     assert (updated.owner, updated.priority, updated.queue) == ("b", 7, "default")
     assert updated.policy["compaction.min-small-files"] == "40"
-    assert api.store.get_table("events").catalog_properties["jdbc.password"] == "secret"
+    view = api.store.table_get("events")
+    assert view is not None and view.table.catalog_properties["jdbc.password"] == "secret"
     for mask, field in ((["name"], "update_mask"), ([], "update_mask")):
         code, fields = error_of(lambda m=mask: stub.UpdateTable(tms_pb2.UpdateTableRequest(
             table=shown, update_mask=field_mask_pb2.FieldMask(paths=m))))
@@ -89,14 +91,14 @@ def test_pause_and_resume(api) -> None:
     op = trigger(stub)
     paused = stub.PauseTable(tms_pb2.PauseTableRequest(name="tables/events"))
     assert paused.state == tms_pb2.Table.PAUSED
-    assert api.store.claim("e1", 30) is None  # queued work of a paused table waits
+    assert api.store.operation_claim("e1", 30) is None  # queued work of a paused table waits
     code, meta = error_info(lambda: trigger(stub))
     assert code == grpc.StatusCode.FAILED_PRECONDITION and meta["reason"] == "TABLE_PAUSED"
     listed = stub.ListTables(tms_pb2.ListTablesRequest(state=tms_pb2.Table.PAUSED))
     assert [t.name for t in listed.tables] == ["tables/events"]
     resumed = stub.ResumeTable(tms_pb2.ResumeTableRequest(name="tables/events"))
     assert resumed.state == tms_pb2.Table.ACTIVE
-    claimed = api.store.claim("e1", 30)
+    claimed = api.store.operation_claim("e1", 30)
     assert claimed is not None and claimed.name.endswith(op.name.rsplit("/", 1)[1])
 
 
@@ -104,7 +106,7 @@ def test_deregister(api) -> None:
     stub = api.stub()
     register(stub)
     trigger(stub)
-    assert api.store.claim("e1", 30) is not None
+    assert api.store.operation_claim("e1", 30) is not None
     code, meta = error_info(lambda: stub.DeregisterTable(
         tms_pb2.DeregisterTableRequest(name="tables/events")))
     assert code == grpc.StatusCode.FAILED_PRECONDITION and meta["reason"] == "OPERATION_RUNNING"
@@ -164,17 +166,17 @@ def test_cancel_queued_and_running(api) -> None:
     again = stub.CancelOperation(tms_pb2.CancelOperationRequest(name=queued.name))
     assert again.state == OP.CANCELLED  # idempotent
     running_name = trigger(stub).name
-    claimed = api.store.claim("e1", 30)
+    claimed = api.store.operation_claim("e1", 30)
     assert claimed is not None
     asked = stub.CancelOperation(tms_pb2.CancelOperationRequest(name=running_name))
     assert asked.state == OP.RUNNING and asked.cancel_requested
-    assert api.store.renew_lease(claimed, "e1", 30) is Lease.CANCEL_REQUESTED
-    api.store.finish(claimed, "e1", Outcome(OperationState.CANCELLED, error="stopped"))
+    assert api.store.operation_renew_lease(claimed, "e1", 30) is LeaseStatus.CANCEL_REQUESTED
+    api.store.operation_finish(claimed, "e1", Outcome(OperationState.CANCELLED, error="stopped"))
     assert stub.GetOperation(tms_pb2.GetOperationRequest(name=running_name)).state == OP.CANCELLED
     done_name = trigger(stub).name
-    op = api.store.claim("e1", 30)
+    op = api.store.operation_claim("e1", 30)
     assert op is not None
-    api.store.finish(op, "e1", Outcome(OperationState.SUCCEEDED, result={}))
+    api.store.operation_finish(op, "e1", Outcome(OperationState.SUCCEEDED, result={}))
     code, meta = error_info(lambda: stub.CancelOperation(
         tms_pb2.CancelOperationRequest(name=done_name)))
     assert code == grpc.StatusCode.FAILED_PRECONDITION and meta["reason"] == "OPERATION_FINISHED"
@@ -232,16 +234,31 @@ def test_explain_table(api) -> None:
     from tms.formats.iceberg_policy import RULES
 
     assert [(a.action, a.decided) for a in fresh.actions] == [(a, False) for a in RULES]
-    table = api.store.get_table("events")
+    view = api.store.table_get("events")
+    assert view is not None
+    table = view.table
     decision = Decision("compaction", True, "30 of 30 data files are small",
                         {"small_files": 30, "data_files": 30})
-    op_id = api.store.enqueue(table, decision, "policy", 3)
-    api.store.record_decisions(table.id, [(decision, op_id)], "scheduler-x")
+    op_id = api.store.operation_enqueue(EnqueueParams(
+        table, decision.action, "policy", decision.reason, 3, table.priority,
+        metrics=decision.metrics))
+    assert op_id is not None
+    api.store.decision_finish_batch("scheduler-x", [(table.pk, decision, op_id)],
+                                    [(table.pk, 3600)])
     why = stub.ExplainTable(tms_pb2.ExplainTableRequest(name="tables/events")).actions[0]
     assert why.action == "compaction"
     assert why.decided and why.should_run and why.reason == decision.reason
     assert why.metrics["small_files"] == 30 and why.scheduler_id == "scheduler-x"
     assert why.operation == why.active_operation == f"tables/events/operations/{op_id}"
+    assert why.active_state == OP.QUEUED
+    running = api.store.operation_claim("e1", 30)
+    assert running is not None and running.id == op_id
+    why = stub.ExplainTable(tms_pb2.ExplainTableRequest(name="tables/events")).actions[0]
+    assert why.active_state == OP.RUNNING
+    api.store.operation_finish(running, "e1", Outcome(OperationState.SUCCEEDED, result={}))
+    why = stub.ExplainTable(tms_pb2.ExplainTableRequest(name="tables/events")).actions[0]
+    assert why.operation == f"tables/events/operations/{op_id}"
+    assert not why.active_operation and why.active_state == OP.STATE_UNSPECIFIED
     code, _ = error_of(lambda: stub.ExplainTable(tms_pb2.ExplainTableRequest(name="tables/x")))
     assert code == grpc.StatusCode.NOT_FOUND
 
@@ -251,13 +268,15 @@ def test_operations_show_every_attempt(api) -> None:
     register(stub)
     op = trigger(stub)
     store = api.store
-    first = store.claim("exec-a", 30)
-    assert first is not None and store.set_engine_handle(first, "exec-a", "local-17")
-    assert store.retry_later(first, "exec-a", Outcome(
+    first = store.operation_claim("exec-a", 30)
+    assert first is not None and store.attempt_set_engine_handle(first, "exec-a", "local-17")
+    assert store.operation_retry_later(first, "exec-a", Outcome(
         OperationState.FAILED, {"rewritten": 0}, "OOM", "driver log tail", 137), 3600)
     got = stub.GetOperation(tms_pb2.GetOperationRequest(name=op.name))
     assert got.state == OP.QUEUED and got.queue == "default" and got.error == "OOM"
     assert got.HasField("next_attempt_time")
+    assert (got.attempt, got.attempts_used, got.attempts_handed_back) == (1, 1, 0)
+    assert got.hold_reason.startswith("backing off until ")
     (a,) = got.attempts
     assert (a.attempt, a.executor_id, a.state, a.engine_handle, a.exit_code, a.error) == (
         1, "exec-a", tms_pb2.Attempt.FAILED, "local-17", 137, "OOM")
@@ -287,3 +306,29 @@ def test_queues_list_and_limits(api) -> None:
                         "max_running")):
         code, fields = error_of(lambda r=req: stub.UpdateQueue(r))
         assert code == grpc.StatusCode.INVALID_ARGUMENT and field in fields
+
+
+def test_hand_back_and_hold_reason_are_shown(api) -> None:
+    stub = api.stub()
+    register(stub)
+    op = trigger(stub)
+    got = stub.GetOperation(tms_pb2.GetOperationRequest(name=op.name))
+    assert got.hold_reason == "waiting for an executor of queue default"
+    store = api.store
+    first = store.operation_claim("exec-a", 30)
+    assert first is not None and store.operation_release(first, "exec-a", "shutting down")
+    got = stub.GetOperation(tms_pb2.GetOperationRequest(name=op.name))
+    assert got.state == OP.QUEUED
+    assert (got.attempt, got.attempts_used, got.attempts_handed_back) == (1, 0, 1)
+    assert [a.state for a in got.attempts] == [tms_pb2.Attempt.HANDED_BACK]
+    second = store.operation_claim("exec-b", 30)
+    assert second is not None
+    got = stub.GetOperation(tms_pb2.GetOperationRequest(name=op.name))
+    assert got.state == OP.RUNNING and got.hold_reason == ""
+    assert (got.attempt, got.attempts_used, got.attempts_handed_back) == (2, 1, 1)
+    other = stub.TriggerOperation(tms_pb2.TriggerOperationRequest(
+        parent="tables/events", action="expire_snapshots"))
+    assert other.hold_reason == f"table busy: {op.name} is running"
+    listed = stub.ListOperations(tms_pb2.ListOperationsRequest(parent="tables/events"))
+    assert [(o.name, o.hold_reason) for o in listed.operations] == [
+        (other.name, f"table busy: {op.name} is running"), (op.name, "")]

@@ -162,10 +162,10 @@ def test_operations_lifecycle(tms: Cli, api) -> None:
     since = tms.json("operations", "list", "--created-after", "2999-01-01T00:00:00")
     assert since["operations"] == []
 
-    op = api.store.claim("exec-1", 30)
+    op = api.store.operation_claim("exec-1", 30)
     assert op is not None and op.id == op_id(first)
-    api.store.finish(op, "exec-1", Outcome(OperationState.FAILED, error="OOM", exit_code=137,
-                                           log_tail="line one\nline two"))
+    api.store.operation_finish(op, "exec-1", Outcome(
+        OperationState.FAILED, error="OOM", exit_code=137, log_tail="line one\nline two"))
     shown = tms.ok("operations", "show", first)
     assert row(shown, "state:")[1] == "FAILED" and row(shown, "error:")[1] == "OOM"
     assert row(shown, "1")[1:3] == ["FAILED", "exec-1"] and "137" in row(shown, "1")
@@ -187,7 +187,7 @@ def test_operations_lifecycle(tms: Cli, api) -> None:
 def test_cancel_running_is_a_request(tms: Cli, api) -> None:
     register(tms, "events")
     name = tms.json("operations", "trigger", "events", "compaction")["name"]
-    assert api.store.claim("exec-9", 30) is not None
+    assert api.store.operation_claim("exec-9", 30) is not None
     out = tms.ok("operations", "cancel", name)
     assert out.strip() == f"cancel requested for {name} (RUNNING on exec-9)"
     assert tms.json("operations", "show", name)["cancel_requested"] is True
@@ -296,12 +296,12 @@ def _running_and_retrying(tms: Cli, api) -> tuple[dict, dict]:
     register(tms, "t1")
     register(tms, "t2")
     retrying = tms.json("operations", "trigger", "t1", "compaction")
-    op = api.store.claim("exec-a", 30)
+    op = api.store.operation_claim("exec-a", 30)
     assert op is not None and op.id == op_id(retrying["name"])
-    assert api.store.retry_later(op, "exec-a", Outcome(OperationState.FAILED, error="spark died"),
-                                 RETRY_DELAY_S)
+    assert api.store.operation_retry_later(
+        op, "exec-a", Outcome(OperationState.FAILED, error="spark died"), RETRY_DELAY_S)
     running = tms.json("operations", "trigger", "t2", "compaction")
-    claimed = api.store.claim("exec-b", 30)
+    claimed = api.store.operation_claim("exec-b", 30)
     assert claimed is not None and claimed.id == op_id(running["name"])
     return running, retrying
 

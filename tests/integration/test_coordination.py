@@ -1,4 +1,4 @@
-"""ZooKeeper coordination on a real server: table locks, one leader, and what a lost session
+"""ZooKeeper coordination on a real server: shards, one leader, and what a lost session
 does to both."""
 
 from __future__ import annotations
@@ -40,18 +40,6 @@ def expire_session(hosts: str, victim: Coordinator) -> None:
     twin.close()
 
 
-def test_table_lock_is_exclusive(members) -> None:
-    a, b = members(), members()
-    with a.table_lock(7) as got_a:
-        assert got_a
-        with b.table_lock(7) as got_b:
-            assert not got_b
-        with b.table_lock(8) as got_other:
-            assert got_other
-    with b.table_lock(7) as got_after:
-        assert got_after
-
-
 def test_one_leader_and_failover_on_session_expiry(members, zk_server) -> None:
     a, b = members(), members()
     assert a.is_leader()
@@ -60,8 +48,7 @@ def test_one_leader_and_failover_on_session_expiry(members, zk_server) -> None:
     expire_session(zk_server.hosts, a)
     wait_for(lambda: not a.healthy, "the expired member to notice")
     assert not a.is_leader()
-    with a.table_lock(1) as got:
-        assert not got  # no session: no decisions
+    assert a.owned_shards() is None  # no session: no shards, no decisions
     assert wait_for(b.is_leader, "the other member to take over")
     wait_for(lambda: a.healthy, "kazoo to open a new session")
     assert not a.is_leader()

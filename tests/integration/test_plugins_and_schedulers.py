@@ -39,11 +39,9 @@ def test_third_party_plugin_is_found_without_touching_tms(plugin_path: None) -> 
     assert out.stdout.strip() == "['constant', 'hudi', 'iceberg']"
 
 
-@pytest.mark.parametrize("mode", ["shards", "locks"])
-def test_three_schedulers_one_session_expired(make_stack, plugin_path: None, mode: str) -> None:
+def test_three_schedulers_one_session_expired(make_stack, plugin_path: None) -> None:
     stack = make_stack(scheduler_args=["--zk-session-timeout-s", str(SESSION_TIMEOUT_S),
-                                       "--poll-interval-s", "0.2", "--coordination", mode,
-                                       "--shard-settle-s", "0.5"])
+                                       "--poll-interval-s", "0.2", "--shard-settle-s", "0.5"])
     stack.start_api()
     schedulers = [stack.start_scheduler(i) for i in range(3)]
     stub = stub_for(stack)
@@ -67,7 +65,7 @@ def test_three_schedulers_one_session_expired(make_stack, plugin_path: None, mod
     with ThreadPoolExecutor(4) as pool:
         first_half = list(pool.map(batch, range(NOTIFICATIONS // 20)))
         # freeze one scheduler past its session timeout: ZooKeeper expires its session and
-        # its locks, the others take over; it wakes up to a lost session
+        # its shards, the others take them over; it wakes up to a lost session
         os.kill(victim.proc.pid, signal.SIGSTOP)
         time.sleep(SESSION_TIMEOUT_S * 2)  # the fault itself: a stopped process, for a while
         second_half = list(pool.map(batch, range(NOTIFICATIONS // 20, NOTIFICATIONS // 10)))

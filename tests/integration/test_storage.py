@@ -5,57 +5,98 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from tms.domain import CommitEvent, Decision, Lease, OperationState, Outcome, TableSpec
+from tms.coordination import NUM_SHARDS
+from tms.domain import (
+    CommitEvent,
+    Decision,
+    LeaseStatus,
+    OperationState,
+    Outcome,
+    Table,
+    TableSpec,
+)
 from tms.storage.migrate import migrate
 from tms.storage.postgres import PostgresStore
+from tms.storage.roles import EnqueueParams
 
 pytestmark = pytest.mark.integration
 
+ALL_SHARDS = list(range(NUM_SHARDS))
 
-def _table(store: PostgresStore, table_id: str = "t1"):
-    rec = store.register_table(TableSpec(table_id=table_id, format="iceberg", catalog="c",
-                                         namespace="ns", table_name=table_id))
-    assert rec is not None
-    return rec
+
+def _table(store: PostgresStore, table_id: str = "t1") -> Table:
+    view = store.table_register(TableSpec(table_id=table_id, format="iceberg", catalog="c",
+                                          namespace="ns", table_name=table_id))
+    assert view is not None
+    return view.table
+
+
+def _enqueue(store: PostgresStore, table: Table, action: str = "compaction",
+             max_attempts: int = 3) -> int | None:
+    return store.operation_enqueue(EnqueueParams(table, action, "policy", "r", max_attempts,
+                                                 table.priority))
+
+
+def _due(store: PostgresStore) -> dict[int, bool]:
+    """Table pk -> had commits, for every table due now (their marks consumed)."""
+    return {d.table.pk: d.had_commits
+            for d in store.decision_begin_batch(ALL_SHARDS, NUM_SHARDS, 100)}
 
 
 def test_migrate_is_idempotent(pg) -> None:
     first = migrate(pg.dsn)
-    assert [m.version for m in first] == [1, 2, 3, 4, 5, 6]
+    assert [m.version for m in first] == [1, 2, 3, 4, 5, 6, 8]
     assert migrate(pg.dsn) == []
 
 
 def test_register_twice_returns_none(store: PostgresStore) -> None:
     _table(store)
-    assert store.register_table(TableSpec(table_id="t1", format="iceberg", table_name="x")) is None
+    assert store.table_register(TableSpec(table_id="t1", format="iceberg",
+                                          table_name="x")) is None
+
+
+def test_register_returns_the_view(store: PostgresStore) -> None:
+    view = store.table_register(TableSpec(table_id="v1", format="iceberg", table_name="v1",
+                                          owner="team", policy={"k": "v"}))
+    assert view is not None
+    assert (view.table.table_id, view.table.owner, view.table.policy) == ("v1", "team",
+                                                                          {"k": "v"})
+    assert view.stats.commit_count == 0 and view.stats.last_commit_id is None
+    assert view.stats.next_check_at is not None  # a new table is checked at once
+    settings = store.table_get_settings(view.table.pk)
+    assert settings == view.table
+    assert store.table_get_settings(view.table.pk + 1000) is None
 
 
 def test_notify_commit_is_idempotent(store: PostgresStore) -> None:
-    t = _table(store)
-    assert store.notify_commits([CommitEvent("t1", "s1")]) == [True]
-    assert store.notify_commits([CommitEvent("t1", "s1")]) == [False]
-    assert store.notify_commits([CommitEvent("t1", "s2")]) == [True]
-    assert store.notify_commits([CommitEvent("nope", "s1")]) == [None]
-    again = store.get_table("t1")
-    assert again is not None and again.commit_count == t.commit_count + 2
-    assert again.last_commit_id == "s2"
+    _table(store)
+    before = store.table_get("t1")
+    assert before is not None
+    assert store.commits_notify([CommitEvent("t1", "s1")]) == [True]
+    assert store.commits_notify([CommitEvent("t1", "s1")]) == [False]
+    assert store.commits_notify([CommitEvent("t1", "s2")]) == [True]
+    assert store.commits_notify([CommitEvent("nope", "s1")]) == [None]
+    again = store.table_get("t1")
+    assert again is not None and again.stats.commit_count == before.stats.commit_count + 2
+    assert again.stats.last_commit_id == "s2"
 
 
 def test_one_active_operation_per_table_action(store: PostgresStore) -> None:
     t = _table(store)
-    d = Decision("compaction", True, "because")
-    first = store.enqueue(t, d, "policy", 3)
+    first = _enqueue(store, t)
     assert first is not None
-    assert store.enqueue(t, d, "policy", 3) is None
+    assert _enqueue(store, t) is None
+    assert store.operation_active(t.pk, "compaction") == first
+    assert store.operation_active(t.pk, "expire_snapshots") is None
 
 
 def test_database_refuses_second_running_per_table(store: PostgresStore, db_dsn: str) -> None:
     t = _table(store)
-    store.enqueue(t, Decision("compaction", True, "r"), "policy", 3)
-    store.enqueue(t, Decision("expire_snapshots", True, "r"), "policy", 3)
-    assert store.claim("e1", 30) is not None
+    _enqueue(store, t, "compaction")
+    _enqueue(store, t, "expire_snapshots")
+    assert store.operation_claim("e1", 30) is not None
     # the claim query skips the table; the index refuses even a direct write
-    assert store.claim("e2", 30) is None
+    assert store.operation_claim("e2", 30) is None
     with psycopg.connect(db_dsn) as conn, pytest.raises(psycopg.errors.UniqueViolation):
         conn.execute("UPDATE tms_operations SET state = 'RUNNING', lease_owner = 'x', "
                      "lease_expires_at = now(), attempt = 1 WHERE state = 'QUEUED'")
@@ -63,42 +104,46 @@ def test_database_refuses_second_running_per_table(store: PostgresStore, db_dsn:
 
 def test_stale_attempt_cannot_write(store: PostgresStore, db_dsn: str) -> None:
     t = _table(store)
-    store.enqueue(t, Decision("compaction", True, "r"), "policy", 3)
-    op = store.claim("e1", 30)
+    _enqueue(store, t)
+    op = store.operation_claim("e1", 30)
     assert op is not None
     with psycopg.connect(db_dsn) as conn:  # the lease runs out
         conn.execute("UPDATE tms_operations SET lease_expires_at = now() - interval '1 s'")
-    assert store.reap_expired() == ([op.id], [])
-    op2 = store.claim("e2", 30)
-    assert op2 is not None and op2.id == op.id and op2.attempt == 2
-    assert store.finish(op, "e1", Outcome(OperationState.SUCCEEDED, result={})) is False
-    assert store.renew_lease(op, "e1", 30) is Lease.LOST
-    assert store.finish(op2, "e2", Outcome(OperationState.SUCCEEDED, result={"n": 1})) is True
-    done = store.get_operation("t1", op.id)
+    assert store.operation_reap_expired() == ([op.id], [])
+    op2 = store.operation_claim("e2", 30)
+    assert op2 is not None and op2.id == op.id and op2.lease.attempt == 2
+    assert store.operation_finish(op, "e1", Outcome(OperationState.SUCCEEDED, result={})) is False
+    assert store.operation_renew_lease(op, "e1", 30) is LeaseStatus.LOST
+    assert store.operation_renew_lease(op2, "e2", 30) is LeaseStatus.HELD
+    assert store.operation_finish(op2, "e2",
+                                  Outcome(OperationState.SUCCEEDED, result={"n": 1})) is True
+    done = store.operation_get("t1", op.id)
     assert done is not None and done.state is OperationState.SUCCEEDED
-    assert done.result == {"n": 1} and done.finished_at is not None
+    assert done.outcome.result == {"n": 1} and done.outcome.finished_at is not None
+    assert done.hold is None
 
 
 def test_terminal_state_requires_finish_time(store: PostgresStore, db_dsn: str) -> None:
     t = _table(store)
-    store.enqueue(t, Decision("compaction", True, "r"), "policy", 3)
+    _enqueue(store, t)
     with psycopg.connect(db_dsn) as conn, pytest.raises(psycopg.errors.CheckViolation):
         conn.execute("UPDATE tms_operations SET state = 'SUCCEEDED'")
 
 
 def test_batch_notify_mixed(store: PostgresStore) -> None:
-    _table(store, "a")
-    _table(store, "b")
-    store.notify_commits([CommitEvent("a", "old")])
+    ta, tb = _table(store, "a"), _table(store, "b")
+    _due(store)  # the new tables' first checks are done with
+    store.decision_finish_batch("s", [], [(ta.pk, 3600), (tb.pk, 3600)])
+    store.commits_notify([CommitEvent("a", "old")])
     events = [CommitEvent("a", "old"), CommitEvent("a", "n1"), CommitEvent("b", "n1"),
               CommitEvent("zz", "x"), CommitEvent("a", "n1"), CommitEvent("a", "n2")]
-    assert store.notify_commits(events) == [False, True, True, None, False, True]
-    a, b = store.get_table("a"), store.get_table("b")
+    assert store.commits_notify(events) == [False, True, True, None, False, True]
+    a, b = store.table_get("a"), store.table_get("b")
     assert a is not None and b is not None
-    assert (a.commit_count, a.last_commit_id) == (3, "n2")
-    assert (b.commit_count, b.last_commit_id) == (1, "n1")
-    assert sorted(store.due_tables(10)) == sorted([a.id, b.id])
-    assert store.notify_commits([]) == []
+    assert (a.stats.commit_count, a.stats.last_commit_id) == (3, "n2")
+    assert (b.stats.commit_count, b.stats.last_commit_id) == (1, "n1")
+    assert _due(store) == {ta.pk: True, tb.pk: True}
+    assert store.commits_notify([]) == []
 
 
 def test_concurrent_batches_over_many_tables(store: PostgresStore) -> None:
@@ -110,30 +155,112 @@ def test_concurrent_batches_over_many_tables(store: PostgresStore) -> None:
 
     def batch(k: int) -> list[bool | None]:
         order = names if k % 2 else list(reversed(names))
-        return store.notify_commits([CommitEvent(n, f"c{k}") for n in order])
+        return store.commits_notify([CommitEvent(n, f"c{k}") for n in order])
 
     with ThreadPoolExecutor(6) as pool:
         results = list(pool.map(batch, range(30)))
     assert all(all(r) for r in results)
-    assert {store.get_table(n).commit_count for n in names} == {30}  # type: ignore[union-attr]
+    views = [store.table_get(n) for n in names]
+    assert {v.stats.commit_count for v in views if v is not None} == {30}
+    assert None not in views
 
 
-def test_dirty_marks_survive_a_decision_in_progress(store: PostgresStore) -> None:
+def test_commit_during_a_decision_marks_the_table_again(store: PostgresStore) -> None:
     t = _table(store, "busy")
-    store.notify_commits([CommitEvent("busy", "c1")])
-    assert store.begin_decision(t.id)[1] is True  # a decision starts
-    store.notify_commits([CommitEvent("busy", "c2")])  # a commit lands meanwhile
-    assert t.id in store.due_tables(10)
-    assert store.begin_decision(t.id)[1] is True and store.begin_decision(t.id)[1] is False
+    store.commits_notify([CommitEvent("busy", "c1", traceparent="00-a-b-01")])
+    (due,) = store.decision_begin_batch(ALL_SHARDS, NUM_SHARDS, 10)  # a decision starts
+    assert due.table.pk == t.pk and due.had_commits and due.traceparent == "00-a-b-01"
+    store.commits_notify([CommitEvent("busy", "c2")])  # a commit lands meanwhile
+    store.decision_finish_batch("s", [(t.pk, Decision("compaction", False, "tidy"), None)],
+                                [(t.pk, 3600)])
+    (again,) = store.decision_begin_batch(ALL_SHARDS, NUM_SHARDS, 10)
+    assert again.table.pk == t.pk and again.had_commits  # the second commit is not lost
+    store.decision_finish_batch("s", [], [(t.pk, 3600)])
+    assert store.decision_begin_batch(ALL_SHARDS, NUM_SHARDS, 10) == []
+
+
+def test_failed_decision_puts_the_mark_back(store: PostgresStore) -> None:
+    t = _table(store, "retry")
+    store.decision_finish_batch("s", [], [(t.pk, 3600)])
+    store.commits_notify([CommitEvent("retry", "c1", traceparent="00-x-y-01")])
+    (due,) = store.decision_begin_batch(ALL_SHARDS, NUM_SHARDS, 10)
+    assert store.decision_begin_batch(ALL_SHARDS, NUM_SHARDS, 10) == []  # mark consumed
+    store.commits_mark_dirty(t.pk, due.traceparent)
+    (back,) = store.decision_begin_batch(ALL_SHARDS, NUM_SHARDS, 10)
+    assert back.had_commits and back.traceparent == "00-x-y-01"
+
+
+def test_due_tables_only_of_the_given_shards(store: PostgresStore) -> None:
+    tables = [_table(store, f"s{i}") for i in range(4)]
+    mine = {tables[0].pk % NUM_SHARDS, tables[2].pk % NUM_SHARDS}
+    due = store.decision_begin_batch(sorted(mine), NUM_SHARDS, 10)
+    assert {d.table.pk for d in due} == {tables[0].pk, tables[2].pk}
+    assert not any(d.had_commits for d in due)  # due by their first check, no commits
+    rest = store.decision_begin_batch(ALL_SHARDS, NUM_SHARDS, 10)
+    # not decided yet: still due; the limit applies
+    assert {d.table.pk for d in rest} == {t.pk for t in tables}
+    assert len(store.decision_begin_batch(ALL_SHARDS, NUM_SHARDS, 1)) == 1
+
+
+def test_decision_finish_batch_records_decisions_and_next_checks(store: PostgresStore) -> None:
+    t = _table(store, "d1")
+    gone = _table(store, "d2")
+    op_id = _enqueue(store, t)
+    d_run = Decision("compaction", True, "30 small files", {"small_files": 30})
+    d_skip = Decision("expire_snapshots", False, "nothing old")
+    assert store.table_delete("d2", force=False)
+    store.decision_finish_batch("sched-1", [(t.pk, d_run, op_id), (t.pk, d_skip, None),
+                                            (gone.pk, d_skip, None)],
+                                [(t.pk, 3600), (gone.pk, 3600)])
+    view = store.table_get("d1")
+    assert view is not None and view.stats.next_check_at is not None
+    assert store.decision_begin_batch(ALL_SHARDS, NUM_SHARDS, 10) == []
+    run, skip, never = store.decision_explain(t.pk, ["compaction", "expire_snapshots",
+                                                      "rewrite_manifests"])
+    assert (run.should_run, run.reason, run.metrics, run.operation_id, run.scheduler_id) == (
+        True, "30 small files", {"small_files": 30}, op_id, "sched-1")
+    assert (run.active_id, run.active_state) == (op_id, OperationState.QUEUED)
+    assert (skip.should_run, skip.operation_id, skip.active_id, skip.active_state) == (
+        False, None, None, None)
+    assert never.decided_at is None and never.should_run is None
+    # a later decision replaces the earlier one
+    store.decision_finish_batch("sched-2", [(t.pk, Decision("compaction", False, "now tidy"),
+                                             None)], [])
+    (latest,) = store.decision_explain(t.pk, ["compaction"])
+    assert (latest.should_run, latest.reason, latest.scheduler_id) == (False, "now tidy",
+                                                                       "sched-2")
+
+
+def test_last_succeeded_per_table_and_action(store: PostgresStore) -> None:
+    a, b = _table(store, "la"), _table(store, "lb")
+    ids: dict[int, list[int]] = {}
+    for t in (a, b, a):
+        _enqueue(store, t)
+        op = store.operation_claim("e1", 30)
+        assert op is not None and op.table_pk == t.pk
+        assert store.operation_finish(op, "e1", Outcome(OperationState.SUCCEEDED, result={}))
+        ids.setdefault(t.pk, []).append(op.id)
+    _enqueue(store, b, "expire_snapshots")
+    op = store.operation_claim("e1", 30)
+    assert op is not None
+    store.operation_finish(op, "e1", Outcome(OperationState.FAILED, error="x"))
+    last = store.operation_last_succeeded([a.pk, b.pk])
+    assert {pk: {act: o.id for act, o in by.items()} for pk, by in last.items()} == {
+        a.pk: {"compaction": ids[a.pk][-1]}, b.pk: {"compaction": ids[b.pk][0]}}
+    assert last[a.pk]["compaction"].table_id == "la"
+    assert store.operation_last_succeeded([]) == {}
 
 
 def test_deregistration_removes_events_and_marks(store: PostgresStore) -> None:
     t = _table(store, "gone")
-    store.notify_commits([CommitEvent("gone", "c1")])
-    assert store.delete_table("gone", force=False)
-    assert t.id not in store.due_tables(10)
-    again = _table(store, "gone")
-    assert again.commit_count == 0 and again.last_commit_id is None
+    store.commits_notify([CommitEvent("gone", "c1")])
+    assert store.table_delete("gone", force=False)
+    assert t.pk not in _due(store)
+    assert store.table_get("gone") is None
+    _table(store, "gone")
+    again = store.table_get("gone")
+    assert again is not None
+    assert again.stats.commit_count == 0 and again.stats.last_commit_id is None
 
 
 def test_retention_folds_old_events_and_prunes_finished_operations(store: PostgresStore,
@@ -141,28 +268,32 @@ def test_retention_folds_old_events_and_prunes_finished_operations(store: Postgr
     from tms.scheduler.retention import Retention
 
     t = _table(store, "old")
-    store.notify_commits([CommitEvent("old", f"c{i}") for i in range(5)])
-    store.enqueue(t, Decision("compaction", True, "r"), "policy", 3)
-    op = store.claim("e1", 30)
+    store.commits_notify([CommitEvent("old", f"c{i}") for i in range(5)])
+    _enqueue(store, t)
+    op = store.operation_claim("e1", 30)
     assert op is not None
-    store.finish(op, "e1", Outcome(OperationState.SUCCEEDED, result={}))
+    store.operation_finish(op, "e1", Outcome(OperationState.SUCCEEDED, result={}))
     with psycopg.connect(db_dsn) as conn:
         conn.execute("UPDATE tms_commit_events SET received_at = now() - interval '8 days' "
                       "WHERE commit_id IN ('c0', 'c1', 'c2', 'c3', 'c4')")
         conn.execute("UPDATE tms_operations SET finished_at = now() - interval '31 days'")
-    store.notify_commits([CommitEvent("old", "fresh")])
+    store.commits_notify([CommitEvent("old", "fresh")])
     done = Retention(batch=2).prune(store)
     assert done == {"commit_events": 5, "operations": 1, "requests": 0}
-    after = store.get_table("old")
+    after = store.table_get("old")
     assert after is not None
-    assert (after.commit_count, after.last_commit_id) == (6, "fresh")
-    assert store.get_operation("old", op.id) is None
+    assert (after.stats.commit_count, after.stats.last_commit_id) == (6, "fresh")
+    assert store.operation_get("old", op.id) is None
     with psycopg.connect(db_dsn) as conn:
         assert conn.execute("SELECT count(*) FROM tms_commit_events").fetchone() == (1,)
+        assert conn.execute("SELECT count(*) FROM tms_attempts").fetchone() == (0,)
         conn.execute("UPDATE tms_commit_events SET received_at = now() - interval '8 days'")
     Retention().prune(store)
-    gone = store.get_table("old")
-    assert gone is not None and (gone.commit_count, gone.last_commit_id) == (6, "fresh")
+    gone = store.table_get("old")
+    assert gone is not None
+    assert (gone.stats.commit_count, gone.stats.last_commit_id) == (6, "fresh")
+    with pytest.raises(ValueError):
+        store.retention_prune("tables", 1, 1)
 
 
 def test_priorities_and_a_noisy_table_cannot_starve_others(store: PostgresStore) -> None:
@@ -174,12 +305,73 @@ def test_priorities_and_a_noisy_table_cannot_starve_others(store: PostgresStore)
     quiet = _table(store, "quiet")
     urgent = replace(_table(store, "urgent"), priority=50)
     for action in RULES:  # the noisy table asks for everything, twice
-        assert store.enqueue(noisy, Decision(action, True, "r"), "policy", 3) is not None
-        assert store.enqueue(noisy, Decision(action, True, "r"), "policy", 3) is None
-    store.enqueue(quiet, Decision("compaction", True, "r"), "policy", 3)
-    store.enqueue(urgent, Decision("compaction", True, "r"), "policy", 3)
-    claimed = [store.claim(f"e{i}", 30) for i in range(4)]
+        assert _enqueue(store, noisy, action) is not None
+        assert _enqueue(store, noisy, action) is None
+    _enqueue(store, quiet)
+    _enqueue(store, urgent)
+    claimed = [store.operation_claim(f"e{i}", 30) for i in range(4)]
     tables = [c.table_pk if c else None for c in claimed]
     # the higher priority first, then one of the noisy table's (oldest first), then the quiet
     # table although five more noisy operations are older: a table runs one at a time
-    assert tables == [urgent.id, noisy.id, quiet.id, None]
+    assert tables == [urgent.pk, noisy.pk, quiet.pk, None]
+
+
+def test_request_ids(store: PostgresStore) -> None:
+    assert store.request_claim("r1", "RegisterTable", "fp") is None  # new: reserved
+    first = store.request_claim("r1", "RegisterTable", "fp")
+    assert first is not None and (first.method, first.fingerprint, first.resource) == (
+        "RegisterTable", "fp", "")
+    store.request_set_resource("r1", "tables/x")
+    done = store.request_claim("r1", "RegisterTable", "other")
+    assert done is not None and (done.fingerprint, done.resource) == ("fp", "tables/x")
+    store.request_forget("r1")  # only while unfinished: a made resource keeps its id
+    assert store.request_claim("r1", "RegisterTable", "fp") is not None
+    assert store.request_claim("r2", "TriggerOperation", "fp") is None
+    store.request_forget("r2")
+    assert store.request_claim("r2", "TriggerOperation", "fp2") is None
+
+
+def test_table_list_update_and_state(store: PostgresStore) -> None:
+    from tms.domain import TableState, TableUpdate
+    from tms.storage.roles import TableListParams
+
+    for i in range(5):
+        store.table_register(TableSpec(table_id=f"l{i}", format="iceberg", table_name=f"l{i}",
+                                       owner="odd" if i % 2 else "even"))
+    store.commits_notify([CommitEvent("l1", "c1")])
+    page = store.table_list(TableListParams(limit=2))
+    assert [v.table.table_id for v in page] == ["l0", "l1"]
+    assert page[1].stats.commit_count == 1 and page[1].stats.last_commit_id == "c1"
+    rest = store.table_list(TableListParams(after="l1", limit=10))
+    assert [v.table.table_id for v in rest] == ["l2", "l3", "l4"]
+    assert [v.table.table_id for v in store.table_list(TableListParams(owner="odd"))] == [
+        "l1", "l3"]
+    assert store.table_owners(["l0", "l1", "nope"]) == {"l0": "even", "l1": "odd"}
+    updated = store.table_update("l1", TableUpdate(owner="new", priority=5,
+                                                   policy={"a": "b"}))
+    assert updated is not None
+    t = updated.table
+    assert (t.owner, t.priority, t.policy, t.queue) == ("new", 5, {"a": "b"}, "default")
+    assert updated.stats.commit_count == 1  # a view, with its statistics
+    assert store.table_update("nope", TableUpdate(owner="x")) is None
+    paused = store.table_set_state("l2", TableState.PAUSED)
+    assert paused is not None and paused.table.state is TableState.PAUSED
+    assert [v.table.table_id
+            for v in store.table_list(TableListParams(state=TableState.PAUSED))] == ["l2"]
+    assert store.table_set_state("nope", TableState.PAUSED) is None
+    assert store.table_get_settings(t.pk) == t
+
+
+def test_maintenance_figures(store: PostgresStore, db_dsn: str) -> None:
+    t = _table(store, "late")
+    store.decision_finish_batch("s", [], [(t.pk, 3600)])
+    assert store.table_count_overdue(60) == 0
+    store.commits_notify([CommitEvent("late", "c1")])
+    with psycopg.connect(db_dsn) as conn:
+        conn.execute("UPDATE tms_dirty_tables SET since = now() - interval '5 min'")
+    assert store.table_count_overdue(60) == 1
+    assert store.table_count_overdue(600) == 0
+    _enqueue(store, t)
+    (stat,) = store.queue_stats()
+    assert (stat["queue"], stat["action"], stat["queued"]) == ("default", "compaction", 1)
+    assert stat["oldest_age_s"] >= 0

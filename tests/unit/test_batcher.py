@@ -20,7 +20,7 @@ class SlowStore:
         self.release = threading.Event()
         self.fail = fail
 
-    def notify_commits(self, events: Sequence[CommitEvent]) -> list[bool | None]:
+    def commits_notify(self, events: Sequence[CommitEvent]) -> list[bool | None]:
         self.calls.append(len(events))
         if len(self.calls) == 1:
             assert self.release.wait(10)
@@ -65,7 +65,7 @@ class HangingStore:
         self.calls = 0
         self.hang = threading.Event()
 
-    def notify_commits(self, events: Sequence[CommitEvent]) -> list[bool | None]:
+    def commits_notify(self, events: Sequence[CommitEvent]) -> list[bool | None]:
         self.calls += 1
         if self.calls == 1:
             self.hang.wait(30)
@@ -88,7 +88,7 @@ def test_a_stuck_flush_times_out_its_caller_and_a_spare_serves_the_rest() -> Non
 def test_spares_are_bounded() -> None:
     store = HangingStore()
     store.calls = -10  # the first eleven calls hang
-    original = store.notify_commits
+    original = store.commits_notify
 
     def hang_all(events: Sequence[CommitEvent]) -> list[bool | None]:
         store.calls += 1
@@ -97,7 +97,7 @@ def test_spares_are_bounded() -> None:
             raise OSError("connection reset")
         return original(events)
 
-    store.notify_commits = hang_all  # type: ignore[method-assign]
+    store.commits_notify = hang_all  # type: ignore[method-assign]
     batcher = CommitBatcher(store, stuck_flush_s=0.05, max_flushers=3)  # type: ignore[arg-type]
     for i in range(6):
         with pytest.raises(TimeoutError):

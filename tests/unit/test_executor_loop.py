@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.unit.fakes import FakeEngine, FakeFormat, FakeStore, make_op, make_table
-from tms.domain import Lease, OperationState
+from tms.domain import LeaseStatus, OperationState
 from tms.engines.base import EngineResult
 from tms.executor.loop import Executor
 from tms.executor.retry import RetryPolicy
@@ -56,7 +56,7 @@ def test_deregistered_table_fails(tmp_path: Path) -> None:
 
 def test_lost_lease_stops_engine_and_writes_nothing(tmp_path: Path) -> None:
     store = FakeStore(tables={1: make_table()}, to_claim=[make_op()],
-                      renew_result=Lease.LOST)
+                      renew_result=LeaseStatus.LOST)
     engine = FakeEngine(block_until_stopped=True)
     ex = executor(store, engine, tmp_path, heartbeat_s=0.01, lease_s=0.03)
     t = threading.Thread(target=ex.run_once)
@@ -95,7 +95,7 @@ def test_shutdown_lets_a_quick_job_finish(tmp_path: Path) -> None:
 
 def test_cancel_request_stops_the_engine_and_ends_cancelled(tmp_path: Path) -> None:
     store = FakeStore(tables={1: make_table()}, to_claim=[make_op()],
-                      renew_result=Lease.CANCEL_REQUESTED)
+                      renew_result=LeaseStatus.CANCEL_REQUESTED)
     engine = FakeEngine(block_until_stopped=True)
     ex = executor(store, engine, tmp_path, heartbeat_s=0.01, lease_s=0.03)
     t = threading.Thread(target=ex.run_once)
@@ -116,6 +116,21 @@ def test_retryable_failure_is_queued_again_with_backoff(tmp_path: Path) -> None:
     assert store.finished == []
     (_, outcome, delay_s), = store.retried
     assert delay_s == 20.0 and outcome.error == "executor OOM" and outcome.log_tail == "tail"
+
+
+def test_handed_back_attempts_do_not_count(tmp_path: Path) -> None:
+    """Attempt 4 of 4 after one hand-back has used 3: a failure may still be retried, and the
+    backoff grows with the failures, not with the hand-backs."""
+    store = FakeStore(tables={1: make_table()},
+                      to_claim=[make_op(attempt=4, max_attempts=4, handed_back=1)])
+    engine = FakeEngine(EngineResult(False, None, "executor OOM", "tail", 1, "app-1"))
+    ex = executor(store, engine, tmp_path)
+    ex.retry = RetryPolicy(base_delay_s=10, max_delay_s=1000)
+    ex._rand = lambda: 0.0
+    ex.run_once()
+    assert store.finished == []
+    (_, _, delay_s), = store.retried
+    assert delay_s == 40.0  # the third failure's backoff
 
 
 def test_last_attempt_fails_for_good(tmp_path: Path) -> None:

@@ -8,14 +8,8 @@ from typing import Any
 
 import pytest
 
-from tms.domain import (
-    Decision,
-    OperationRecord,
-    OperationState,
-    TableRecord,
-    TableSpec,
-    TableState,
-)
+from tests.unit.fakes import make_op, make_table
+from tms.domain import Decision, Operation, Table, TableSpec
 from tms.formats.base import TableFormatPlugin
 from tms.formats.hudi import (
     CLEANER,
@@ -32,12 +26,9 @@ NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 BASE = "/lake/trips"
 
 
-def table(base_path: str = BASE, table_name: str = "", **policy: str) -> TableRecord:
-    return TableRecord(
-        id=1, table_id="t", format="hudi", catalog="", namespace="", table_name=table_name,
-        base_path=base_path, catalog_properties={}, owner="", queue="default", priority=0,
-        policy=dict(policy), state=TableState.ACTIVE, commit_count=1, last_commit_id=None,
-        last_commit_time=None, next_check_at=NOW, created_at=NOW, updated_at=NOW)
+def table(base_path: str = BASE, table_name: str = "", **policy: str) -> Table:
+    return make_table(table_id="t", format="hudi", table_name=table_name, base_path=base_path,
+                      policy=dict(policy))
 
 
 def metrics(deltas: int = 0, age_s: float = 0.0, compacted: bool = True,
@@ -267,13 +258,9 @@ def test_validate_accepts_good_specs() -> None:
 
 
 # build_job ----------------------------------------------------------------------------------------
-def op(action: str, **params: str) -> OperationRecord:
-    return OperationRecord(
-        id=7, table_pk=1, action=action, state=OperationState.RUNNING, attempt=1,
-        max_attempts=3, priority=0, trigger="policy", reason="r", params=dict(params),
-        metrics={"table_name": "trips_from_props"}, created_at=NOW, started_at=NOW,
-        finished_at=None, lease_owner="e", lease_expires_at=None, engine_handle=None,
-        exit_code=None, result=None, error=None, log_tail=None)
+def op(action: str, **params: str) -> Operation:
+    return make_op(7, action=action, params=dict(params),
+                   metrics={"table_name": "trips_from_props"})
 
 
 def test_build_compaction_jobs() -> None:
@@ -307,7 +294,7 @@ def test_build_clean_job() -> None:
 
 
 def test_table_name_falls_back_to_the_directory() -> None:
-    o = replace(op("compaction"), metrics={})
+    o = make_op(7, action="compaction")
     job = HudiFormat().build_job(table("file:///lake/my trips"), o)
     assert job.args[:6] == ("--base-path", "file:///lake/my trips", "--table-name", "my_trips",
                             "--mode", "scheduleAndExecute")
@@ -319,6 +306,6 @@ def test_table_name_falls_back_to_the_directory() -> None:
     (op("clustering", mode="purgePendingInstant"), "unknown mode"),
     (op("expire_snapshots"), "no action"),
 ])
-def test_build_job_refuses_bad_operations(operation: OperationRecord, words: str) -> None:
+def test_build_job_refuses_bad_operations(operation: Operation, words: str) -> None:
     with pytest.raises(ValueError, match=words):
         HudiFormat().build_job(table(), operation)

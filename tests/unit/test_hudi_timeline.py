@@ -16,7 +16,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from tms.domain import TableRecord, TableState
+from tests.unit.fakes import make_table
+from tms.domain import Table
 from tms.formats.hudi import HudiFormat
 from tms.formats.hudi_timeline import (
     State,
@@ -53,12 +54,9 @@ def utc(text: str) -> datetime:
     return datetime.fromisoformat(text).replace(tzinfo=UTC)
 
 
-def table_at(base: Path, **policy: str) -> TableRecord:
-    return TableRecord(
-        id=1, table_id="t", format="hudi", catalog="", namespace="", table_name="",
-        base_path=str(base), catalog_properties={}, owner="", queue="default", priority=0,
-        policy=dict(policy), state=TableState.ACTIVE, commit_count=1, last_commit_id=None,
-        last_commit_time=None, next_check_at=NOW, created_at=NOW, updated_at=NOW)
+def table_at(base: Path, **policy: str) -> Table:
+    return make_table(table_id="t", format="hudi", table_name="", base_path=str(base),
+                      policy=dict(policy))
 
 
 # fixture, version, completed instants by action, delta commits since compaction,

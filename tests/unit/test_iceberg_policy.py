@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from tms.domain import Decision, OperationRecord, OperationState, TableSpec
+from tests.unit.fakes import make_op
+from tms.domain import Decision, Operation, OperationState, TableSpec
 from tms.formats.iceberg import DEFAULT_MIN_SMALL_FILES, IcebergFormat
 from tms.formats.iceberg_policy import RULES, compaction
 
@@ -25,16 +26,12 @@ def metrics(small: int | None = 0, files: int = 100, snapshot_ages_ms: tuple[int
             "_snapshot_times_ms": times}
 
 
-def last_run(ago_s: float) -> OperationRecord:
-    t = NOW - timedelta(seconds=ago_s)
-    return OperationRecord(
-        id=9, table_pk=1, action="x", state=OperationState.SUCCEEDED, attempt=1,
-        max_attempts=3, priority=0, trigger="policy", reason="r", params={}, metrics={},
-        created_at=t, started_at=t, finished_at=t, lease_owner="e", lease_expires_at=None,
-        engine_handle=None, exit_code=0, result={}, error=None, log_tail=None)
+def last_run(ago_s: float) -> Operation:
+    return make_op(9, action="x", state=OperationState.SUCCEEDED,
+                   finished_at=NOW - timedelta(seconds=ago_s))
 
 
-def decide(action: str, m: dict[str, Any], last: OperationRecord | None = None,
+def decide(action: str, m: dict[str, Any], last: Operation | None = None,
            **policy: str) -> Decision:
     return RULES[action](policy, m, last, NOW)
 

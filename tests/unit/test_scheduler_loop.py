@@ -9,22 +9,12 @@ from tms.domain import TableState
 from tms.scheduler.decide import INSPECT_FAILURE_RETRY_S, ZooKeeperLost
 from tms.scheduler.loop import Scheduler
 
-MODE = "locks"
-
-
-@pytest.fixture(params=["locks", "shards"], autouse=True)
-def mode(request: pytest.FixtureRequest) -> str:
-    """Every test runs in both coordination modes unless it sets its own."""
-    global MODE
-    MODE = request.param
-    return MODE
-
 
 def scheduler(store: FakeStore, coord: FakeCoordinator | None = None,
-              fmt: FakeFormat | None = None, mode: str | None = None) -> Scheduler:
+              fmt: FakeFormat | None = None) -> Scheduler:
     return Scheduler(store, coord or FakeCoordinator(),  # type: ignore[arg-type]
                      {"fake": fmt or FakeFormat()}, "s1", pull_interval_s=123.0,
-                     now=lambda: NOW, mode=mode or MODE)
+                     now=lambda: NOW)
 
 
 def test_queues_and_records_the_decision() -> None:
@@ -48,16 +38,8 @@ def test_pull_check_due_without_commits() -> None:
     store = FakeStore(tables={1: make_table()})
     store.db_now = NOW.replace(year=2027)
     s = Scheduler(store, FakeCoordinator(), {"fake": FakeFormat()},  # type: ignore[arg-type]
-                  "s1", now=lambda: NOW.replace(year=2027), mode=MODE)
+                  "s1", now=lambda: NOW.replace(year=2027))
     assert s.run_once() == 1 and len(store.ops) == 1
-
-
-def test_lock_held_elsewhere_means_no_decision() -> None:
-    store = FakeStore(tables={1: make_table(), 2: make_table(pk=2)}, dirty={1, 2})
-    assert scheduler(store, FakeCoordinator(locked_by_other={1}),
-                     mode="locks").run_once() == 1
-    assert [pk for pk, _ in store.ops] == [2]
-    assert store.dirty == {1}  # its mark waits for whoever holds the lock
 
 
 def test_no_zookeeper_session_no_decisions() -> None:
@@ -111,7 +93,7 @@ def test_retention_stops_at_its_time_budget() -> None:
     class Busy:
         calls: list[str] = []
 
-        def prune(self, what: str, retention_s: float, batch: int) -> int:
+        def retention_prune(self, what: str, retention_s: float, batch: int) -> int:
             self.calls.append(what)
             return batch  # always a full batch: there is more
 
@@ -128,8 +110,7 @@ def test_queue_priority_feeds_the_operation_priority() -> None:
 
     store = FakeStore(tables={1: replace(make_table(), priority=5, queue="urgent")}, dirty={1})
     s = Scheduler(store, FakeCoordinator(), {"fake": FakeFormat()},  # type: ignore[arg-type]
-                  "s1", now=lambda: NOW, queue_priorities=parse_queue_priorities("urgent=100"),
-                  mode=MODE)
+                  "s1", now=lambda: NOW, queue_priorities=parse_queue_priorities("urgent=100"))
     s.run_once()
     assert store.priorities == [105]
     with pytest.raises(ValueError, match="queue=integer"):
@@ -141,7 +122,7 @@ def test_shards_decide_only_their_own_tables() -> None:
 
     store = FakeStore(tables={pk: make_table(pk=pk) for pk in (1, 2, 1 + NUM_SHARDS)},
                       dirty={1, 2, 1 + NUM_SHARDS})
-    s = scheduler(store, FakeCoordinator(shards=frozenset({1})), mode="shards")
+    s = scheduler(store, FakeCoordinator(shards=frozenset({1})))
     assert s.run_once() == 2
     assert sorted(pk for pk, _ in store.ops) == [1, 1 + NUM_SHARDS]
     assert store.dirty == {2}  # another scheduler's shard: its mark waits for it
@@ -151,7 +132,7 @@ def test_shards_not_settled_means_no_decisions() -> None:
     store = FakeStore(tables={1: make_table()}, dirty={1})
     coord = FakeCoordinator()
     coord.owned_shards = lambda: None  # type: ignore[method-assign]
-    assert scheduler(store, coord, mode="shards").run_once() == 0
+    assert scheduler(store, coord).run_once() == 0
     assert store.ops == [] and store.dirty == {1}
 
 
@@ -162,17 +143,12 @@ def test_session_lost_mid_batch_keeps_the_rest_of_the_marks() -> None:
 
     class LosesSessionAfterOne(FakeFormat):
         def inspect(self, table):  # type: ignore[no-untyped-def]
-            if table.id == 2:
+            if table.pk == 2:
                 coord.healthy = False
             return super().inspect(table)
 
     with pytest.raises(ZooKeeperLost):
-        scheduler(store, coord, LosesSessionAfterOne(), mode="shards").run_once()
+        scheduler(store, coord, LosesSessionAfterOne()).run_once()
     assert [pk for pk, _ in store.ops] == [1]  # queued while the session lived, and recorded
     assert [pk for pk, _, _ in store.decisions] == [1]
     assert store.dirty == {2, 3}
-
-
-def test_unknown_mode_is_refused() -> None:
-    with pytest.raises(ValueError, match="mode"):
-        scheduler(FakeStore(), mode="gossip")

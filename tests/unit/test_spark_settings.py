@@ -74,7 +74,7 @@ def test_hudi_compaction_command_line_exactly(tmp_path: Path) -> None:
     jar = "/opt/hudi/hudi-utilities-bundle_2.12-1.0.2.jar"
     table = replace(make_table(), format="hudi", table_name="trips",
                     base_path="/lake/trips")
-    op = replace(make_op(), action="compaction",
+    op = make_op(action="compaction",
                  params={"mode": "execute", "instant": "20260101000000000"})
     job = HudiFormat().build_job(table, op)
     argv = SparkSubmitEngine(settings(), jvm_jar=jar).argv(job, tmp_path, tmp_path)

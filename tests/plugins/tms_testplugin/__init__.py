@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from tms.domain import Decision, OperationRecord, TableRecord, TableSpec
+from tms.domain import Decision, Operation, Table, TableSpec
 from tms.formats.base import JobSpec, TableFormatPlugin
 
 THRESHOLD_FILES = 10
@@ -26,15 +26,15 @@ class ConstantFormat(TableFormatPlugin):
             return [("table.catalog_properties[files]", "an integer file count is required")]
         return []
 
-    def inspect(self, table: TableRecord) -> dict[str, Any]:
+    def inspect(self, table: Table) -> dict[str, Any]:
         return {"files": int(table.catalog_properties["files"])}
 
-    def evaluate(self, table: TableRecord, metrics: Mapping[str, Any],
-                 last_runs: Mapping[str, OperationRecord | None], now: datetime
+    def evaluate(self, table: Table, metrics: Mapping[str, Any],
+                 last_runs: Mapping[str, Operation | None], now: datetime
                  ) -> list[Decision]:
         files = metrics["files"]
         return [Decision("compaction", files >= THRESHOLD_FILES,
                          f"{files} files (threshold {THRESHOLD_FILES})", dict(metrics))]
 
-    def build_job(self, table: TableRecord, operation: OperationRecord) -> JobSpec:
+    def build_job(self, table: Table, operation: Operation) -> JobSpec:
         return JobSpec(kind="pyspark", app="constant_job.py", spec={"table": table.table_id})

@@ -73,10 +73,10 @@ def hold_reason(row: Row) -> str:
         return f"{table_name} is {row['table_state'].lower()}"
     if run_after is not None and run_after > row["db_now"]:
         return f"backing off until {run_after.isoformat(timespec='seconds')}"
-    if row["busy_with"] is not None:
-        return f"table busy: {table_name}/operations/{row['busy_with']} is running"
     limit = row["queue_limit"]
     if limit is not None and (row["queue_running"] or 0) >= limit:
         return (f"queue {row['queue']} at its limit "
                 f"({row['queue_running']} of {limit} running)")
+    if row["busy_with"] is not None:
+        return f"table busy: {table_name}/operations/{row['busy_with']} is running"
     return "waiting for an executor of queue " + row["queue"]
