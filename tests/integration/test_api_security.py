@@ -108,6 +108,29 @@ def test_writer_scope_by_table_and_owner(secured) -> None:
     assert [t.name for t in listed.tables] == ["tables/billing"]
 
 
+def test_writer_reads_the_tables_it_may_notify(secured) -> None:
+    """GetTable is open to a writer for its own tables only; listing and other reads stay
+    with readers."""
+    stub = secured.stub()
+    reg(stub, "ingest.events", owner="team-b")
+    reg(stub, "billing", owner="team-a")
+    writer = md("writer-secret")
+    got = stub.GetTable(tms_pb2.GetTableRequest(name="tables/ingest.events"), metadata=writer)
+    assert got.name == "tables/ingest.events" and got.owner == "team-b"
+    for name in ("tables/billing", "tables/ingest.absent-but-in-scope"):
+        code, _ = error_of(lambda n=name: stub.GetTable(tms_pb2.GetTableRequest(name=n),
+                                                        metadata=writer))
+        assert code in (grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.NOT_FOUND)
+    code, _ = error_of(lambda: stub.GetTable(tms_pb2.GetTableRequest(name="tables/billing"),
+                                             metadata=writer))
+    assert code == grpc.StatusCode.PERMISSION_DENIED  # out of scope: no existence leak
+    code, _ = error_of(lambda: stub.ListTables(tms_pb2.ListTablesRequest(), metadata=writer))
+    assert code == grpc.StatusCode.PERMISSION_DENIED
+    code, _ = error_of(lambda: stub.ExplainTable(tms_pb2.ExplainTableRequest(
+        name="tables/ingest.events"), metadata=writer))
+    assert code == grpc.StatusCode.PERMISSION_DENIED
+
+
 @pytest.mark.parametrize("over,code,field", [
     ({"catalog": "other"}, grpc.StatusCode.PERMISSION_DENIED, "table.catalog"),
     ({"catalog_properties": {"type": "sql", "warehouse": "file:///lake/other"}},

@@ -39,7 +39,9 @@ class Role(enum.StrEnum):
     ADMIN = "admin"
 
 
-# The role each RPC needs; admin may call everything.
+# The role each RPC needs; admin may call everything. A writer may also read the tables it
+# may notify (GetTable), so a writer's client can check its table's registration and policy.
+ALSO_ALLOWED: dict[str, frozenset[Role]] = {"GetTable": frozenset({Role.WRITER})}
 METHOD_ROLES: dict[str, Role] = {
     "GetTable": Role.READER, "ListTables": Role.READER, "GetOperation": Role.READER,
     "ListOperations": Role.READER, "ExplainTable": Role.READER, "ListQueues": Role.READER,
@@ -160,6 +162,7 @@ class Authenticator:
     @staticmethod
     def authorize(principal: Principal, method: str) -> None:
         needed = METHOD_ROLES.get(method, Role.ADMIN)
-        if not principal.may(needed):
+        if not principal.may(needed) and not (ALSO_ALLOWED.get(method, frozenset())
+                                               & principal.roles):
             raise permission_denied(f"token {principal.name!r} lacks role {needed.value} "
                                     f"needed by {method}", role=needed.value)
