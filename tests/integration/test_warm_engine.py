@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 
 from tests.helpers import wait_for
+from tms.domain import JobSpec
 from tms.engines.base import EngineResult, ExecutionEngine
 from tms.engines.spark_submit import SparkSubmitEngine
 from tms.engines.warm import WarmSparkEngine
 from tms.engines.warm_process import group_members
-from tms.formats.base import JobSpec
 from tms.jobs import ICEBERG_MAINTENANCE_APP
 from tms.local.iceberg_data import append_batches, catalog_properties, create_table, stats
 from tms.spark.provision import ICEBERG_RUNTIME_JAR
@@ -45,7 +45,7 @@ EXECUTOR_SCRIPT = """\
 import json, sys, threading, time
 from pathlib import Path
 from tms.engines.warm import WarmSparkEngine
-from tms.formats.base import JobSpec
+from tms.domain import JobSpec
 from tms.spark.settings import SparkSettings
 
 home, state, spec = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])

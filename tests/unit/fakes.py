@@ -12,6 +12,7 @@ from typing import Any
 
 from tms.domain import (
     Decision,
+    JobSpec,
     Lease,
     OperationRecord,
     OperationState,
@@ -20,7 +21,7 @@ from tms.domain import (
     TableState,
 )
 from tms.engines.base import EngineResult
-from tms.formats.base import JobSpec, TableFormatPlugin
+from tms.formats.base import TableFormatPlugin
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 

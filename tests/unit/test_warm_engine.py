@@ -18,6 +18,7 @@ from types import SimpleNamespace
 import pytest
 
 from tests.unit.fakes import FakeEngine
+from tms.domain import JobSpec
 from tms.engines.base import EngineResult
 from tms.engines.spark_submit import result_from_payload
 from tms.engines.warm import (
@@ -29,7 +30,6 @@ from tms.engines.warm import (
     driver_launch,
 )
 from tms.engines.warm_process import encode_request, group_members, parse_message, read_log_since
-from tms.formats.base import JobSpec
 from tms.jobs import ICEBERG_MAINTENANCE_APP, iceberg_maintenance, warm_driver
 from tms.spark.settings import SparkSettings
 
@@ -155,7 +155,7 @@ def test_driver_refuses_a_catalog_name_with_other_properties() -> None:
     class Session:
         conf = Conf()
 
-    def spec(warehouse: str) -> iceberg_maintenance.JobSpec:
+    def spec(warehouse: str) -> iceberg_maintenance.MaintenanceRequest:
         return iceberg_maintenance.parse_spec({"catalog_name": "cat", "table": "ns.t",
                                                "action": "compaction",
                                                "catalog_properties": {"warehouse": warehouse}})

@@ -12,7 +12,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Protocol
 
-from tms.formats.base import JobSpec
+from tms.domain import JobSpec
 
 ENGINES_GROUP = "tms.engines"
 LOG_TAIL_MAX_BYTES = 16 * 1024

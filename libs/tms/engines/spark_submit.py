@@ -19,8 +19,8 @@ from typing import Any
 
 import structlog
 
+from tms.domain import JobSpec
 from tms.engines.base import EngineResult, read_tail
-from tms.formats.base import JobSpec
 from tms.spark.settings import SparkSettings
 
 POLL_INTERVAL_S = 0.5

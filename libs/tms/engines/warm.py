@@ -32,10 +32,10 @@ from typing import Any
 
 import structlog
 
+from tms.domain import JobSpec
 from tms.engines.base import LOG_TAIL_MAX_BYTES, EngineResult, ExecutionEngine
 from tms.engines.spark_submit import SparkSubmitEngine, read_result, result_from_payload
 from tms.engines.warm_process import DriverProcess, DriverStartError, Wait, read_log_since
-from tms.formats.base import JobSpec
 from tms.jobs import ICEBERG_MAINTENANCE_APP, WARM_DRIVER_APP
 from tms.spark.settings import SparkSettings
 

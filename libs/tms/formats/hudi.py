@@ -20,8 +20,8 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from tms.domain import Decision, OperationRecord, TableRecord, TableSpec
-from tms.formats.base import JobSpec, TableFormatPlugin
+from tms.domain import Decision, JobSpec, OperationRecord, TableRecord, TableSpec
+from tms.formats.base import TableFormatPlugin
 from tms.formats.hudi_timeline import TimelineError, local_path, read_timeline
 from tms.formats.policy import COMMON_KEYS, PolicyKey
 

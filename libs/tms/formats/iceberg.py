@@ -14,8 +14,8 @@ from datetime import datetime
 from importlib import resources
 from typing import Any
 
-from tms.domain import Decision, OperationRecord, TableRecord, TableSpec
-from tms.formats.base import JobSpec, TableFormatPlugin
+from tms.domain import Decision, JobSpec, OperationRecord, TableRecord, TableSpec
+from tms.formats.base import TableFormatPlugin
 from tms.formats.iceberg_policy import RULES, K
 from tms.formats.policy import validate_policy
 

@@ -75,8 +75,8 @@ def _log(message: str) -> None:
     print(f"[tms-warm] {message}", file=sys.stderr, flush=True)
 
 
-def register_catalog(spark: Any, spec: im.JobSpec, registered: dict[str, Mapping[str, str]]
-                     ) -> None:
+def register_catalog(spark: Any, spec: im.MaintenanceRequest,
+                     registered: dict[str, Mapping[str, str]]) -> None:
     """Register the spec's catalog in the running session (Spark loads catalogs lazily by
     name, so runtime conf works for a name not used yet). Iceberg's JDBC catalog keys its rows
     by catalog name, and a loaded catalog never rereads its conf: a name already registered
