@@ -18,7 +18,7 @@ from tms.engines.profiles import (
     parse_profiles,
     table_settings,
 )
-from tms.formats.policy import validate_policy
+from tms.policy import validate_policy
 from tms.spark.settings import SparkSettings
 
 BASE = SparkSettings(master="local[2]", conf={"spark.sql.shuffle.partitions": "4"})

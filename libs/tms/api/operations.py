@@ -20,7 +20,7 @@ from tms.api.base import (
 )
 from tms.api.errors import ApiError, invalid, not_found
 from tms.domain import OperationRecord, OperationState, TableRecord, TableState
-from tms.formats.policy import max_attempts
+from tms.policy import max_attempts
 from tms.v1 import tms_pb2
 
 ALL_TABLES = "-"

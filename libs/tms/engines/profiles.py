@@ -3,7 +3,7 @@
 The executor's configuration file (TOML) sets the engine and Spark settings for every queue and
 overrides them per queue; a table's policy may then ask for more or less resources and tuning
 conf (``spark.driver-memory``, ``spark.conf.spark.sql.shuffle.partitions``, ...). Where a job runs
-(master, deploy mode, jars) stays the operator's, per queue: see ``tms.formats.policy``.
+(master, deploy mode, jars) stays the operator's, per queue: see ``tms.policy``.
 
 A warm driver's resources are fixed when it starts, so a table that asks for its own runs cold.
 
@@ -29,7 +29,7 @@ from typing import Any
 
 from tms.domain import TableRecord
 from tms.engines.base import ExecutionEngine
-from tms.formats.policy import SPARK_CONF_PREFIX, SPARK_TABLE_KEYS
+from tms.policy import SPARK_CONF_PREFIX, SPARK_TABLE_KEYS
 from tms.spark.settings import SparkSettings
 
 ENGINE_COLD = "spark-submit"

@@ -23,7 +23,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from tms.domain import Decision, JobSpec, OperationRecord, TableRecord, TableSpec
 from tms.formats.base import TableFormatPlugin
 from tms.formats.hudi_timeline import TimelineError, local_path, read_timeline
-from tms.formats.policy import COMMON_KEYS, PolicyKey
+from tms.policy import COMMON_KEYS, PolicyKey
 
 DEFAULT_COMPACTION_DELTA_COMMITS = 5  # Hudi's hoodie.compact.inline.max.delta.commits
 DEFAULT_COMPACTION_DELTA_SECONDS = 3600  # Hudi's hoodie.compact.inline.max.delta.seconds

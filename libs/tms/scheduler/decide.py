@@ -13,7 +13,7 @@ import structlog
 from tms.coordination import Coordinator
 from tms.domain import Decision, OperationRecord, TableRecord
 from tms.formats.base import TableFormatPlugin
-from tms.formats.policy import DEFAULT_MAX_ATTEMPTS, PULL_INTERVAL_KEY, max_attempts
+from tms.policy import DEFAULT_MAX_ATTEMPTS, PULL_INTERVAL_KEY, max_attempts
 from tms.storage.base import Store
 from tms.telemetry import instruments
 from tms.tracing import context_from, current_traceparent, tracer
