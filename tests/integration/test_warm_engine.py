@@ -71,6 +71,9 @@ class CountingEngine:
         self.jobs += 1
         return self.inner.run(job, workdir, stop, on_handle)
 
+    def close(self) -> None:
+        self.inner.close()
+
 
 class Lake:
     """Iceberg tables in one PostgreSQL database, and jobs for them."""

@@ -216,6 +216,7 @@ class FakeEngine:
         self.raises = raises
         self.block_until_stopped = block_until_stopped
         self.jobs: list[JobSpec] = []
+        self.closes = 0
 
     def run(self, job: JobSpec, workdir: Any, stop: threading.Event, on_handle: Any
             ) -> EngineResult:
@@ -227,3 +228,6 @@ class FakeEngine:
             assert stop.wait(10), "engine was never told to stop"
             return EngineResult(False, None, "stopped", "", -15, "app-1", stopped=True)
         return self.result
+
+    def close(self) -> None:
+        self.closes += 1

@@ -17,9 +17,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.unit.fakes import FakeEngine
+from tests.unit.fakes import FakeEngine, make_table
 from tms.domain import JobSpec
 from tms.engines.base import EngineResult
+from tms.engines.profiles import ENGINE_COLD, ENGINE_WARM, EngineRouter, QueueProfile
 from tms.engines.spark_submit import result_from_payload
 from tms.engines.warm import (
     MAX_CONSECUTIVE_FAILURES,
@@ -385,6 +386,22 @@ def test_close_ends_the_driver_and_its_group(stand_in: StandIn) -> None:
     stand_in.engine.close()
     assert stand_in.engine.driver is None and group_members(driver.pid) == []
     assert driver.proc is not None and driver.proc.returncode == 0  # it saw EOF and exited
+
+
+def test_router_close_stops_the_warm_driver_through_engine_close(stand_in: StandIn) -> None:
+    router = EngineRouter(QueueProfile(ENGINE_WARM, SparkSettings()), {},
+                          {ENGINE_WARM: lambda s: stand_in.engine,
+                           ENGINE_COLD: lambda s: pytest.fail("no cold engine is needed")})
+    engine = router.engine_for(make_table())
+    assert engine is stand_in.engine and stand_in.run(job()).succeeded
+    driver = stand_in.engine.driver
+    assert driver is not None and driver.pid is not None and group_members(driver.pid)
+    router.close()
+    assert stand_in.engine.driver is None and group_members(driver.pid) == []
+    assert driver.proc is not None and driver.proc.returncode == 0  # EOF, then a clean exit
+    assert stand_in.fallback.closes == 1  # the warm engine closes its fallback too
+    stand_in.engine.close()  # idempotent: nothing left to stop
+    assert stand_in.fallback.closes == 2 and stand_in.starts == 1
 
 
 def test_a_job_stopped_before_it_runs_leaves_the_driver_alone(stand_in: StandIn) -> None:

@@ -78,6 +78,15 @@ class SparkSubmitEngine:
         self.settings = settings
         self.jvm_jar = jvm_jar if jvm_jar is not None else os.environ.get(ENV_HUDI_UTILITIES_JAR)
 
+    @classmethod
+    def from_settings(cls, settings: SparkSettings, state_dir: Path) -> SparkSubmitEngine:
+        """The entry point's constructor; a cold engine keeps nothing in ``state_dir`` (every
+        job has its own work directory)."""
+        return cls(settings)
+
+    def close(self) -> None:
+        """Nothing to stop: each job's spark-submit ends (or is killed) within ``run``."""
+
     def argv(self, job: JobSpec, spec_path: Path, result_path: Path) -> list[str]:
         if job.kind == "pyspark":
             return self.settings.submit_argv(

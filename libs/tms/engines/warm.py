@@ -46,6 +46,7 @@ MAX_CONSECUTIVE_FAILURES = 3  # failed starts or deaths mid-operation before the
 FAILURE_COOLDOWN_S = 300.0  # then only the fallback runs jobs for this long
 DRIVER_LOG_MAX_BYTES = 64 * 1024 * 1024  # the shared driver log is emptied beyond this
 DRIVER_LOG_PREFIX = "warm-driver"
+STATE_SUBDIR = "warm"  # of the executor's state directory: the driver logs
 _GATEWAY_ENV = ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET")
 
 log = structlog.get_logger("tms.engines.warm")
@@ -140,6 +141,13 @@ class WarmSparkEngine:
         self._lock = threading.Lock()
         self._requests = 0
 
+    @classmethod
+    def from_settings(cls, settings: SparkSettings, state_dir: Path) -> WarmSparkEngine:
+        """The entry point's constructor: cold spark-submit with the same settings as the
+        fallback, the driver log in ``state_dir/warm``."""
+        return cls(settings, SparkSubmitEngine.from_settings(settings, state_dir),
+                   state_dir / STATE_SUBDIR)
+
     @property
     def driver(self) -> DriverProcess | None:
         return self._driver
@@ -159,11 +167,13 @@ class WarmSparkEngine:
         return result
 
     def close(self) -> None:
-        """End the driver: EOF (it stops its session), then kill whatever is left."""
+        """End the driver: EOF (it stops its session), then kill whatever is left. Idempotent;
+        a later ``run`` would start a new driver."""
         with self._lock:
             if self._driver is not None:
                 self._driver.close(CLOSE_TIMEOUT_S)
             self._forget_driver()
+        self.fallback.close()
 
     def __enter__(self) -> WarmSparkEngine:
         return self
