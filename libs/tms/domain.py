@@ -108,6 +108,7 @@ class Attempt:
     log_tail: str | None = None
     result: dict[str, Any] | None = None
     retry_at: datetime | None = None
+    progress: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -103,6 +103,26 @@ def test_handed_back_attempt_is_recorded(store: PostgresStore) -> None:
     assert again is not None and again.attempt == 2
 
 
+def test_progress_is_kept_on_the_running_attempt_only(store: PostgresStore) -> None:
+    t = _table(store)
+    op_id = store.enqueue(t, Decision("compaction", True, "r"), "policy", 3)
+    a1 = store.claim("e1", 30)
+    assert a1 is not None
+    sample = {"stages": [{"id": 1, "name": "rewrite", "tasks": 8, "completed": 3, "active": 2,
+                          "failed": 0}], "sampled_at": "2026-06-01T00:00:00+00:00"}
+    assert store.attempt_set_progress(a1, "e1", {"stages": [], "sampled_at": "earlier"})
+    assert store.attempt_set_progress(a1, "e1", sample)  # the latest replaces the previous
+    assert not store.attempt_set_progress(a1, "e2", {"stages": []})  # not the lease owner
+    assert not store.attempt_set_progress(replace(a1, attempt=2), "e1", {"stages": []})
+    assert store.retry_later(a1, "e1", Outcome(OperationState.FAILED, error="x"), 0.0)
+    assert not store.attempt_set_progress(a1, "e1", {"stages": []})  # no longer RUNNING
+    a2 = store.claim("e2", 30)
+    assert a2 is not None and a2.attempt == 2
+    assert not store.attempt_set_progress(a1, "e1", {"stages": []})  # a stale attempt
+    first, second = store.attempts([op_id])[op_id]
+    assert first.progress == sample and second.progress is None
+
+
 def test_executor_claims_only_its_queues(store: PostgresStore) -> None:
     small = _table(store, "small1", queue="small")
     big = _table(store, "big1", queue="big")

@@ -125,6 +125,11 @@ class Store(Protocol):
 
     def set_engine_handle(self, op: OperationRecord, owner: str, handle: str) -> bool: ...
 
+    def attempt_set_progress(self, op: OperationRecord, owner: str,
+                             progress: dict[str, Any]) -> bool:
+        """Fenced like set_engine_handle: the latest progress the engine reported for this
+        RUNNING attempt (replacing the previous); False when the attempt is no longer ours."""
+
     def finish(self, op: OperationRecord, owner: str, outcome: Outcome) -> bool:
         """Fenced terminal write; False when this attempt no longer owns the operation."""
 

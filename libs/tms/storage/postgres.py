@@ -325,6 +325,10 @@ class PostgresStore:
     def set_engine_handle(self, op: OperationRecord, owner: str, handle: str) -> bool:
         return self._fenced("set_engine_handle", op, owner, engine_handle=handle)
 
+    def attempt_set_progress(self, op: OperationRecord, owner: str,
+                             progress: dict[str, Any]) -> bool:
+        return self._fenced("attempt_set_progress", op, owner, progress=Jsonb(progress))
+
     def finish(self, op: OperationRecord, owner: str, outcome: Outcome) -> bool:
         return self._fenced(
             "finish_operation", op, owner, state=outcome.state.value,

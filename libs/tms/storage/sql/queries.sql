@@ -529,3 +529,14 @@ WHERE t.state = 'ACTIVE'
        OR EXISTS (SELECT 1 FROM tms_dirty_tables d
                   WHERE d.table_pk = t.id
                     AND d.since < now() - make_interval(secs => %(grace_s)s)));
+
+-- name: attempt_set_progress
+-- The latest Spark progress of the running attempt, fenced like set_engine_handle (id, state,
+-- attempt, lease owner). The attempt's own state is checked too: a finish that commits while
+-- this waits for the attempt row makes it write nothing.
+UPDATE tms_attempts a SET progress = %(progress)s
+FROM tms_operations o
+WHERE o.id = %(id)s AND o.state = 'RUNNING' AND o.attempt = %(attempt)s
+  AND o.lease_owner = %(owner)s
+  AND a.operation_id = o.id AND a.attempt = o.attempt AND a.state = 'RUNNING'
+RETURNING a.operation_id AS id;
