@@ -11,9 +11,10 @@ import shlex
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -32,6 +33,7 @@ from tms.engines.warm import (
 )
 from tms.engines.warm_process import encode_request, group_members, parse_message, read_log_since
 from tms.jobs import ICEBERG_MAINTENANCE_APP, iceberg_maintenance, warm_driver
+from tms.jobs.spark_progress import ENV_PROGRESS_INTERVAL_S, PROGRESS_INTERVAL_S
 from tms.spark.settings import SparkSettings
 
 # Speaks the driver protocol; the spec's "behave" picks what a request does. Like the real
@@ -56,6 +58,12 @@ for line in sys.stdin:
         time.sleep(600)
     if behave == "die":
         os._exit(9)
+    if behave == "progress":  # a sample for another request first: the engine must skip it
+        for n in (req["id"] + 100, req["id"]):
+            stage = {"id": n, "name": "rewrite", "tasks": 4, "completed": 1, "active": 2,
+                     "failed": 0}
+            out.write(json.dumps({"id": n, "progress": {"stages": [stage],
+                                                        "sampled_at": "now"}}) + "\n")
     payload = {"ok": True, "action": spec["action"], "spark_app_id": f"local-{os.getpid()}",
                "result": {"pid": os.getpid(), "table": spec["table"]}}
     if behave == "missing":
@@ -102,10 +110,11 @@ class StandIn:
         self.starts += 1
         return [sys.executable, str(self.script)], {**os.environ, "STAND_IN_MODE": self.mode}
 
-    def run(self, j: JobSpec, stop: threading.Event | None = None) -> EngineResult:
+    def run(self, j: JobSpec, stop: threading.Event | None = None,
+            on_progress: Callable[[dict[str, Any]], None] | None = None) -> EngineResult:
         self.runs += 1
         return self.engine.run(j, self.tmp_path / f"op{self.runs}", stop or threading.Event(),
-                               self.handles.append)
+                               self.handles.append, on_progress)
 
 
 @pytest.fixture
@@ -286,6 +295,8 @@ def test_launch_hands_spark_submit_options_to_pyspark() -> None:
     submit = settings.submit_argv(argv[1], [])
     assert shlex.split(env["PYSPARK_SUBMIT_ARGS"]) == [*submit[1:-1], "pyspark-shell"]
     assert "PYSPARK_GATEWAY_PORT" not in env
+    assert env[ENV_PROGRESS_INTERVAL_S] == str(PROGRESS_INTERVAL_S)
+    assert driver_launch(settings, 0.25)[1][ENV_PROGRESS_INTERVAL_S] == "0.25"
 
 
 @pytest.mark.parametrize("j, settings", [
@@ -402,6 +413,19 @@ def test_router_close_stops_the_warm_driver_through_engine_close(stand_in: Stand
     assert stand_in.fallback.closes == 1  # the warm engine closes its fallback too
     stand_in.engine.close()  # idempotent: nothing left to stop
     assert stand_in.fallback.closes == 2 and stand_in.starts == 1
+
+
+def test_progress_of_this_request_reaches_the_callback(stand_in: StandIn) -> None:
+    seen: list[dict[str, Any]] = []
+    res = stand_in.run(job(behave="progress"), on_progress=seen.append)
+    assert res.succeeded
+    assert [(p["stages"][0]["id"], p["stages"][0]["tasks"]) for p in seen] == [(1, 4)]
+
+    def failing(progress: dict[str, Any]) -> None:
+        raise ConnectionError("database unreachable")
+
+    assert stand_in.run(job(behave="progress"), on_progress=failing).succeeded
+    assert stand_in.starts == 1  # a failing callback neither fails the job nor the driver
 
 
 def test_a_job_stopped_before_it_runs_leaves_the_driver_alone(stand_in: StandIn) -> None:

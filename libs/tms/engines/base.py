@@ -36,11 +36,20 @@ class EngineResult:
     retryable: bool = True  # False: a failure another attempt cannot fix (bad spec, no table)
 
 
+# A running job's progress, JSON-able: {"stages": [{"id", "name", "tasks", "completed",
+# "active", "failed"}, ...], "sampled_at": ISO time}. Called at most every few seconds.
+ProgressCallback = Callable[[dict[str, Any]], None]
+
+
 class ExecutionEngine(Protocol):
     name: str
 
     def run(self, job: JobSpec, workdir: Path, stop: threading.Event,
-            on_handle: Callable[[str], None]) -> EngineResult: ...
+            on_handle: Callable[[str], None],
+            on_progress: ProgressCallback | None = None) -> EngineResult:
+        """Run ``job`` to its end (or until ``stop``); ``on_handle`` gets the engine's handle
+        once known, ``on_progress`` the job's progress when the engine can observe it."""
+        ...
 
     def close(self) -> None:
         """Release what the engine keeps between jobs (a warm driver); idempotent. The

@@ -20,7 +20,7 @@ from typing import Any
 import structlog
 
 from tms.domain import JobSpec
-from tms.engines.base import EngineResult, read_tail
+from tms.engines.base import EngineResult, ProgressCallback, read_tail
 from tms.spark.settings import SparkSettings
 
 POLL_INTERVAL_S = 0.5
@@ -102,7 +102,10 @@ class SparkSubmitEngine:
         raise ValueError(f"spark-submit engine cannot run a {job.kind!r} job")
 
     def run(self, job: JobSpec, workdir: Path, stop: threading.Event,
-            on_handle: Callable[[str], None]) -> EngineResult:
+            on_handle: Callable[[str], None],
+            on_progress: ProgressCallback | None = None) -> EngineResult:
+        """``on_progress`` is never called: a spark-submit child's stage progress is not
+        observable from here without Spark's REST API (which the deploy may not expose)."""
         workdir.mkdir(parents=True, exist_ok=True)
         spec_path, result_path = workdir / "spec.json", workdir / "result.json"
         log_path = workdir / "driver.log"
