@@ -130,7 +130,7 @@ def check_compacted(catalog: Any, identifier: str, rows: int) -> None:
 
 
 def compact(engine: Any, props: dict[str, str], identifier: str, workdir: Path) -> float:
-    from tms.formats.base import JobSpec
+    from tms.domain import JobSpec
     from tms.jobs import ICEBERG_MAINTENANCE_APP
 
     job = JobSpec("pyspark", str(ICEBERG_MAINTENANCE_APP), {

@@ -277,3 +277,15 @@ class Outcome:
     log_tail: str | None = None
     exit_code: int | None = None
     retryable: bool = True  # False: another attempt cannot help (table gone, bad config)
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """What an execution engine runs: a PySpark application and its JSON spec, or a JVM main
+    class with arguments (Hudi utilities). Formats build it, engines run it: it lives here so
+    neither plugin kind depends on the other."""
+
+    kind: str  # "pyspark" or "jvm"
+    app: str  # path of the .py application, or the main class
+    spec: dict[str, Any] = field(default_factory=dict)
+    args: tuple[str, ...] = ()

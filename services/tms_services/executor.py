@@ -6,15 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tms.engines.base import ExecutionEngine
-from tms.engines.profiles import (
-    ENGINE_COLD,
-    ENGINE_WARM,
-    EngineRouter,
-    QueueProfile,
-    load_profiles,
-)
-from tms.engines.spark_submit import SparkSubmitEngine
+from tms.engines.profiles import ENGINE_COLD, EngineRouter, QueueProfile, load_profiles
 from tms.executor.loop import (
     HEARTBEAT_INTERVAL_S,
     LEASE_TIMEOUT_S,
@@ -41,22 +33,14 @@ ENV_QUEUES = "TMS_EXECUTOR_QUEUES"
 
 def make_router(settings: SparkSettings, config: Path | None, workdir: Path) -> EngineRouter:
     """Engines per queue from the configuration file (if any) over the environment's Spark
-    settings; a warm engine falls back to cold spark-submit with its own settings."""
-
-    def cold(s: SparkSettings) -> ExecutionEngine:
-        return SparkSubmitEngine(s)
-
-    def warm(s: SparkSettings) -> ExecutionEngine:
-        from tms.engines.warm import WarmSparkEngine
-
-        return WarmSparkEngine(s, SparkSubmitEngine(s), workdir / "warm")
-
+    settings, each built through its ``tms.engines`` entry point; engine files (the warm
+    driver's log) go under ``workdir``."""
     queues: dict[str, QueueProfile] = {}
     if config is None:
         default = QueueProfile(ENGINE_COLD, settings)
     else:
         default, queues = load_profiles(config, settings)
-    return EngineRouter(default, queues, {ENGINE_COLD: cold, ENGINE_WARM: warm})
+    return EngineRouter.from_entry_points(default, queues, workdir)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -70,8 +54,9 @@ def main(argv: list[str] | None = None) -> None:
                         help=f"serve only these queues, comma-separated (env {ENV_QUEUES}; "
                              "default: every queue)")
     parser.add_argument("--engine-config", default=os.environ.get(ENV_ENGINE_CONFIG),
-                        help="TOML file: engine (spark-submit or warm-spark) and Spark settings "
-                             f"per queue (env {ENV_ENGINE_CONFIG})")
+                        help="TOML file: engine (a tms.engines entry point: spark-submit, "
+                             "warm-spark) and Spark settings per queue "
+                             f"(env {ENV_ENGINE_CONFIG})")
     parser.add_argument("--lease-s", type=float, default=LEASE_TIMEOUT_S)
     parser.add_argument("--heartbeat-s", type=float, default=HEARTBEAT_INTERVAL_S)
     parser.add_argument("--poll-interval-s", type=float, default=POLL_INTERVAL_S)

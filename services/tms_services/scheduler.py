@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 
 from tms.coordination import SHARD_SETTLE_S, ZK_SESSION_TIMEOUT_S, Coordinator
-from tms.formats.policy import DEFAULT_MAX_ATTEMPTS, MAX_MAX_ATTEMPTS
 from tms.formats.registry import load_formats
 from tms.observability import configure_logging
+from tms.policy import DEFAULT_MAX_ATTEMPTS, MAX_MAX_ATTEMPTS
 from tms.scheduler.gauges import register_scheduler_gauges
 from tms.scheduler.loop import POLL_INTERVAL_S, PULL_INTERVAL_S, Scheduler
 from tms.scheduler.retention import EVENTS_RETENTION_S, OPERATIONS_RETENTION_S, Retention

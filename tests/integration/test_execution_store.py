@@ -159,6 +159,26 @@ def test_handed_back_attempt_is_recorded(store: PostgresStore) -> None:
     assert again.lease.attempt == 2 and again.lease.handed_back == 1
 
 
+def test_progress_is_kept_on_the_running_attempt_only(store: PostgresStore) -> None:
+    t = _table(store)
+    op_id = _enqueue(store, t)
+    a1 = _claim(store, "e1")
+    sample = {"stages": [{"id": 1, "name": "rewrite", "tasks": 8, "completed": 3, "active": 2,
+                          "failed": 0}], "sampled_at": "2026-06-01T00:00:00+00:00"}
+    assert store.attempt_set_progress(a1, "e1", {"stages": [], "sampled_at": "earlier"})
+    assert store.attempt_set_progress(a1, "e1", sample)  # the latest replaces the previous
+    assert not store.attempt_set_progress(a1, "e2", {"stages": []})  # not the lease owner
+    stale = replace(a1, lease=replace(a1.lease, attempt=2))
+    assert not store.attempt_set_progress(stale, "e1", {"stages": []})
+    assert store.operation_retry_later(a1, "e1", Outcome(OperationState.FAILED, error="x"), 0.0)
+    assert not store.attempt_set_progress(a1, "e1", {"stages": []})  # no longer RUNNING
+    a2 = _claim(store, "e2")
+    assert a2.lease.attempt == 2
+    assert not store.attempt_set_progress(a1, "e1", {"stages": []})  # a stale attempt
+    first, second = _get(store, op_id).attempts
+    assert first.progress == sample and second.progress is None
+
+
 # --- hand-backs do not use up attempts ----------------------------------------------------
 
 def test_hand_back_does_not_count_against_max_attempts(store: PostgresStore) -> None:

@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 
 from tests.helpers import wait_for
-from tms.engines.base import EngineResult, ExecutionEngine
+from tms.domain import JobSpec
+from tms.engines.base import EngineResult, ExecutionEngine, ProgressCallback
 from tms.engines.spark_submit import SparkSubmitEngine
 from tms.engines.warm import WarmSparkEngine
 from tms.engines.warm_process import group_members
-from tms.formats.base import JobSpec
 from tms.jobs import ICEBERG_MAINTENANCE_APP
 from tms.local.iceberg_data import append_batches, catalog_properties, create_table, stats
 from tms.spark.provision import ICEBERG_RUNTIME_JAR
@@ -38,6 +38,7 @@ CATALOG_NAME = "tms_warm"
 ROWS_PER_COMMIT = 20
 GROUP_GONE_TIMEOUT_S = 30.0
 CHILD_TIMEOUT_S = 180.0
+PROGRESS_SAMPLE_S = 0.1  # the driver samples often, so even a short job is seen running
 
 # An executor stand-in: runs one job through a warm engine, reports the driver's pid, then
 # waits to be killed.
@@ -45,7 +46,7 @@ EXECUTOR_SCRIPT = """\
 import json, sys, threading, time
 from pathlib import Path
 from tms.engines.warm import WarmSparkEngine
-from tms.formats.base import JobSpec
+from tms.domain import JobSpec
 from tms.spark.settings import SparkSettings
 
 home, state, spec = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
@@ -67,9 +68,13 @@ class CountingEngine:
         self.inner, self.jobs = inner, 0
 
     def run(self, job: JobSpec, workdir: Path, stop: threading.Event,
-            on_handle: Callable[[str], None]) -> EngineResult:
+            on_handle: Callable[[str], None],
+            on_progress: ProgressCallback | None = None) -> EngineResult:
         self.jobs += 1
-        return self.inner.run(job, workdir, stop, on_handle)
+        return self.inner.run(job, workdir, stop, on_handle, on_progress)
+
+    def close(self) -> None:
+        self.inner.close()
 
 
 class Lake:
@@ -99,9 +104,11 @@ class Lake:
 class Harness:
     def __init__(self, settings: SparkSettings, tmp_path: Path) -> None:
         self.fallback = CountingEngine(SparkSubmitEngine(settings))
-        self.engine = WarmSparkEngine(settings, self.fallback, tmp_path / "warm")
+        self.engine = WarmSparkEngine(settings, self.fallback, tmp_path / "warm",
+                                      progress_interval_s=PROGRESS_SAMPLE_S)
         self.tmp_path = tmp_path
         self.handles: list[str] = []
+        self.progress: list[dict[str, Any]] = []
         self.runs = 0
 
     def workdir(self) -> Path:
@@ -111,7 +118,7 @@ class Harness:
     def run(self, job: JobSpec, stop: threading.Event | None = None,
             workdir: Path | None = None) -> EngineResult:
         return self.engine.run(job, workdir or self.workdir(), stop or threading.Event(),
-                               self.handles.append)
+                               self.handles.append, self.progress.append)
 
     def driver_pid(self) -> int:
         driver = self.engine.driver
@@ -171,6 +178,19 @@ def test_operations_in_a_row_on_two_tables_share_one_driver(harness: Harness, la
     assert (sa["data_files"], sa["rows_scanned"]) == (1, 12 * ROWS_PER_COMMIT)
     assert (sb["data_files"], sb["rows_scanned"]) == (1, 5 * ROWS_PER_COMMIT)
     assert "request 3 started" in again.log_tail and "request 2 " not in again.log_tail
+
+
+def test_a_running_job_reports_its_spark_progress(harness: Harness, lake: Lake) -> None:
+    lake.table("t", commits=6)
+
+    _compacted(harness.run(lake.job("t")), 6)
+
+    assert harness.progress, "no progress sample while the compaction ran"
+    stages = [s for sample in harness.progress for s in sample["stages"]]
+    assert stages and all(s["tasks"] >= 1 and 0 <= s["completed"] <= s["tasks"] for s in stages)
+    assert all(isinstance(s["id"], int) and s["name"] for s in stages)
+    assert all(sample["sampled_at"] for sample in harness.progress)
+    json.dumps(harness.progress)  # stored as jsonb as it is
 
 
 def test_stop_during_an_operation_kills_the_driver_group(harness: Harness, lake: Lake) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 from tms.domain import (
     Decision,
     DueTable,
+    JobSpec,
     LeaseStatus,
     Operation,
     OperationLease,
@@ -23,7 +24,7 @@ from tms.domain import (
     TableState,
 )
 from tms.engines.base import EngineResult
-from tms.formats.base import JobSpec, TableFormatPlugin
+from tms.formats.base import TableFormatPlugin
 from tms.storage.roles import EnqueueParams
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
@@ -70,6 +71,8 @@ class FakeStore:
     renew_result: LeaseStatus = LeaseStatus.HELD
     renewals: int = 0
     handles: list[str] = field(default_factory=list)
+    progress: list[tuple[int, int, str, dict[str, Any]]] = field(default_factory=list)
+    progress_error: Exception | None = None
     released: list[tuple[Operation, str]] = field(default_factory=list)
     retried: list[tuple[Operation, Outcome, float]] = field(default_factory=list)
     claimed_queues: list[tuple[str, ...] | None] = field(default_factory=list)
@@ -149,6 +152,16 @@ class FakeStore:
         self.handles.append(handle)
         return True
 
+    def attempt_set_progress(self, op: Operation, owner: str, progress: dict[str, Any]) -> bool:
+        """Records the fence (operation id, attempt, owner) with each sample; refuses once the
+        lease is lost, as the fenced SQL would."""
+        if self.progress_error is not None:
+            raise self.progress_error
+        if self.renew_result is LeaseStatus.LOST:
+            return False
+        self.progress.append((op.id, op.lease.attempt, owner, progress))
+        return True
+
     def operation_release(self, op: Operation, owner: str, reason: str) -> bool:
         self.released.append((op, reason))
         return True
@@ -204,19 +217,28 @@ class FakeEngine:
     name = "fake"
 
     def __init__(self, result: EngineResult | None = None, raises: Exception | None = None,
-                 block_until_stopped: bool = False) -> None:
+                 block_until_stopped: bool = False,
+                 progress: list[dict[str, Any]] | None = None) -> None:
         self.result = result or EngineResult(True, {"rewritten": 3}, None, "log", 0, "app-1")
         self.raises = raises
         self.block_until_stopped = block_until_stopped
+        self.progress = progress or []  # reported through on_progress before the result
         self.jobs: list[JobSpec] = []
+        self.closes = 0
 
-    def run(self, job: JobSpec, workdir: Any, stop: threading.Event, on_handle: Any
-            ) -> EngineResult:
+    def run(self, job: JobSpec, workdir: Any, stop: threading.Event, on_handle: Any,
+            on_progress: Any = None) -> EngineResult:
         self.jobs.append(job)
         on_handle("app-1")
+        for sample in self.progress:
+            if on_progress is not None:
+                on_progress(sample)
         if self.raises:
             raise self.raises
         if self.block_until_stopped:
             assert stop.wait(10), "engine was never told to stop"
             return EngineResult(False, None, "stopped", "", -15, "app-1", stopped=True)
         return self.result
+
+    def close(self) -> None:
+        self.closes += 1

@@ -18,7 +18,7 @@ from tms.engines.profiles import (
     parse_profiles,
     table_settings,
 )
-from tms.formats.policy import validate_policy
+from tms.policy import validate_policy
 from tms.spark.settings import SparkSettings
 
 BASE = SparkSettings(master="local[2]", conf={"spark.sql.shuffle.partitions": "4"})
@@ -66,7 +66,7 @@ def test_queues_inherit_and_override() -> None:
 
 
 @pytest.mark.parametrize("config, message", [
-    ({"engine": "flink"}, "engine must be one of"),
+    ({"engine": "flink"}, "engine: no execution engine named 'flink'"),
     ({"spark": {"master": "local[x]"}}, "unsupported Spark master"),
     ({"spark": {"driver_memory": "--jars evil.jar"}}, "expected a size"),
     ({"spark": {"executor_cores": 0}}, "executor_cores"),

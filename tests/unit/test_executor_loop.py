@@ -172,3 +172,22 @@ def test_claims_only_its_queues(tmp_path: Path) -> None:
     Executor(store, {}, FakeEngine(), "e1", tmp_path,  # type: ignore[arg-type]
              queues=["small", "urgent"]).run_once()
     assert store.claimed_queues == [("small", "urgent")]
+
+
+SAMPLES = [{"stages": [{"id": 3, "name": "rewrite", "tasks": 8, "completed": 2, "active": 2,
+                        "failed": 0}], "sampled_at": "2026-06-01T00:00:02+00:00"},
+           {"stages": [], "sampled_at": "2026-06-01T00:00:04+00:00"}]
+
+
+def test_progress_reaches_the_store_fenced_by_the_attempt(tmp_path: Path) -> None:
+    store = FakeStore(tables={1: make_table()}, to_claim=[make_op(op_id=7, attempt=2)])
+    assert executor(store, FakeEngine(progress=SAMPLES), tmp_path).run_once()
+    assert store.progress == [(7, 2, "e1", SAMPLES[0]), (7, 2, "e1", SAMPLES[1])]
+    assert store.finished[0][1].state is OperationState.SUCCEEDED
+
+
+def test_progress_refused_or_failing_never_fails_the_operation(tmp_path: Path) -> None:
+    store = FakeStore(tables={1: make_table()}, to_claim=[make_op()],
+                      progress_error=ConnectionError("database unreachable"))
+    assert executor(store, FakeEngine(progress=SAMPLES), tmp_path).run_once()
+    assert store.progress == [] and store.finished[0][1].state is OperationState.SUCCEEDED

@@ -7,7 +7,8 @@ import pytest
 from tms.jobs import iceberg_maintenance as job
 
 
-def _spec(action: str, table: str = "bench.orders", catalog: str = "bench") -> job.JobSpec:
+def _spec(action: str, table: str = "bench.orders", catalog: str = "bench"
+          ) -> job.MaintenanceRequest:
     options = {"sort-order": "id"} if action == "clustering" else {}
     return job.parse_spec({"catalog_name": catalog, "catalog_properties": {},
                            "table": table, "action": action, "options": options})

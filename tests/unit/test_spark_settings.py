@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from tms.domain import JobSpec
 from tms.engines.spark_submit import SparkSubmitEngine
-from tms.formats.base import JobSpec
 from tms.spark.settings import SparkSettings
 
 

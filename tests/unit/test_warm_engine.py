@@ -11,14 +11,17 @@ import shlex
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
-from tests.unit.fakes import FakeEngine
+from tests.unit.fakes import FakeEngine, make_table
+from tms.domain import JobSpec
 from tms.engines.base import EngineResult
+from tms.engines.profiles import ENGINE_COLD, ENGINE_WARM, EngineRouter, QueueProfile
 from tms.engines.spark_submit import result_from_payload
 from tms.engines.warm import (
     MAX_CONSECUTIVE_FAILURES,
@@ -29,8 +32,8 @@ from tms.engines.warm import (
     driver_launch,
 )
 from tms.engines.warm_process import encode_request, group_members, parse_message, read_log_since
-from tms.formats.base import JobSpec
 from tms.jobs import ICEBERG_MAINTENANCE_APP, iceberg_maintenance, warm_driver
+from tms.jobs.spark_progress import ENV_PROGRESS_INTERVAL_S, PROGRESS_INTERVAL_S
 from tms.spark.settings import SparkSettings
 
 # Speaks the driver protocol; the spec's "behave" picks what a request does. Like the real
@@ -55,6 +58,12 @@ for line in sys.stdin:
         time.sleep(600)
     if behave == "die":
         os._exit(9)
+    if behave == "progress":  # a sample for another request first: the engine must skip it
+        for n in (req["id"] + 100, req["id"]):
+            stage = {"id": n, "name": "rewrite", "tasks": 4, "completed": 1, "active": 2,
+                     "failed": 0}
+            out.write(json.dumps({"id": n, "progress": {"stages": [stage],
+                                                        "sampled_at": "now"}}) + "\n")
     payload = {"ok": True, "action": spec["action"], "spark_app_id": f"local-{os.getpid()}",
                "result": {"pid": os.getpid(), "table": spec["table"]}}
     if behave == "missing":
@@ -101,10 +110,11 @@ class StandIn:
         self.starts += 1
         return [sys.executable, str(self.script)], {**os.environ, "STAND_IN_MODE": self.mode}
 
-    def run(self, j: JobSpec, stop: threading.Event | None = None) -> EngineResult:
+    def run(self, j: JobSpec, stop: threading.Event | None = None,
+            on_progress: Callable[[dict[str, Any]], None] | None = None) -> EngineResult:
         self.runs += 1
         return self.engine.run(j, self.tmp_path / f"op{self.runs}", stop or threading.Event(),
-                               self.handles.append)
+                               self.handles.append, on_progress)
 
 
 @pytest.fixture
@@ -155,7 +165,7 @@ def test_driver_refuses_a_catalog_name_with_other_properties() -> None:
     class Session:
         conf = Conf()
 
-    def spec(warehouse: str) -> iceberg_maintenance.JobSpec:
+    def spec(warehouse: str) -> iceberg_maintenance.MaintenanceRequest:
         return iceberg_maintenance.parse_spec({"catalog_name": "cat", "table": "ns.t",
                                                "action": "compaction",
                                                "catalog_properties": {"warehouse": warehouse}})
@@ -285,6 +295,8 @@ def test_launch_hands_spark_submit_options_to_pyspark() -> None:
     submit = settings.submit_argv(argv[1], [])
     assert shlex.split(env["PYSPARK_SUBMIT_ARGS"]) == [*submit[1:-1], "pyspark-shell"]
     assert "PYSPARK_GATEWAY_PORT" not in env
+    assert env[ENV_PROGRESS_INTERVAL_S] == str(PROGRESS_INTERVAL_S)
+    assert driver_launch(settings, 0.25)[1][ENV_PROGRESS_INTERVAL_S] == "0.25"
 
 
 @pytest.mark.parametrize("j, settings", [
@@ -385,6 +397,35 @@ def test_close_ends_the_driver_and_its_group(stand_in: StandIn) -> None:
     stand_in.engine.close()
     assert stand_in.engine.driver is None and group_members(driver.pid) == []
     assert driver.proc is not None and driver.proc.returncode == 0  # it saw EOF and exited
+
+
+def test_router_close_stops_the_warm_driver_through_engine_close(stand_in: StandIn) -> None:
+    router = EngineRouter(QueueProfile(ENGINE_WARM, SparkSettings()), {},
+                          {ENGINE_WARM: lambda s: stand_in.engine,
+                           ENGINE_COLD: lambda s: pytest.fail("no cold engine is needed")})
+    engine = router.engine_for(make_table())
+    assert engine is stand_in.engine and stand_in.run(job()).succeeded
+    driver = stand_in.engine.driver
+    assert driver is not None and driver.pid is not None and group_members(driver.pid)
+    router.close()
+    assert stand_in.engine.driver is None and group_members(driver.pid) == []
+    assert driver.proc is not None and driver.proc.returncode == 0  # EOF, then a clean exit
+    assert stand_in.fallback.closes == 1  # the warm engine closes its fallback too
+    stand_in.engine.close()  # idempotent: nothing left to stop
+    assert stand_in.fallback.closes == 2 and stand_in.starts == 1
+
+
+def test_progress_of_this_request_reaches_the_callback(stand_in: StandIn) -> None:
+    seen: list[dict[str, Any]] = []
+    res = stand_in.run(job(behave="progress"), on_progress=seen.append)
+    assert res.succeeded
+    assert [(p["stages"][0]["id"], p["stages"][0]["tasks"]) for p in seen] == [(1, 4)]
+
+    def failing(progress: dict[str, Any]) -> None:
+        raise ConnectionError("database unreachable")
+
+    assert stand_in.run(job(behave="progress"), on_progress=failing).succeeded
+    assert stand_in.starts == 1  # a failing callback neither fails the job nor the driver
 
 
 def test_a_job_stopped_before_it_runs_leaves_the_driver_alone(stand_in: StandIn) -> None:

@@ -19,7 +19,7 @@ from tms.api.base import (
 )
 from tms.api.errors import ApiError, invalid, not_found
 from tms.domain import Operation, OperationState, Table, TableState
-from tms.formats.policy import max_attempts
+from tms.policy import max_attempts
 from tms.storage.roles import EnqueueParams, OperationListParams
 from tms.v1 import tms_pb2
 

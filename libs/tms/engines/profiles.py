@@ -1,13 +1,16 @@
 """Which engine, with which Spark settings, runs an operation: per queue, then per table.
 
+An engine name is an entry point of the ``tms.engines`` group (``spark-submit`` and
+``warm-spark`` are built in); the router builds each engine through its entry point.
+
 The executor's configuration file (TOML) sets the engine and Spark settings for every queue and
 overrides them per queue; a table's policy may then ask for more or less resources and tuning
 conf (``spark.driver-memory``, ``spark.conf.spark.sql.shuffle.partitions``, ...). Where a job runs
-(master, deploy mode, jars) stays the operator's, per queue: see ``tms.formats.policy``.
+(master, deploy mode, jars) stays the operator's, per queue: see ``tms.policy``.
 
 A warm driver's resources are fixed when it starts, so a table that asks for its own runs cold.
 
-    engine = "spark-submit"            # default engine: spark-submit or warm-spark
+    engine = "spark-submit"            # default engine: spark-submit, warm-spark or a plugin's
     [spark]                            # over the TMS_SPARK_* environment
     master = "yarn"
     deploy_mode = "cluster"
@@ -27,14 +30,21 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import structlog
+
 from tms.domain import Table
-from tms.engines.base import ExecutionEngine
-from tms.formats.policy import SPARK_CONF_PREFIX, SPARK_TABLE_KEYS
+from tms.engines.base import (
+    EngineClass,
+    ExecutionEngine,
+    engine_class,
+    engine_names,
+    unknown_engine,
+)
+from tms.policy import SPARK_CONF_PREFIX, SPARK_TABLE_KEYS
 from tms.spark.settings import SparkSettings
 
-ENGINE_COLD = "spark-submit"
+ENGINE_COLD = "spark-submit"  # entry-point names of the built-in engines
 ENGINE_WARM = "warm-spark"
-ENGINE_NAMES = (ENGINE_COLD, ENGINE_WARM)
 _SETTINGS_FIELDS = ("master", "deploy_mode", "driver_memory", "executor_memory", "jars",
                     "packages", "conf", "driver_cores", "executor_cores", "num_executors")
 _TABLE_FIELD = {"spark.driver-memory": "driver_memory", "spark.executor-memory": "executor_memory",
@@ -42,6 +52,8 @@ _TABLE_FIELD = {"spark.driver-memory": "driver_memory", "spark.executor-memory":
                 "spark.num-executors": "num_executors"}
 
 EngineFactory = Callable[[SparkSettings], ExecutionEngine]
+
+log = structlog.get_logger("tms.engines.profiles")
 
 
 @dataclass(frozen=True)
@@ -74,9 +86,9 @@ def _apply(settings: SparkSettings, raw: Any, where: str) -> SparkSettings:
 
 
 def _engine(raw: Any, where: str) -> str:
-    if raw not in ENGINE_NAMES:
-        raise ValueError(f"{where}: engine must be one of {', '.join(ENGINE_NAMES)}, got {raw!r}")
-    return str(raw)
+    if not isinstance(raw, str) or raw not in engine_names():
+        raise ValueError(f"{where}: {unknown_engine(raw)}")
+    return raw
 
 
 def parse_profiles(data: Mapping[str, Any], base: SparkSettings
@@ -126,20 +138,36 @@ def table_settings(settings: SparkSettings, policy: Mapping[str, str]) -> SparkS
     return replace(settings, **changes)
 
 
+def _factory(cls: EngineClass, state_dir: Path) -> EngineFactory:
+    def make(settings: SparkSettings) -> ExecutionEngine:
+        return cls.from_settings(settings, state_dir)
+
+    return make
+
+
 class EngineRouter:
     """The engine for each table: its queue's profile (engines made once and kept, so a warm
     driver lives on), or a cold engine with the table's own settings."""
 
     def __init__(self, default: QueueProfile, queues: Mapping[str, QueueProfile],
                  factories: Mapping[str, EngineFactory]) -> None:
-        for profile in (default, *queues.values()):
-            if profile.engine not in factories:
-                raise ValueError(f"no factory for engine {profile.engine!r}")
+        for name in {ENGINE_COLD, default.engine, *(p.engine for p in queues.values())}:
+            if name not in factories:
+                raise ValueError(f"no factory for engine {name!r}")
         self.default = default
         self.queues = dict(queues)
         self.factories = dict(factories)
         self._engines: dict[str, ExecutionEngine] = {}
         self._lock = threading.Lock()
+
+    @classmethod
+    def from_entry_points(cls, default: QueueProfile, queues: Mapping[str, QueueProfile],
+                          state_dir: Path) -> EngineRouter:
+        """A router whose engines are built through their ``tms.engines`` entry points (and
+        cold spark-submit for tables with settings of their own). UnknownEngineError (a
+        ValueError) names an engine no installed distribution provides."""
+        names = sorted({ENGINE_COLD, default.engine, *(p.engine for p in queues.values())})
+        return cls(default, queues, {n: _factory(engine_class(n), state_dir) for n in names})
 
     def profile(self, queue: str) -> QueueProfile:
         return self.queues.get(queue, self.default)
@@ -157,9 +185,13 @@ class EngineRouter:
             return engine
 
     def close(self) -> None:
+        """Close every engine the router kept (a warm engine stops its driver); one that fails
+        to close does not keep the others running. Engines made for a table's own settings
+        are cold, hold nothing between jobs and are not kept."""
         with self._lock:
             engines, self._engines = list(self._engines.values()), {}
         for engine in engines:
-            close = getattr(engine, "close", None)
-            if callable(close):
-                close()
+            try:
+                engine.close()
+            except Exception:
+                log.exception("engine failed to close", engine=engine.name)

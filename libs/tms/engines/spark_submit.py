@@ -19,8 +19,8 @@ from typing import Any
 
 import structlog
 
-from tms.engines.base import EngineResult, read_tail
-from tms.formats.base import JobSpec
+from tms.domain import JobSpec
+from tms.engines.base import EngineResult, ProgressCallback, read_tail
 from tms.spark.settings import SparkSettings
 
 POLL_INTERVAL_S = 0.5
@@ -78,6 +78,15 @@ class SparkSubmitEngine:
         self.settings = settings
         self.jvm_jar = jvm_jar if jvm_jar is not None else os.environ.get(ENV_HUDI_UTILITIES_JAR)
 
+    @classmethod
+    def from_settings(cls, settings: SparkSettings, state_dir: Path) -> SparkSubmitEngine:
+        """The entry point's constructor; a cold engine keeps nothing in ``state_dir`` (every
+        job has its own work directory)."""
+        return cls(settings)
+
+    def close(self) -> None:
+        """Nothing to stop: each job's spark-submit ends (or is killed) within ``run``."""
+
     def argv(self, job: JobSpec, spec_path: Path, result_path: Path) -> list[str]:
         if job.kind == "pyspark":
             return self.settings.submit_argv(
@@ -93,7 +102,10 @@ class SparkSubmitEngine:
         raise ValueError(f"spark-submit engine cannot run a {job.kind!r} job")
 
     def run(self, job: JobSpec, workdir: Path, stop: threading.Event,
-            on_handle: Callable[[str], None]) -> EngineResult:
+            on_handle: Callable[[str], None],
+            on_progress: ProgressCallback | None = None) -> EngineResult:
+        """``on_progress`` is never called: a spark-submit child's stage progress is not
+        observable from here without Spark's REST API (which the deploy may not expose)."""
         workdir.mkdir(parents=True, exist_ok=True)
         spec_path, result_path = workdir / "spec.json", workdir / "result.json"
         log_path = workdir / "driver.log"

@@ -12,6 +12,8 @@ way, so an operation reads the same whichever engine ran it.
 - A driver that fails to start or dies mid-operation hands *this* job to the fallback and is
   restarted on the next one; after ``MAX_CONSECUTIVE_FAILURES`` in a row the engine uses only
   the fallback for ``FAILURE_COOLDOWN_S``.
+- While a job runs the driver samples Spark's stage and task progress (``spark_progress.py``)
+  and the engine hands each sample to ``run``'s ``on_progress``.
 - Iceberg's JDBC catalog keys its rows by Spark catalog name and a loaded catalog never
   rereads its conf, so a catalog name must keep its properties for a driver's lifetime: a job
   bringing different ones restarts the driver first.
@@ -32,11 +34,17 @@ from typing import Any
 
 import structlog
 
-from tms.engines.base import LOG_TAIL_MAX_BYTES, EngineResult, ExecutionEngine
+from tms.domain import JobSpec
+from tms.engines.base import (
+    LOG_TAIL_MAX_BYTES,
+    EngineResult,
+    ExecutionEngine,
+    ProgressCallback,
+)
 from tms.engines.spark_submit import SparkSubmitEngine, read_result, result_from_payload
 from tms.engines.warm_process import DriverProcess, DriverStartError, Wait, read_log_since
-from tms.formats.base import JobSpec
 from tms.jobs import ICEBERG_MAINTENANCE_APP, WARM_DRIVER_APP
+from tms.jobs.spark_progress import ENV_PROGRESS_INTERVAL_S, PROGRESS_INTERVAL_S
 from tms.spark.settings import SparkSettings
 
 READY_TIMEOUT_S = 180.0  # JVM + SparkContext start; a cold start takes ~6-10 s on 2 cores
@@ -46,6 +54,7 @@ MAX_CONSECUTIVE_FAILURES = 3  # failed starts or deaths mid-operation before the
 FAILURE_COOLDOWN_S = 300.0  # then only the fallback runs jobs for this long
 DRIVER_LOG_MAX_BYTES = 64 * 1024 * 1024  # the shared driver log is emptied beyond this
 DRIVER_LOG_PREFIX = "warm-driver"
+STATE_SUBDIR = "warm"  # of the executor's state directory: the driver logs
 _GATEWAY_ENV = ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET")
 
 log = structlog.get_logger("tms.engines.warm")
@@ -54,7 +63,8 @@ Clock = Callable[[], float]
 Launch = Callable[[], tuple[list[str], dict[str, str]]]
 
 
-def driver_launch(settings: SparkSettings) -> tuple[list[str], dict[str, str]]:
+def driver_launch(settings: SparkSettings, progress_interval_s: float = PROGRESS_INTERVAL_S
+                  ) -> tuple[list[str], dict[str, str]]:
     """(argv, env) of the driver: the venv's Python runs the driver file, and pyspark launches
     the JVM through spark-submit with exactly the options ``submit_argv`` builds, passed in
     ``PYSPARK_SUBMIT_ARGS`` (split with shlex by pyspark, so ``shlex.join`` round-trips)."""
@@ -65,6 +75,7 @@ def driver_launch(settings: SparkSettings) -> tuple[list[str], dict[str, str]]:
     for name in _GATEWAY_ENV:  # would make pyspark attach to some other JVM
         env.pop(name, None)
     env["PYSPARK_SUBMIT_ARGS"] = shlex.join([*argv[1:-1], "pyspark-shell"])
+    env[ENV_PROGRESS_INTERVAL_S] = str(progress_interval_s)
     return [env["PYSPARK_DRIVER_PYTHON"], app], env
 
 
@@ -124,21 +135,30 @@ class WarmSparkEngine:
 
     def __init__(self, settings: SparkSettings, fallback: ExecutionEngine | None = None,
                  state_dir: Path | None = None, clock: Clock = time.monotonic,
-                 launch: Launch | None = None) -> None:
+                 launch: Launch | None = None,
+                 progress_interval_s: float = PROGRESS_INTERVAL_S) -> None:
         """``settings`` are the driver's (fixed for its lifetime); ``fallback`` runs what the
         driver cannot (default: spark-submit with the same settings); ``state_dir`` holds the
         driver log (default: a new temporary directory); ``clock`` times the cooldown;
-        ``launch`` replaces the driver command line (tests use a stand-in driver)."""
+        ``launch`` replaces the driver command line (tests use a stand-in driver);
+        ``progress_interval_s`` is how often the driver samples a running job's progress."""
         self.settings = settings
         self.fallback = fallback if fallback is not None else SparkSubmitEngine(settings)
         self.state_dir = state_dir or Path(tempfile.mkdtemp(prefix="tms-warm-"))
         self.log_path = self.state_dir / f"{DRIVER_LOG_PREFIX}-{next(_engine_numbers)}.log"
         self.health = DriverHealth(clock)
-        self._launch = launch or (lambda: driver_launch(settings))
+        self._launch = launch or (lambda: driver_launch(settings, progress_interval_s))
         self._catalogs = CatalogRegistry()
         self._driver: DriverProcess | None = None
         self._lock = threading.Lock()
         self._requests = 0
+
+    @classmethod
+    def from_settings(cls, settings: SparkSettings, state_dir: Path) -> WarmSparkEngine:
+        """The entry point's constructor: cold spark-submit with the same settings as the
+        fallback, the driver log in ``state_dir/warm``."""
+        return cls(settings, SparkSubmitEngine.from_settings(settings, state_dir),
+                   state_dir / STATE_SUBDIR)
 
     @property
     def driver(self) -> DriverProcess | None:
@@ -149,21 +169,26 @@ class WarmSparkEngine:
                 and Path(job.app).resolve() == ICEBERG_MAINTENANCE_APP.resolve())
 
     def run(self, job: JobSpec, workdir: Path, stop: threading.Event,
-            on_handle: Callable[[str], None]) -> EngineResult:
+            on_handle: Callable[[str], None],
+            on_progress: ProgressCallback | None = None) -> EngineResult:
+        """``on_progress`` gets the driver's samples of Spark's stage progress (at most one per
+        ``progress_interval_s``); a job run by the fallback reports what the fallback does."""
         if not self.accepts(job):
-            return self.fallback.run(job, workdir, stop, on_handle)
+            return self.fallback.run(job, workdir, stop, on_handle, on_progress)
         with self._lock:
-            result = self._run_warm(job, workdir, stop, on_handle)
+            result = self._run_warm(job, workdir, stop, on_handle, on_progress)
         if result is None:  # the driver could not run it: this job goes cold
-            return self.fallback.run(job, workdir, stop, on_handle)
+            return self.fallback.run(job, workdir, stop, on_handle, on_progress)
         return result
 
     def close(self) -> None:
-        """End the driver: EOF (it stops its session), then kill whatever is left."""
+        """End the driver: EOF (it stops its session), then kill whatever is left. Idempotent;
+        a later ``run`` would start a new driver."""
         with self._lock:
             if self._driver is not None:
                 self._driver.close(CLOSE_TIMEOUT_S)
             self._forget_driver()
+        self.fallback.close()
 
     def __enter__(self) -> WarmSparkEngine:
         return self
@@ -172,7 +197,8 @@ class WarmSparkEngine:
         self.close()
 
     def _run_warm(self, job: JobSpec, workdir: Path, stop: threading.Event,
-                  on_handle: Callable[[str], None]) -> EngineResult | None:
+                  on_handle: Callable[[str], None], on_progress: ProgressCallback | None
+                  ) -> EngineResult | None:
         if stop.is_set():
             return EngineResult(False, None, "stopped", "", None, None, stopped=True)
         self._ensure_alive()
@@ -201,7 +227,8 @@ class WarmSparkEngine:
         start = self._log_offset()
         self._requests += 1
         sent = driver.send(self._requests, spec_path, result_path)
-        outcome = driver.wait_done(self._requests, stop, ANSWER_POLL_S) if sent else Wait.LOST
+        outcome = (driver.wait_done(self._requests, stop, ANSWER_POLL_S, on_progress) if sent
+                   else Wait.LOST)
         tail = read_log_since(self.log_path, start, LOG_TAIL_MAX_BYTES)
         if outcome is Wait.STOPPED:
             self._kill_driver()

@@ -2,7 +2,8 @@
 
 ``WarmSparkEngine`` (warm.py) decides *when* to use, restart or abandon a driver; this module
 only knows *how*. The protocol is JSON lines: requests on the driver's stdin, messages
-(``ready``, ``fatal``, ``{"id": N, "done": true}``) on its stdout; its stderr is a log file.
+(``ready``, ``fatal``, ``{"id": N, "progress": {...}}``, ``{"id": N, "done": true}``) on its
+stdout; its stderr is a log file.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
 from pathlib import Path
 from typing import IO, Any
@@ -149,7 +150,10 @@ class DriverProcess:
         except (BrokenPipeError, OSError, ValueError):
             return False
 
-    def wait_done(self, req_id: int, stop: threading.Event, poll_s: float) -> Wait:
+    def wait_done(self, req_id: int, stop: threading.Event, poll_s: float,
+                  on_progress: Callable[[dict[str, Any]], None] | None = None) -> Wait:
+        """Wait for the answer to ``req_id``, handing its progress messages to
+        ``on_progress`` (a failing callback is logged: progress must not fail the job)."""
         while True:
             if stop.is_set():
                 return Wait.STOPPED
@@ -159,6 +163,14 @@ class DriverProcess:
             if isinstance(message, dict):
                 if message.get("id") == req_id and message.get("done"):
                     return Wait.DONE
+                progress = message.get("progress")
+                if message.get("id") == req_id and isinstance(progress, dict):
+                    if on_progress is not None:
+                        try:
+                            on_progress(progress)
+                        except Exception:
+                            log.exception("progress callback failed", request=req_id)
+                    continue
                 if message.get("error"):
                     log.warning("warm driver protocol error", error=message["error"])
 

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import structlog
 
@@ -197,7 +198,15 @@ class Executor:
         def on_handle(handle: str) -> None:
             self.store.attempt_set_engine_handle(op, self.executor_id, handle)
 
-        res: EngineResult = engine.run(job, workdir, stop_engine, on_handle)
+        def on_progress(progress: dict[str, Any]) -> None:
+            """Keep the latest progress on the attempt (fenced: a lost attempt writes
+            nothing); a failed write only loses one sample, the next replaces it anyway."""
+            try:
+                self.store.attempt_set_progress(op, self.executor_id, progress)
+            except Exception as e:
+                log.warning("progress not stored", operation=op.id, error=str(e))
+
+        res: EngineResult = engine.run(job, workdir, stop_engine, on_handle, on_progress)
         if res.succeeded:
             shutil.rmtree(workdir, ignore_errors=True)
         state = OperationState.SUCCEEDED if res.succeeded else OperationState.FAILED

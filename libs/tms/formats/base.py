@@ -10,22 +10,10 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from tms.domain import Decision, Operation, Table, TableSpec
-
-
-@dataclass(frozen=True)
-class JobSpec:
-    """What an execution engine runs: a PySpark application and its JSON spec, or a JVM main
-    class with arguments (Hudi utilities)."""
-
-    kind: str  # "pyspark" or "jvm"
-    app: str  # path of the .py application, or the main class
-    spec: dict[str, Any] = field(default_factory=dict)
-    args: tuple[str, ...] = ()
+from tms.domain import Decision, JobSpec, Operation, Table, TableSpec
 
 
 class TableFormatPlugin(abc.ABC):

@@ -20,10 +20,10 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from tms.domain import Decision, Operation, Table, TableSpec
-from tms.formats.base import JobSpec, TableFormatPlugin
+from tms.domain import Decision, JobSpec, Operation, Table, TableSpec
+from tms.formats.base import TableFormatPlugin
 from tms.formats.hudi_timeline import TimelineError, local_path, read_timeline
-from tms.formats.policy import COMMON_KEYS, PolicyKey
+from tms.policy import COMMON_KEYS, PolicyKey
 
 DEFAULT_COMPACTION_DELTA_COMMITS = 5  # Hudi's hoodie.compact.inline.max.delta.commits
 DEFAULT_COMPACTION_DELTA_SECONDS = 3600  # Hudi's hoodie.compact.inline.max.delta.seconds

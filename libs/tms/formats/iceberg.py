@@ -14,10 +14,10 @@ from datetime import datetime
 from importlib import resources
 from typing import Any
 
-from tms.domain import Decision, Operation, Table, TableSpec
-from tms.formats.base import JobSpec, TableFormatPlugin
+from tms.domain import Decision, JobSpec, Operation, Table, TableSpec
+from tms.formats.base import TableFormatPlugin
 from tms.formats.iceberg_policy import RULES, K
-from tms.formats.policy import validate_policy
+from tms.policy import validate_policy
 
 POLICY_KEYS = K
 DEFAULT_MIN_SMALL_FILES = K["compaction.min-small-files"].as_int({})

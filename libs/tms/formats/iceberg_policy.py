@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tms.domain import Decision, Operation
-from tms.formats.policy import PolicyKey
+from tms.policy import PolicyKey
 
 MIB = 1024 * 1024
 DAY_S = 86_400

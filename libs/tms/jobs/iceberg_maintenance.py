@@ -56,7 +56,10 @@ class SpecError(ValueError):
 
 
 @dataclass(frozen=True)
-class JobSpec:
+class MaintenanceRequest:
+    """A validated spec inside the job: the engine's ``JobSpec.spec`` (plain JSON from TMS)
+    after ``parse_spec`` checked every name and option, so only this reaches SQL."""
+
     catalog_name: str
     catalog_properties: dict[str, str]
     table: tuple[str, ...]  # namespace parts + table name
@@ -105,7 +108,7 @@ def parse_table(raw: Any) -> tuple[str, ...]:
     return parts
 
 
-def parse_spec(data: Any) -> JobSpec:
+def parse_spec(data: Any) -> MaintenanceRequest:
     if not isinstance(data, dict):
         raise SpecError("spec must be a JSON object")
     catalog_name = data.get("catalog_name")
@@ -123,7 +126,7 @@ def parse_spec(data: Any) -> JobSpec:
     for key in options:
         if not _OPTION_KEY_RE.fullmatch(key):
             raise SpecError(f"invalid option name {key[:200]!r}")
-    spec = JobSpec(
+    spec = MaintenanceRequest(
         catalog_name=catalog_name,
         catalog_properties={str(k): _option_value(str(k), v) for k, v in props.items()},
         table=parse_table(data.get("table")),
@@ -216,12 +219,12 @@ def _options_map(options: Mapping[str, str]) -> str:
     return f"options => map({pairs})"
 
 
-def _table_arg(spec: JobSpec) -> str:
+def _table_arg(spec: MaintenanceRequest) -> str:
     # catalog-qualified: unqualified, a namespace named like a catalog would be read as one
     return f"table => {sql_string(spec.qualified_table)}"
 
 
-def _only_options(spec: JobSpec, allowed: tuple[str, ...]) -> None:
+def _only_options(spec: MaintenanceRequest, allowed: tuple[str, ...]) -> None:
     """Actions without an options map take only the named options: a typo must not be ignored."""
     unknown = sorted(set(spec.options) - set(allowed))
     if unknown:
@@ -295,7 +298,7 @@ def parse_zorder(raw: str) -> str:
     return f"zorder({', '.join(columns)})"
 
 
-def plan_compaction(spec: JobSpec) -> ProcedureCall:
+def plan_compaction(spec: MaintenanceRequest) -> ProcedureCall:
     """Bin-pack small data files (``rewrite_data_files``, strategy binpack)."""
     args = [_table_arg(spec), "strategy => 'binpack'"]
     if spec.options:
@@ -303,7 +306,7 @@ def plan_compaction(spec: JobSpec) -> ProcedureCall:
     return ProcedureCall("rewrite_data_files", tuple(args))
 
 
-def plan_clustering(spec: JobSpec) -> ProcedureCall:
+def plan_clustering(spec: MaintenanceRequest) -> ProcedureCall:
     """Rewrite data files sorted (``sort-order``) or Z-ordered (``zorder-columns``).
 
     Every other option is a ``rewrite_data_files`` option (``rewrite-all``,
@@ -324,7 +327,7 @@ def plan_clustering(spec: JobSpec) -> ProcedureCall:
     return ProcedureCall("rewrite_data_files", tuple(args))
 
 
-def plan_expire_snapshots(spec: JobSpec) -> ProcedureCall:
+def plan_expire_snapshots(spec: MaintenanceRequest) -> ProcedureCall:
     """Expire snapshots older than ``older-than`` (ISO-8601), keeping at least ``retain-last``.
 
     Without ``older-than`` Iceberg uses the table's ``history.expire.max-snapshot-age-ms``
@@ -350,7 +353,7 @@ def _summarize_orphans(df: Any) -> dict[str, Any]:
             "orphan_file_location_truncated": count > len(listed)}
 
 
-def plan_remove_orphan_files(spec: JobSpec) -> ProcedureCall:
+def plan_remove_orphan_files(spec: MaintenanceRequest) -> ProcedureCall:
     """Delete (or with ``dry-run=true`` only list) files no snapshot references.
 
     Only files last modified before ``older-than`` are candidates (Iceberg's default: three days
@@ -370,7 +373,7 @@ def plan_remove_orphan_files(spec: JobSpec) -> ProcedureCall:
                          info={"dry_run": dry_run})
 
 
-def plan_rewrite_manifests(spec: JobSpec) -> ProcedureCall:
+def plan_rewrite_manifests(spec: MaintenanceRequest) -> ProcedureCall:
     """Regroup manifests (``rewrite_manifests``); ``use-caching`` toggles Spark caching."""
     _only_options(spec, ("use-caching",))
     args = [_table_arg(spec)]
@@ -380,7 +383,7 @@ def plan_rewrite_manifests(spec: JobSpec) -> ProcedureCall:
     return ProcedureCall("rewrite_manifests", tuple(args))
 
 
-def plan_rewrite_position_deletes(spec: JobSpec) -> ProcedureCall:
+def plan_rewrite_position_deletes(spec: MaintenanceRequest) -> ProcedureCall:
     """Compact position delete files, dropping dangling deletes (``rewrite_position_delete_files``).
 
     Options are passed through as the procedure's options map (``rewrite-all``, ...).
@@ -391,7 +394,7 @@ def plan_rewrite_position_deletes(spec: JobSpec) -> ProcedureCall:
     return ProcedureCall("rewrite_position_delete_files", tuple(args))
 
 
-Planner = Callable[[JobSpec], ProcedureCall]
+Planner = Callable[[MaintenanceRequest], ProcedureCall]
 ACTIONS: dict[str, Planner] = {
     "compaction": plan_compaction,
     "clustering": plan_clustering,
@@ -402,7 +405,7 @@ ACTIONS: dict[str, Planner] = {
 }
 
 
-def run_action(spark: Any, spec: JobSpec) -> dict[str, Any]:
+def run_action(spark: Any, spec: MaintenanceRequest) -> dict[str, Any]:
     """Run the spec's procedure; returns its result columns (plus the call's own info)."""
     call = ACTIONS[spec.action](spec)
     result = call.summarize(spark.sql(call.sql(spec.catalog_name)))
@@ -421,14 +424,14 @@ def session_builder(app_name: str) -> Any:
     )
 
 
-def build_session(spec: JobSpec) -> Any:
+def build_session(spec: MaintenanceRequest) -> Any:
     builder = session_builder(f"tms-{spec.action}-{'.'.join(spec.table)}")
     for key, value in catalog_conf(spec.catalog_name, spec.catalog_properties).items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
 
 
-def run_in_session(spark: Any, spec: JobSpec) -> dict[str, Any]:
+def run_in_session(spark: Any, spec: MaintenanceRequest) -> dict[str, Any]:
     """Run one spec in a session whose catalog is already registered; the success payload.
 
     ``REFRESH TABLE`` first: the catalog caches loaded tables, and a session that outlives one
@@ -440,7 +443,7 @@ def run_in_session(spark: Any, spec: JobSpec) -> dict[str, Any]:
             "spark_app_id": spark.sparkContext.applicationId}
 
 
-def run(spec: JobSpec) -> dict[str, Any]:
+def run(spec: MaintenanceRequest) -> dict[str, Any]:
     spark = build_session(spec)
     try:
         return run_in_session(spark, spec)

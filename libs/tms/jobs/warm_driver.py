@@ -9,6 +9,9 @@ Protocol (one JSON object per line):
 - the driver writes ``{"ready": true, "spark_app_id": ..., "pid": ...}`` once the session is up,
   or ``{"fatal": "..."}`` if it cannot start;
 - the engine writes ``{"id": N, "spec": "/path/spec.json", "result": "/path/result.json"}``;
+- while the request runs, the driver writes ``{"id": N, "progress": {"stages": [...],
+  "sampled_at": ...}}`` whenever Spark's stage progress changed, at most once per
+  ``TMS_PROGRESS_INTERVAL_S`` (``spark_progress.py``);
 - the driver writes the result file (exactly the format ``iceberg_maintenance.py`` writes) and
   answers ``{"id": N, "done": true}``;
 - EOF on stdin stops the session and exits 0.
@@ -22,8 +25,8 @@ then launches the JVM through spark-submit with the same arguments (``PYSPARK_SU
 spark-submit's Python runner would give the driver a stdin nothing writes to and merge its
 stdout into stderr, so no stdin/stdout protocol can pass through it.
 
-Imports only pyspark, the standard library and ``iceberg_maintenance`` (from the ``tms.jobs``
-package, or as a sibling file when shipped alone).
+Imports only pyspark, the standard library, ``iceberg_maintenance`` and ``spark_progress``
+(from the ``tms.jobs`` package, or as sibling files when shipped alone).
 """
 
 from __future__ import annotations
@@ -31,15 +34,18 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
 try:
     from tms.jobs import iceberg_maintenance as im
-except ImportError:  # shipped alone, next to iceberg_maintenance.py
+    from tms.jobs import spark_progress
+except ImportError:  # shipped alone, next to iceberg_maintenance.py and spark_progress.py
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import iceberg_maintenance as im  # type: ignore[no-redef]
+    import spark_progress  # type: ignore[no-redef]
 
 APP_NAME = "tms-warm-driver"
 EXIT_OK = 0
@@ -75,8 +81,8 @@ def _log(message: str) -> None:
     print(f"[tms-warm] {message}", file=sys.stderr, flush=True)
 
 
-def register_catalog(spark: Any, spec: im.JobSpec, registered: dict[str, Mapping[str, str]]
-                     ) -> None:
+def register_catalog(spark: Any, spec: im.MaintenanceRequest,
+                     registered: dict[str, Mapping[str, str]]) -> None:
     """Register the spec's catalog in the running session (Spark loads catalogs lazily by
     name, so runtime conf works for a name not used yet). Iceberg's JDBC catalog keys its rows
     by catalog name, and a loaded catalog never rereads its conf: a name already registered
@@ -118,8 +124,17 @@ def run_request(spark: Any, spec_path: Path, registered: dict[str, Mapping[str, 
             pass
 
 
-def serve(spark: Any, requests: Iterable[str], send: Send) -> int:
-    """Answer requests until EOF; returns the exit status."""
+def _progress_sender(send: Send, req_id: int) -> Callable[[dict[str, Any]], None]:
+    def send_progress(progress: dict[str, Any]) -> None:
+        send({"id": req_id, "progress": progress})
+
+    return send_progress
+
+
+def serve(spark: Any, requests: Iterable[str], send: Send,
+          progress_interval_s: float = spark_progress.PROGRESS_INTERVAL_S) -> int:
+    """Answer requests until EOF, sending Spark's progress while each runs; returns the exit
+    status."""
     registered: dict[str, Mapping[str, str]] = {}
     for line in requests:
         if not line.strip():
@@ -135,7 +150,10 @@ def serve(spark: Any, requests: Iterable[str], send: Send) -> int:
             _log(f"request {req_id}: the Spark session is gone; exiting without an answer")
             return EXIT_SESSION_LOST
         spark.sparkContext.setJobGroup(f"tms-request-{req_id}", str(spec_path))
-        payload = run_request(spark, spec_path, registered)
+        with spark_progress.ProgressSampler(lambda: spark.sparkContext.statusTracker(),
+                                            _progress_sender(send, req_id),
+                                            progress_interval_s):
+            payload = run_request(spark, spec_path, registered)
         if not payload["ok"] and not session_alive(spark):
             _log(f"request {req_id}: the Spark session is gone; exiting without an answer")
             return EXIT_SESSION_LOST
@@ -161,10 +179,12 @@ def main() -> int:
               "spark-submit's Python runner does not pass stdin through", file=sys.stderr)
         return EXIT_WRONG_LAUNCHER
     proto = _protocol_stream()
+    lock = threading.Lock()  # the progress sampler sends from its own thread
 
     def send(message: dict[str, Any]) -> None:
-        proto.write(json.dumps(message) + "\n")
-        proto.flush()
+        with lock:
+            proto.write(json.dumps(message) + "\n")
+            proto.flush()
 
     try:
         spark = im.session_builder(APP_NAME).getOrCreate()
@@ -176,7 +196,7 @@ def main() -> int:
     try:
         send({"ready": True, "spark_app_id": spark.sparkContext.applicationId,
               "pid": os.getpid()})
-        return serve(spark, sys.stdin, send)
+        return serve(spark, sys.stdin, send, spark_progress.interval_from_env(os.environ))
     except BrokenPipeError:  # the engine is gone
         return EXIT_OK
     finally:

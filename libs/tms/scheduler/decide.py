@@ -13,7 +13,7 @@ import structlog
 from tms.coordination import Coordinator
 from tms.domain import Decision, Operation, Table
 from tms.formats.base import TableFormatPlugin
-from tms.formats.policy import DEFAULT_MAX_ATTEMPTS, PULL_INTERVAL_KEY, max_attempts
+from tms.policy import DEFAULT_MAX_ATTEMPTS, PULL_INTERVAL_KEY, max_attempts
 from tms.storage.roles import DecisionStore, EnqueueParams
 from tms.telemetry import instruments
 from tms.tracing import context_from, current_traceparent, tracer

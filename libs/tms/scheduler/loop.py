@@ -19,7 +19,7 @@ import structlog
 from tms.coordination import NUM_SHARDS, Coordinator
 from tms.domain import Decision, TableState
 from tms.formats.base import TableFormatPlugin
-from tms.formats.policy import DEFAULT_PULL_INTERVAL_S
+from tms.policy import DEFAULT_PULL_INTERVAL_S
 from tms.scheduler.decide import (
     DecisionMaker,
     decision_span,

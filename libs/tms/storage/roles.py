@@ -185,6 +185,10 @@ class ExecutionStore(Protocol):
 
     def attempt_set_engine_handle(self, op: Operation, owner: str, handle: str) -> bool: ...
 
+    def attempt_set_progress(self, op: Operation, owner: str, progress: dict[str, Any]) -> bool:
+        """The latest progress the engine reported for this RUNNING attempt (replacing the
+        last); False when the attempt is no longer ours."""
+
     def operation_finish(self, op: Operation, owner: str, outcome: Outcome) -> bool:
         """Fenced terminal write; False when this attempt no longer owns the operation."""
 

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from tms.domain import Decision, Operation, Table, TableSpec
-from tms.formats.base import JobSpec, TableFormatPlugin
+from tms.domain import Decision, JobSpec, Operation, Table, TableSpec
+from tms.formats.base import TableFormatPlugin
 
 THRESHOLD_FILES = 10
 

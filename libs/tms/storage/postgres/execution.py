@@ -54,6 +54,9 @@ class ExecutionMixin(Db):
     def attempt_set_engine_handle(self, op: Operation, owner: str, handle: str) -> bool:
         return self._fenced("attempt_set_engine_handle", op, owner, engine_handle=handle)
 
+    def attempt_set_progress(self, op: Operation, owner: str, progress: dict[str, Any]) -> bool:
+        return self._fenced("attempt_set_progress", op, owner, progress=Jsonb(progress))
+
     def operation_finish(self, op: Operation, owner: str, outcome: Outcome) -> bool:
         return self._fenced("operation_finish", op, owner, state=outcome.state.value,
                             **_ended(outcome))

@@ -18,3 +18,14 @@ WITH o AS (
     FROM o WHERE a.operation_id = o.id AND a.attempt = o.attempt
 )
 SELECT id FROM o;
+
+-- name: attempt_set_progress
+-- The latest progress the engine reported for the running attempt (replacing the last),
+-- fenced like attempt_set_engine_handle. The attempt's own state is checked too: a finish that
+-- commits while this waits for the attempt row makes it write nothing.
+UPDATE tms_attempts a SET progress = %(progress)s
+FROM tms_operations o
+WHERE o.id = %(id)s AND o.state = 'RUNNING' AND o.attempt = %(attempt)s
+  AND o.lease_owner = %(owner)s
+  AND a.operation_id = o.id AND a.attempt = o.attempt AND a.state = 'RUNNING'
+RETURNING a.operation_id AS id;
