@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import logging
 import os
 import signal
 import socket
@@ -26,6 +27,8 @@ ENV_DATABASE_URL = "TMS_DATABASE_URL"
 ENV_ZOOKEEPER = "TMS_ZOOKEEPER_HOSTS"
 EXIT_UNREACHABLE = 1  # what orchestrators see: the pod restarts and tries again
 DB_CONNECT_TIMEOUT_S = 5  # libpq's connect_timeout for the start-up check (whole seconds)
+
+RETRY_CHATTER_LOGGERS = ("kazoo",)  # log every connection attempt while starting
 
 T = TypeVar("T")
 
@@ -59,12 +62,22 @@ def check_database(dsn: str) -> None:
 
 
 @contextmanager
-def reaching(what: str) -> Iterator[None]:
-    """Connection failures inside the block become :class:`Unreachable` naming ``what``."""
+def reaching(what: str, quiet: tuple[str, ...] = RETRY_CHATTER_LOGGERS) -> Iterator[None]:
+    """Connection failures inside the block become :class:`Unreachable` naming ``what``.
+
+    The ``quiet`` loggers are held to errors inside the block: a client library's line per
+    reconnect attempt would bury the one line that says what is wrong.
+    """
+    levels = {name: logging.getLogger(name).level for name in quiet}
+    for name in quiet:
+        logging.getLogger(name).setLevel(logging.CRITICAL)
     try:
         yield
     except (KazooTimeoutError, psycopg.OperationalError, PoolTimeout) as e:
         raise Unreachable(f"cannot reach {what}: {first_line(e)}") from e
+    finally:
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
 
 
 def exit_if_unreachable(process: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
