@@ -145,9 +145,9 @@ def _set_state(pause: bool) -> Any:
 
 
 def _map_flags(p: argparse.ArgumentParser, flag: str, what: str) -> None:
-    p.add_argument(f"--{flag}", type=key_value, action="append", metavar="K=V",
+    p.add_argument(f"--{flag}", type=key_value, action="append", default=[], metavar="K=V",
                    help=f"set one {what} (repeatable); the others stay")
-    p.add_argument(f"--unset-{flag}", action="append", metavar="K",
+    p.add_argument(f"--unset-{flag}", action="append", default=[], metavar="K",
                    help=f"remove one {what} (repeatable)")
 
 
