@@ -45,7 +45,7 @@ if __package__ in (None, ""):  # run as a file: make the repository's packages i
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import install_plugin_path, say, sigterm_as_interrupt  # noqa: E402
-from bench.common.procs import iceberg_catalog, local_stack, state_dir, stub_for  # noqa: E402
+from bench.common.procs import iceberg_catalog, local_stack, scratch_dir, stub_for  # noqa: E402
 from bench.faults.invariants import check_acks, check_iceberg_rows, check_operations  # noqa: E402
 from bench.faults.load import Ledger, Notifier, SteadyWriters  # noqa: E402
 from bench.faults.report import FaultRecord, FaultReport  # noqa: E402
@@ -225,7 +225,7 @@ def _check_constant_tables(rec: FaultRecord, dsn: str, needy: set[str]) -> None:
 
 
 def run(args: argparse.Namespace, report: FaultReport) -> None:
-    with state_dir("tms-soak-", keep=args.keep) as tmp, local_stack(tmp / "stack") as stack:
+    with scratch_dir("tms-soak-", keep=args.keep) as tmp, local_stack(tmp / "stack") as stack:
         _run(args, report, stack, tmp)
 
 

@@ -75,7 +75,7 @@ class Children:
 
 
 @contextmanager
-def state_dir(prefix: str, keep: bool = False) -> Iterator[Path]:
+def scratch_dir(prefix: str, keep: bool = False) -> Iterator[Path]:
     """A temporary directory the database server can use; removed afterwards unless
     ``keep`` (then its path is printed, for the logs)."""
     tmp = Path(tempfile.mkdtemp(prefix=prefix))
