@@ -43,16 +43,15 @@ import threading
 import time
 from array import array
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent import futures
 from dataclasses import asdict, dataclass, field
-from multiprocessing.process import BaseProcess
 from multiprocessing.queues import Queue as MpQueue
 from multiprocessing.sharedctypes import Synchronized
 from multiprocessing.synchronize import Event as MpEvent
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any
+from typing import Any
 
 import grpc
 import psycopg
@@ -67,8 +66,10 @@ from tms.v1 import tms_pb2
 if __package__ in (None, ""):  # run as a file: make the bench package importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import BenchError, sigterm_as_interrupt  # noqa: E402
-from bench.procstat import CLK_TCK, children_of, machine_ticks, proc_cpu_s  # noqa: E402
+from bench.common import BenchError, say, sigterm_as_interrupt  # noqa: E402
+from bench.common.cpu import CpuProbe, CpuSample, postgres_pids  # noqa: E402
+from bench.common.procs import Children  # noqa: E402
+from bench.common.stats import percentile  # noqa: E402
 
 NOTIFY_PATH = f"/{SERVICE_NAME}/NotifyCommit"
 BATCH_PATH = f"/{SERVICE_NAME}/NotifyCommits"
@@ -79,7 +80,6 @@ GOAL_NOTIFY_VS_NOOP = 0.70
 GOAL_BATCH_COMMITS_S = 20_000.0
 SERVER_START_TIMEOUT_S = 60.0
 CALL_TIMEOUT_S = 30.0
-STOP_GRACE_S = 10.0
 CLIENT_JOIN_SLACK_S = 60.0
 SCRATCH_TABLE = "bench_scratch_commits"
 DISTURBED_PCT = 10
@@ -318,120 +318,11 @@ class PhaseResult:
     other_load_pct: float = 0.0
 
 
-def _percentile(sorted_values: Sequence[float], pct: float) -> float:
-    if not sorted_values:
-        return 0.0
-    rank = max(1, math.ceil(pct / 100.0 * len(sorted_values)))
-    return sorted_values[min(rank, len(sorted_values)) - 1]
-
-
-
-
-@dataclass(frozen=True)
-class CpuSample:
-    cpu_s: dict[str, float]  # CPU seconds per process group
-    busy_pct: float  # of all CPUs, everything on the machine
-    steal_pct: float  # taken by the hypervisor
-    other_pct: float  # busy, but not by any of our groups: someone else's load
-
-    def per_call_ms(self, calls: float) -> dict[str, float]:
-        return {g: 1e3 * sec / calls for g, sec in self.cpu_s.items()} if calls > 0 else {}
-
-
-class CpuProbe:
-    """CPU seconds of named process groups, and the machine's busy and steal share, between
-    :meth:`begin` and :meth:`end`; groups are re-resolved at each sample."""
-
-    def __init__(self, groups: dict[str, Callable[[], list[int]]]) -> None:
-        self._groups = groups
-        self._start: dict[str, dict[int, float]] = {}
-        self._machine: tuple[int, int, int] = (0, 0, 0)
-
-    def _sample(self) -> dict[str, dict[int, float]]:
-        return {g: {pid: proc_cpu_s(pid) for pid in pids()} for g, pids in self._groups.items()}
-
-    def begin(self) -> None:
-        self._start = self._sample()
-        self._machine = machine_ticks()
-
-    def end(self) -> CpuSample:
-        """Processes that appeared in between count with all their CPU time."""
-        now, machine = self._sample(), machine_ticks()
-        cpu = {g: sum(v - self._start.get(g, {}).get(pid, 0.0) for pid, v in pids.items())
-               for g, pids in now.items()}
-        total, busy, steal = (m - s for m, s in zip(machine, self._machine, strict=True))
-        if total <= 0:
-            return CpuSample(cpu, 0.0, 0.0, 0.0)
-        other = max(0.0, busy / CLK_TCK - sum(cpu.values()))
-        return CpuSample(cpu, 100.0 * busy / total, 100.0 * steal / total,
-                         100.0 * other * CLK_TCK / total)
-
-
-def postgres_pids(pg: LocalPostgres) -> Callable[[], list[int]]:
-    """The postmaster and its children (backends, background workers)."""
-
-    def pids() -> list[int]:
-        try:
-            postmaster = int((pg.data_dir / "postmaster.pid").read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            return []
-        return [postmaster, *children_of(postmaster)]
-
-    return pids
-
-
 def _apply_cpu(phase: PhaseResult, sample: CpuSample, calls: float) -> None:
     phase.cpu_ms_per_call = sample.per_call_ms(calls)
     phase.machine_busy_pct = sample.busy_pct
     phase.machine_steal_pct = sample.steal_pct
     phase.other_load_pct = sample.other_pct
-
-
-class Children:
-    """Every process the benchmark starts, so that all of them are stopped on any exit."""
-
-    def __init__(self) -> None:
-        self.popens: list[subprocess.Popen[bytes]] = []
-        self.workers: list[BaseProcess] = []
-
-    def popen(self, argv: list[str], log: IO[bytes], env: dict[str, str] | None = None
-              ) -> subprocess.Popen[bytes]:
-        # A session of its own: Ctrl-C reaches only us, and we stop the child in order.
-        p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
-                             start_new_session=True)
-        self.popens.append(p)
-        return p
-
-    @staticmethod
-    def stop_popen(p: subprocess.Popen[bytes]) -> None:
-        if p.poll() is not None:
-            return
-        p.send_signal(signal.SIGTERM)
-        try:
-            p.wait(STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait(STOP_GRACE_S)
-
-    def stop_workers(self) -> None:
-        for w in self.workers:
-            if w.is_alive():
-                w.terminate()
-        for w in self.workers:
-            w.join(STOP_GRACE_S)
-            if w.is_alive():
-                w.kill()
-                w.join(STOP_GRACE_S)
-        self.workers.clear()
-
-    def stop_all(self) -> None:
-        self.stop_workers()
-        for p in reversed(self.popens):
-            try:
-                self.stop_popen(p)
-            except OSError:
-                pass
-        self.popens.clear()
 
 
 def run_load(name: str, spec: LoadSpec, children: Children,
@@ -478,7 +369,7 @@ def run_load(name: str, spec: LoadSpec, children: Children,
     lat = sorted(total.latencies)
     phase = PhaseResult(
         name=name, calls_s=total.calls / spec.seconds, commits_s=total.commits / spec.seconds,
-        p50_ms=_percentile(lat, 50) * 1e3, p99_ms=_percentile(lat, 99) * 1e3,
+        p50_ms=percentile(lat, 50, empty=0.0) * 1e3, p99_ms=percentile(lat, 99, empty=0.0) * 1e3,
         calls=total.calls, errors=dict(total.errors), duplicates=total.duplicates,
         entry_errors=total.entry_errors, concurrency=spec.procs * spec.threads,
         batch_size=spec.batch, seconds=spec.seconds,
@@ -635,7 +526,7 @@ def run_pgbench(pg: LocalPostgres, clients: int, warmup_s: float, seconds: float
         proc = subprocess.Popen(argv, cwd=pgdir, stdout=out_f, stderr=subprocess.STDOUT,
                                 start_new_session=True)
     try:
-        probe = CpuProbe({"postgres": postgres_pids(pg), "clients": lambda: [proc.pid]})
+        probe = CpuProbe({"postgres": postgres_pids(pg.data_dir), "clients": lambda: [proc.pid]})
         # CPU over the middle of the run: after the connections, before pgbench exits.
         begin_at, end_at = time.monotonic() + PGBENCH_RAMP_S, time.monotonic() + secs - 0.3
         time.sleep(PGBENCH_RAMP_S)
@@ -661,7 +552,8 @@ def run_pgbench(pg: LocalPostgres, clients: int, warmup_s: float, seconds: float
     lat.sort()
     tps = float(m.group(1))
     phase = PhaseResult(name="pgbench INSERT", calls_s=tps, commits_s=tps,
-                        p50_ms=_percentile(lat, 50) * 1e3, p99_ms=_percentile(lat, 99) * 1e3,
+                        p50_ms=percentile(lat, 50, empty=0.0) * 1e3,
+                        p99_ms=percentile(lat, 99, empty=0.0) * 1e3,
                         calls=len(lat), concurrency=clients, seconds=float(secs))
     _apply_cpu(phase, cpu, tps * window_s)
     return phase
@@ -824,10 +716,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 PHASES = ("noop", "notify", "batch", "pgbench")  # the order within a round
 
 
-def _say(msg: str) -> None:
-    print(f"[bench] {msg}", file=sys.stderr, flush=True)
-
-
 def _round(args: argparse.Namespace, r: int, env: dict[str, Any], children: Children,
            workdir: Path) -> dict[str, PhaseResult]:
     """One round: each selected phase once, the servers already running."""
@@ -841,13 +729,13 @@ def _round(args: argparse.Namespace, r: int, env: dict[str, Any], children: Chil
                         client=args.client, run_id=f"{env['run_id']}-{r}")
 
     if "noop" in args.only:
-        _say(f"{tag}no-op gRPC, {conc} concurrent calls")
+        say(f"{tag}no-op gRPC, {conc} concurrent calls")
         noop_pid = env["noop"].pid
         out["noop"] = run_load("no-op unary gRPC", spec(
             env["noop_target"], ("tables/noop",), 0, args.threads), children,
             {"server": lambda: [noop_pid]})
     if "notify" in args.only:
-        _say(f"{tag}NotifyCommit, {conc} concurrent calls")
+        say(f"{tag}NotifyCommit, {conc} concurrent calls")
         on_start = (_py_spy_starter(children, env["api"].pid, args.py_spy, args.warmup,
                                     args.seconds, workdir)
                     if args.py_spy and r == 0 else None)
@@ -858,16 +746,16 @@ def _round(args: argparse.Namespace, r: int, env: dict[str, Any], children: Chil
         bconc = args.procs * args.batch_threads
         status = probe_batch(env["api_target"], env["tables"][0], f"{env['run_id']}-{r}")
         if status == "ok":
-            _say(f"{tag}NotifyCommits x{args.batch_size}, {bconc} concurrent calls")
+            say(f"{tag}NotifyCommits x{args.batch_size}, {bconc} concurrent calls")
             out["batch"] = run_load("NotifyCommits", spec(
                 env["api_target"], env["tables"], args.batch_size, args.batch_threads),
                 children, env["api_groups"])
         else:
-            _say(f"{tag}NotifyCommits not measurable: {status}")
+            say(f"{tag}NotifyCommits not measurable: {status}")
             out["batch"] = PhaseResult(name="NotifyCommits", status=status, concurrency=bconc,
                                        batch_size=args.batch_size)
     if "pgbench" in args.only:
-        _say(f"{tag}pgbench, {conc} clients")
+        say(f"{tag}pgbench, {conc} clients")
         out["pgbench"] = run_pgbench(env["pg"], conc, args.warmup, args.seconds,
                                      workdir / f"pgbench-{r}")
     return out
@@ -898,22 +786,23 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     rounds: list[dict[str, PhaseResult]] = []
     try:
         if "noop" in args.only:
-            _say("starting the no-op gRPC server")
+            say("starting the no-op gRPC server")
             env["noop_target"], env["noop"] = start_noop(children, tmp)
         if args.only & {"notify", "pgbench", "batch"}:
-            _say("starting PostgreSQL")
+            say("starting PostgreSQL")
             pg = LocalPostgres(tmp / "pg").start()
             env["pg"] = pg
             dsn = pg.create_database(DB_NAME)
             migrate(dsn)
         if args.only & {"notify", "batch"}:
             assert pg is not None
-            _say("starting tms-api")
+            say("starting tms-api")
             env["api_target"], api = start_api(children, tmp, dsn)
             env["api"] = api
-            _say(f"registering {args.tables} tables")
+            say(f"registering {args.tables} tables")
             env["tables"] = register_tables(env["api_target"], args.tables)
-            env["api_groups"] = {"server": lambda: [api.pid], "postgres": postgres_pids(pg)}
+            env["api_groups"] = {"server": lambda: [api.pid],
+                                 "postgres": postgres_pids(pg.data_dir)}
         for r in range(args.rounds):
             rounds.append(_round(args, r, env, children, tmp))
             if "api" in env and env["api"].poll() is not None:

@@ -24,10 +24,7 @@ import argparse
 import json
 import math
 import os
-import shutil
-import statistics
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -39,18 +36,15 @@ from typing import Any
 if __package__ in (None, ""):  # run as a file: make the bench package importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import BenchError, sigterm_as_interrupt  # noqa: E402
-from bench.procstat import CLK_TCK, children_of, machine_ticks, proc_cpu_s  # noqa: E402
+from bench.common import TMS_HOME, BenchError, say, sigterm_as_interrupt  # noqa: E402
+from bench.common.cpu import CLK_TCK, machine_ticks, postgres_pids, proc_cpu_s  # noqa: E402
+from bench.common.procs import scratch_dir  # noqa: E402
+from bench.common.stats import median  # noqa: E402
 
-REPO = Path(__file__).resolve().parent.parent
 GOAL_RATIO = 5.0
 CATALOG = "bench_engines"
 CATALOG_DB = "iceberg_catalog"
 DISTURBED_PCT = 10.0
-
-
-def _say(msg: str) -> None:
-    print(f"[bench] {msg}", file=sys.stderr, flush=True)
 
 
 @dataclass
@@ -145,34 +139,31 @@ def compact(engine: Any, props: dict[str, str], identifier: str, workdir: Path) 
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    from tms.spark.settings import SparkSettings
+
+    settings = SparkSettings.from_env(args.home.resolve())
+    with scratch_dir("tms-engine-bench-") as tmp:
+        return _run(args, settings, tmp)
+
+
+def _run(args: argparse.Namespace, settings: Any, tmp: Path) -> dict[str, Any]:
     from tms.engines.spark_submit import SparkSubmitEngine
     from tms.engines.warm import WarmSparkEngine
     from tms.engines.warm_process import group_members
     from tms.local.iceberg_data import catalog_properties, load_catalog
     from tms.local.postgres import LocalPostgres
-    from tms.spark.settings import SparkSettings
 
-    settings = SparkSettings.from_env(args.home.resolve())
-    tmp = Path(tempfile.mkdtemp(prefix="tms-engine-bench-"))
-    tmp.chmod(0o755)  # PostgreSQL runs as the postgres user when we are root
     pg = LocalPostgres(tmp / "pg")
     warm: WarmSparkEngine | None = None
     try:
-        _say("starting PostgreSQL")
+        say("starting PostgreSQL")
         pg.start()
         props = catalog_properties(pg.create_database(CATALOG_DB), (tmp / "warehouse").as_uri())
         catalog = load_catalog(CATALOG, props)
-        _say(f"writing 2 x {args.tables} + 1 tables, {args.commits} commits of {args.rows} rows")
+        say(f"writing 2 x {args.tables} + 1 tables, {args.commits} commits of {args.rows} rows")
         warm_tables = make_tables(catalog, "warm", args.tables, args.commits, args.rows)
         cold_tables = make_tables(catalog, "cold", args.tables, args.commits, args.rows)
         (first_table,) = make_tables(catalog, "first", 1, args.commits, args.rows)
-
-        def pg_pids() -> list[int]:
-            try:
-                pm = int((pg.data_dir / "postmaster.pid").read_text().split()[0])
-            except (OSError, ValueError, IndexError):
-                return []
-            return [pm, *children_of(pm)]
 
         cold = SparkSubmitEngine(settings)
         warm = WarmSparkEngine(settings, cold, tmp / "warm")
@@ -181,8 +172,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             driver = warm.driver if warm else None
             return group_members(driver.pid) if driver and driver.pid else []
 
-        meter = CpuMeter(warm_group, pg_pids)
-        _say("warm driver: start and first operation")
+        meter = CpuMeter(warm_group, postgres_pids(pg.data_dir))
+        say("warm driver: start and first operation")
         t0 = time.monotonic()
         first_s = compact(warm, props, first_table, tmp / "ops" / "first")
         start_s = time.monotonic() - t0
@@ -191,7 +182,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             raise BenchError(f"the warm driver is not up after its first operation; see "
                              f"{warm.log_path}")
         phases = {"warm": Phase("warm-spark"), "cold": Phase("spark-submit")}
-        _say(f"{args.tables} compactions per engine, alternating cold and warm")
+        say(f"{args.tables} compactions per engine, alternating cold and warm")
         for i in range(args.tables):
             # Alternating spreads whatever else the machine does over both engines alike.
             for key, engine, ident in (("cold", cold, cold_tables[i]),
@@ -199,14 +190,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 with meter.measure(phases[key]):
                     op_s = compact(engine, props, ident, tmp / "ops" / f"{key}{i}")
                 phases[key].op_s.append(op_s)
-            _say(f"  {i + 1}/{args.tables}: cold {phases['cold'].op_s[-1]:.1f} s, "
+            say(f"  {i + 1}/{args.tables}: cold {phases['cold'].op_s[-1]:.1f} s, "
                  f"warm {phases['warm'].op_s[-1]:.2f} s")
         if (warm.driver.pid if warm.driver else None) != first_pid:
             raise BenchError("the warm driver was replaced during the run (it died, and the "
                              "fallback ran some operations cold)")
         for ident in [first_table, *warm_tables, *cold_tables]:
             check_compacted(catalog, ident, args.commits * args.rows)
-        _say(f"all {2 * args.tables + 1} tables compacted, rows intact; one warm driver "
+        say(f"all {2 * args.tables + 1} tables compacted, rows intact; one warm driver "
              f"(pid {first_pid}) ran every warm operation")
         return {"tables": args.tables, "commits": args.commits, "rows": args.rows,
                 "warm_start_and_first_op_s": start_s, "warm_first_op_s": first_s,
@@ -216,7 +207,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if warm is not None:
             warm.close()
         pg.stop("immediate")
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def render(r: dict[str, Any]) -> str:
@@ -228,7 +218,7 @@ def render(r: dict[str, Any]) -> str:
     for p in (warm, cold):
         n = len(p["op_s"])
         lines.append(f"{p['engine']:<14}{n:>5}{p['wall_s']:>9.1f}"
-                     f"{statistics.median(p['op_s']):>10.2f}{max(p['op_s']):>10.2f}"
+                     f"{median(p['op_s']):>10.2f}{max(p['op_s']):>10.2f}"
                      f"{p['per_min']:>9.1f}{p['cpu_s'] / n:>10.2f}{p['busy_pct']:>8.0f}"
                      f"{p['other_pct']:>9.1f}")
     once = r["warm_start_and_first_op_s"]
@@ -253,7 +243,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--tables", type=int, default=6, help="small tables per engine")
     p.add_argument("--commits", type=int, default=10, help="appends (small files) per table")
     p.add_argument("--rows", type=int, default=20, help="rows per append")
-    p.add_argument("--home", type=Path, default=Path(os.environ.get("TMS_HOME", REPO / ".tms")),
+    p.add_argument("--home", type=Path, default=TMS_HOME,
                    help="TMS home with the Spark jars (env TMS_HOME)")
     p.add_argument("--json", type=Path, help="also write every figure here")
     args = p.parse_args(argv)

@@ -23,27 +23,23 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-import grpc
-
 if __package__ in (None, ""):  # run as a file: make the bench package importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import sigterm_as_interrupt  # noqa: E402
+from bench.common import TMS_HOME, sigterm_as_interrupt  # noqa: E402
+from bench.common.procs import iceberg_catalog, local_stack, scratch_dir, stub_for  # noqa: E402
+from bench.common.stats import median  # noqa: E402
 from tms.jobs import ICEBERG_MAINTENANCE_APP  # noqa: E402
 from tms.local import iceberg_data  # noqa: E402
-from tms.local.stack import LocalStack  # noqa: E402
 from tms.spark.settings import SparkSettings  # noqa: E402
 from tms.v1 import tms_pb2, tms_pb2_grpc  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 CATALOG = "bench"
 NAMESPACE = "bench"
 ROWS_PER_FILE = 20
@@ -101,17 +97,13 @@ def check_compacted(catalog: Any, table: str, rows: int) -> None:
 
 
 def run(rounds: int, files: int, state_dir: Path) -> list[tuple[float, float]]:
-    stack = LocalStack(state_dir, ROOT / ".tms")
-    try:
+    with local_stack(state_dir) as stack:
         stack.start_servers()
         stack.start_api()
         stack.start_executor(0)
-        assert stack.postgres is not None
-        dsn = stack.postgres.create_database("iceberg_catalog")
-        props = iceberg_data.catalog_properties(dsn, (state_dir / "warehouse").as_uri())
-        catalog = iceberg_data.load_catalog(CATALOG, props)
-        stub = tms_pb2_grpc.TableManagementServiceStub(grpc.insecure_channel(stack.api_address))
-        settings = SparkSettings.from_env(ROOT / ".tms")
+        catalog, props = iceberg_catalog(stack, CATALOG)
+        stub = stub_for(stack)
+        settings = SparkSettings.from_env(TMS_HOME)
         rows = files * ROWS_PER_FILE
         pairs = []
         for r in range(rounds):
@@ -136,8 +128,6 @@ def run(rounds: int, files: int, state_dir: Path) -> list[tuple[float, float]]:
                   f"ratio {times['tms'] / times['hand']:.3f}", flush=True)
             pairs.append((times["hand"], times["tms"]))
         return pairs
-    finally:
-        stack.stop()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -147,12 +137,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warm", action="store_true",
                         help="also run bench.engine_bench (warm vs cold) in this run")
     args = parser.parse_args(argv)
-    with sigterm_as_interrupt(), tempfile.TemporaryDirectory(prefix="tms-exec-bench-") as tmp:
-        os.chmod(tmp, 0o755)  # PostgreSQL may run as another user
-        pairs = run(args.rounds, args.files, Path(tmp))
-    hand = statistics.median(h for h, _ in pairs)
-    tms = statistics.median(t for _, t in pairs)
-    ratio = statistics.median(t / h for h, t in pairs)
+    with sigterm_as_interrupt(), scratch_dir("tms-exec-bench-") as tmp:
+        pairs = run(args.rounds, args.files, tmp)
+    hand = median(h for h, _ in pairs)
+    tms = median(t for _, t in pairs)
+    ratio = median(t / h for h, t in pairs)
     print(f"\ncompaction of {args.files} small files, median of {len(pairs)} rounds")
     print(f"  by hand (one spark-submit)   {hand:6.2f} s")
     print(f"  through TMS (trigger->done)  {tms:6.2f} s   (+{tms - hand:.2f} s)")

@@ -11,7 +11,8 @@ ZooKeeper (``tms.local.stack.LocalStack``, loopback only) in a temporary directo
                 through tms-api at ``--rate`` per second. Latency is the operation's
                 ``created_at`` minus the commit event's ``received_at`` (both PostgreSQL's
                 clock); goal p99 <= 1 s.
-2. ``pull``     one in-process ``Scheduler`` calling ``decide(pk)`` round-robin for ``--seconds``:
+2. ``pull``     one in-process ``Scheduler`` making whole passes (a batch of the due tables of the
+                shards it holds) for ``--seconds``, every table due again at once:
                 (a) on ``--iceberg-tables`` small Iceberg tables (pyiceberg SqlCatalog on the same
                 PostgreSQL, the real inspector); (b) on ``--pull-tables`` constant tables: the
                 framework's own cost, CPU per decision from ``time.process_time()`` (goal
@@ -54,11 +55,16 @@ from psycopg.types.json import Jsonb
 if __package__ in (None, ""):  # run as a file: make the bench package importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import BenchError, sigterm_as_interrupt  # noqa: E402
-from bench.procstat import CLK_TCK, children_of, machine_ticks, proc_cpu_s  # noqa: E402
-
-REPO = Path(__file__).resolve().parent.parent
-PLUGINS = REPO / "tests" / "plugins"
+from bench.common import (  # noqa: E402
+    REPO,
+    BenchError,
+    install_plugin_path,
+    say,
+    sigterm_as_interrupt,
+)
+from bench.common.cpu import CLK_TCK, CpuProbe, loadavg, postgres_pids  # noqa: E402
+from bench.common.cpu import CpuSample as CpuWindow  # noqa: E402
+from bench.common.stats import percentile  # noqa: E402
 
 GOAL_LATENCY_P99_MS = 1000.0
 GOAL_CPU_MS_PER_DECISION = 1.0
@@ -67,18 +73,6 @@ CATALOG = "bench"
 NAMESPACE = "bench_ns"
 CATALOG_DB = "iceberg_catalog"
 DISTURBED_PCT = 10.0
-
-
-def _say(msg: str) -> None:
-    print(f"[bench] {msg}", file=sys.stderr, flush=True)
-
-
-def _install_plugin_path() -> None:
-    """The test plugin for this process and every process it starts (via the environment)."""
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = f"{PLUGINS}{os.pathsep}{old}" if old else str(PLUGINS)
-    if str(PLUGINS) not in sys.path:
-        sys.path.insert(0, str(PLUGINS))
 
 
 def _quiet_logs(level: int = logging.WARNING) -> None:
@@ -91,45 +85,6 @@ def _quiet_logs(level: int = logging.WARNING) -> None:
 # --------------------------------------------------------------------------------------------
 # CPU accounting from /proc
 # --------------------------------------------------------------------------------------------
-def _loadavg() -> str:
-    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-
-
-@dataclass
-class CpuWindow:
-    """CPU seconds of named process groups and the machine's busy/steal/other share."""
-
-    cpu_s: dict[str, float] = field(default_factory=dict)
-    busy_pct: float = 0.0
-    steal_pct: float = 0.0
-    other_pct: float = 0.0
-    loadavg: str = ""
-
-
-class CpuProbe:
-    def __init__(self, groups: dict[str, Callable[[], list[int]]]) -> None:
-        self._groups = groups
-        self._start: dict[str, dict[int, float]] = {}
-        self._machine = (0, 0, 0)
-
-    def _sample(self) -> dict[str, dict[int, float]]:
-        return {g: {p: proc_cpu_s(p) for p in pids()} for g, pids in self._groups.items()}
-
-    def begin(self) -> None:
-        self._start, self._machine = self._sample(), machine_ticks()
-
-    def end(self) -> CpuWindow:
-        now, machine = self._sample(), machine_ticks()
-        cpu = {g: sum(v - self._start.get(g, {}).get(p, 0.0) for p, v in pids.items())
-               for g, pids in now.items()}
-        total, busy, steal = (m - s for m, s in zip(machine, self._machine, strict=True))
-        if total <= 0:
-            return CpuWindow(cpu, loadavg=_loadavg())
-        other = max(0.0, busy / CLK_TCK - sum(cpu.values()))
-        return CpuWindow(cpu, 100.0 * busy / total, 100.0 * steal / total,
-                         100.0 * other * CLK_TCK / total, _loadavg())
-
-
 def _threads_cpu_s() -> dict[str, float]:
     """CPU seconds of each live thread of this process, by thread name."""
     out: dict[str, float] = collections.defaultdict(float)
@@ -147,31 +102,14 @@ class CallerCpu:
     """Calling-thread CPU (``time.thread_time``) spent in the store's and the coordinator's
     calls made by a decision: instance attributes wrap the bound methods."""
 
-    STORE_CALLS = ("begin_decision", "last_succeeded_all", "record_decisions",
-                   "finish_decision", "enqueue", "mark_dirty", "begin_decisions",
-                   "last_succeeded_for", "finish_decisions")
+    STORE_CALLS = ("decision_begin_batch", "operation_last_succeeded", "operation_enqueue",
+                   "commits_mark_dirty", "decision_finish_batch")
 
-    def __init__(self, store: Any, coordinator: Any) -> None:
+    def __init__(self, store: Any) -> None:
         self.cpu_s: dict[str, float] = collections.defaultdict(float)
         self.calls: collections.Counter[str] = collections.Counter()
         for name in self.STORE_CALLS:
             setattr(store, name, self._timed(f"postgres {name}", getattr(store, name)))
-        inner_lock = coordinator.table_lock
-
-        @contextmanager
-        def table_lock(pk: int) -> Iterator[bool]:
-            t0 = time.thread_time()
-            cm = inner_lock(pk)
-            held = cm.__enter__()
-            self.cpu_s["zookeeper lock acquire"] += time.thread_time() - t0
-            try:
-                yield held
-            finally:
-                t1 = time.thread_time()
-                cm.__exit__(None, None, None)
-                self.cpu_s["zookeeper lock release"] += time.thread_time() - t1
-
-        coordinator.table_lock = table_lock
 
     def _timed(self, key: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def call(*a: Any, **kw: Any) -> Any:
@@ -186,13 +124,6 @@ class CallerCpu:
     def reset(self) -> None:
         self.cpu_s.clear()
         self.calls.clear()
-
-
-def _percentile(sorted_values: Sequence[float], pct: float) -> float:
-    if not sorted_values:
-        return math.nan
-    rank = max(1, math.ceil(pct / 100.0 * len(sorted_values)))
-    return sorted_values[min(rank, len(sorted_values)) - 1]
 
 
 # --------------------------------------------------------------------------------------------
@@ -317,7 +248,7 @@ def phase_latency(args: argparse.Namespace, stack: Any, pks: list[int],
 
     res = LatencyResult()
     dsn = stack.database_url
-    _say(f"starting {args.schedulers} tms-scheduler processes "
+    say(f"starting {args.schedulers} tms-scheduler processes "
          f"(pull interval {LONG_PULL_S:.0f} s, poll interval {args.poll_interval_s} s)")
     probe = CpuProbe(groups)
     probe.begin()
@@ -335,7 +266,7 @@ def phase_latency(args: argparse.Namespace, stack: Any, pks: list[int],
                 raise BenchError(f"{svc.name} exited; see its log")
         if time.monotonic() > deadline:
             res.settled = False
-            _say(f"initial decisions not settled after {args.settle_timeout_s:.0f} s "
+            say(f"initial decisions not settled after {args.settle_timeout_s:.0f} s "
                  f"({decided} decided, {due} due); pushing the rest {LONG_PULL_S:.0f} s ahead")
             with psycopg.connect(dsn, autocommit=True) as conn:
                 conn.execute("UPDATE tms_tables SET next_check_at = now() + "
@@ -344,12 +275,12 @@ def phase_latency(args: argparse.Namespace, stack: Any, pks: list[int],
             break
         if time.monotonic() - last_report > 15:
             last_report = time.monotonic()
-            _say(f"  settling: {decided} decided, {due} due")
+            say(f"  settling: {decided} decided, {due} due")
         time.sleep(0.5)
     res.settle_s = time.monotonic() - t0
     res.settle_cpu = probe.end()
     res.settle_decisions = settle_state(dsn)[2]
-    _say(f"settled: {res.settle_decisions} initial decisions in {res.settle_s:.1f} s")
+    say(f"settled: {res.settle_decisions} initial decisions in {res.settle_s:.1f} s")
     time.sleep(1.0)  # let the schedulers finish any decision still in flight
 
     step = max(1, len(pks) // args.sample)
@@ -358,7 +289,7 @@ def phase_latency(args: argparse.Namespace, stack: Any, pks: list[int],
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("UPDATE tms_tables SET catalog_properties = %s WHERE id = ANY(%s)",
                      (Jsonb({"files": "20"}), sample))
-    _say(f"sending {len(sample)} NotifyCommit at {args.rate:g}/s")
+    say(f"sending {len(sample)} NotifyCommit at {args.rate:g}/s")
     sent_at: dict[str, float] = {}
     probe.begin()
     with grpc.insecure_channel(stack.api_address) as channel:
@@ -401,30 +332,6 @@ def phase_latency(args: argparse.Namespace, stack: Any, pks: list[int],
 # --------------------------------------------------------------------------------------------
 # phase 2: pull decisions by one in-process Scheduler
 # --------------------------------------------------------------------------------------------
-def pull_loop(name: str, scheduler: Any, pks: list[int], seconds: float, counter: ZkCounter,
-              caller: CallerCpu, probe: CpuProbe, warmup: int) -> PullResult:
-    res = PullResult(name=name, tables=len(pks))
-    for pk in pks[:warmup]:  # connections, plugin caches, locks' parent path
-        scheduler.decide(pk)
-    counter.reset()
-    caller.reset()
-    threads0 = _threads_cpu_s()
-    probe.begin()
-    w0, p0, t0 = time.perf_counter(), time.process_time(), time.thread_time()
-    end = w0 + seconds
-    i = 0
-    while True:
-        c0 = time.perf_counter()
-        if c0 >= end:
-            break
-        took = scheduler.decide(pks[i % len(pks)])
-        res.call_ms.append(1e3 * (time.perf_counter() - c0))
-        res.decisions += int(took)
-        i += 1
-    res.calls = i
-    return _close_window(res, (w0, p0, t0), threads0, counter, caller, probe)
-
-
 def _close_window(res: PullResult, start: tuple[float, float, float],
                   threads0: dict[str, float], counter: ZkCounter, caller: CallerCpu,
                   probe: CpuProbe) -> PullResult:
@@ -444,15 +351,15 @@ def _close_window(res: PullResult, start: tuple[float, float, float],
 
 def pull_loop_shards(name: str, scheduler: Any, pks: list[int], seconds: float,
                      counter: ZkCounter, caller: CallerCpu, probe: CpuProbe) -> PullResult:
-    """Shard mode: whole passes (``run_shards_once``: a batch of due tables of the shards
-    held), every table due again at once (pull interval 0)."""
+    """Whole passes (``decide_batch``: a batch of due tables of the shards held), every table
+    due again at once (pull interval 0)."""
     res = PullResult(name=name, tables=len(pks))
     deadline = time.monotonic() + 60
     while scheduler.coordinator.owned_shards() is None:
         if time.monotonic() > deadline:
             raise BenchError("the in-process scheduler never got its shards")
         time.sleep(0.1)
-    scheduler.run_shards_once()  # warm-up: connections, plugin caches
+    scheduler.decide_batch()  # warm-up: connections, plugin caches
     counter.reset()
     caller.reset()
     threads0 = _threads_cpu_s()
@@ -463,22 +370,12 @@ def pull_loop_shards(name: str, scheduler: Any, pks: list[int], seconds: float,
         c0 = time.perf_counter()
         if c0 >= end:
             break
-        took = scheduler.run_shards_once()
+        took = scheduler.decide_batch()
         if took:
             res.call_ms += [1e3 * (time.perf_counter() - c0) / took] * took
         res.decisions += took
         res.calls += 1
     return _close_window(res, (w0, p0, t0), threads0, counter, caller, probe)
-
-
-def _ensure_lock_paths(coordinator: Any, pks: Sequence[int]) -> None:
-    """A table's lock node persists once its first lock made it; create them all up front so
-    the loop measures the steady state (a first lock costs two more requests: exists, create)."""
-    from tms.coordination import TABLE_LOCKS_PATH
-
-    pending = [coordinator.client.ensure_path_async(f"{TABLE_LOCKS_PATH}/{pk}") for pk in pks]
-    for a in pending:
-        a.get(timeout=30)
 
 
 def make_iceberg_tables(dsn: str, pg: Any, tmp: Path, count: int, commits: int) -> list[int]:
@@ -549,34 +446,28 @@ def phase_pull(args: argparse.Namespace, stack: Any, constant_pks: list[int], tm
     try:
         coordinator.start()
         counter = ZkCounter(coordinator.client)
-        caller = CallerCpu(store, coordinator)
-        # pull interval 0: every decide(pk) finds the table due again, the normal pull path
+        caller = CallerCpu(store)
+        # pull interval 0: every pass finds the tables due again, the normal pull path
         scheduler = Scheduler(store, coordinator, formats, "bench-in-process",
-                              pull_interval_s=0.0, mode="locks")
+                              pull_interval_s=0.0)
         probe = CpuProbe(groups)
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute("UPDATE tms_tables SET next_check_at = now() WHERE id = ANY(%s)",
                          (constant_pks,))
-        _ensure_lock_paths(coordinator, constant_pks)
-        _say(f"pull (b): locks: decide() over {len(constant_pks)} constant tables for "
-             f"{args.seconds:g} s")
+        say(f"pull (b): batched passes over {len(constant_pks)} constant tables for "
+            f"{args.seconds:g} s")
         with _py_spy(args.py_spy, args.seconds, procs, tmp):
-            out.append(pull_loop("constant locks", scheduler, constant_pks, args.seconds,
-                                 counter, caller, probe, warmup=min(100, len(constant_pks))))
-        scheduler.mode = "shards"
-        _say(f"pull (b): shards: batched passes over {len(constant_pks)} constant tables for "
-             f"{args.seconds:g} s")
-        out.append(pull_loop_shards("constant shards", scheduler, constant_pks, args.seconds,
-                                    counter, caller, probe))
+            out.append(pull_loop_shards("constant shards", scheduler, constant_pks,
+                                        args.seconds, counter, caller, probe))
         with psycopg.connect(dsn, autocommit=True) as conn:  # out of the Iceberg pass's way
             conn.execute("UPDATE tms_tables SET next_check_at = now() + interval '1 day' "
                          "WHERE id = ANY(%s)", (constant_pks,))
         if args.iceberg_tables > 0:
-            _say(f"pull (a): creating {args.iceberg_tables} Iceberg tables "
+            say(f"pull (a): creating {args.iceberg_tables} Iceberg tables "
                  f"({args.iceberg_commits} commits each)")
             ice = make_iceberg_tables(dsn, stack.postgres, tmp, args.iceberg_tables,
                                       args.iceberg_commits)
-            _say(f"pull (a): shards: passes over {len(ice)} Iceberg tables for "
+            say(f"pull (a): shards: passes over {len(ice)} Iceberg tables for "
                  f"{args.seconds:g} s")
             r = pull_loop_shards("iceberg", scheduler, ice, args.seconds, counter, caller,
                                  probe)
@@ -610,18 +501,18 @@ def render(args: argparse.Namespace, lat: LatencyResult | None,
         db = sorted(lat.db_ms)
         cl = sorted(lat.client_ms)
         rpc = sorted(lat.rpc_ms)
-        p99 = _percentile(db, 99)
+        p99 = percentile(db, 99)
         lines += [
             _row(f"commit -> QUEUED p50 (DB clock), {args.tables} tables",
-                 _percentile(db, 50), "ms"),
+                 percentile(db, 50), "ms"),
             _row(f"commit -> QUEUED p99 (DB clock), {args.schedulers} schedulers", p99, "ms",
                  f"<= {GOAL_LATENCY_P99_MS:.0f}", p99 / GOAL_LATENCY_P99_MS,
                  p99 <= GOAL_LATENCY_P99_MS),
             _row("commit -> QUEUED max (DB clock)", db[-1] if db else math.nan, "ms"),
-            _row("client send -> QUEUED p50 (this host's clock)", _percentile(cl, 50), "ms"),
-            _row("client send -> QUEUED p99 (this host's clock)", _percentile(cl, 99), "ms"),
-            _row("NotifyCommit RPC p50", _percentile(rpc, 50), "ms"),
-            _row("NotifyCommit RPC p99", _percentile(rpc, 99), "ms"),
+            _row("client send -> QUEUED p50 (this host's clock)", percentile(cl, 50), "ms"),
+            _row("client send -> QUEUED p99 (this host's clock)", percentile(cl, 99), "ms"),
+            _row("NotifyCommit RPC p50", percentile(rpc, 50), "ms"),
+            _row("NotifyCommit RPC p99", percentile(rpc, 99), "ms"),
             _row(f"operations queued / commits sent ({lat.queued}/{lat.sent})",
                  lat.queued / lat.sent if lat.sent else math.nan, ""),
             _row("scheduler CPU per decision in window (incl. idle polls)",
@@ -639,7 +530,7 @@ def render(args: argparse.Namespace, lat: LatencyResult | None,
                           "/min"))
         lines.append(_row(f"pull {p.name}: wall ms per decision (mean)",
                           p.ms_per(p.wall_s), "ms"))
-        lines[-1] += f"   p50 {_percentile(calls, 50):.2f} p99 {_percentile(calls, 99):.2f}"
+        lines[-1] += f"   p50 {percentile(calls, 50):.2f} p99 {percentile(calls, 99):.2f}"
         cpu = p.ms_per(p.process_cpu_s)
         if p.name.startswith("constant"):
             lines.append(_row(f"pull {p.name}: CPU ms per decision (process_time)", cpu, "ms",
@@ -658,7 +549,7 @@ def render(args: argparse.Namespace, lat: LatencyResult | None,
                           zk_total / p.decisions if p.decisions else math.nan, "req"))
         mix = ", ".join(f"{k} {v / p.decisions:.2f}" for k, v in p.zk.most_common()) \
             if p.decisions else ""
-        notes.append(f"pull {p.name}: {p.calls} decide() calls, {p.decisions} decisions on "
+        notes.append(f"pull {p.name}: {p.calls} passes, {p.decisions} decisions on "
                      f"{p.tables} tables in {p.wall_s:.1f} s; ZooKeeper requests per "
                      f"decision by type: {mix}"
                      + (f"; operations queued {p.ops_queued}"
@@ -700,7 +591,7 @@ def _load_note(w: CpuWindow) -> str:
 def run(args: argparse.Namespace) -> None:
     from tms.local.stack import LocalStack
 
-    _install_plugin_path()
+    install_plugin_path()
     _quiet_logs()
     tmp = Path(tempfile.mkdtemp(prefix="tms-sched-bench-"))
     tmp.chmod(0o755)  # PostgreSQL runs as the postgres user when we are root
@@ -709,27 +600,19 @@ def run(args: argparse.Namespace) -> None:
                        schedulers=args.schedulers,
                        scheduler_args=["--pull-interval-s", str(LONG_PULL_S),
                                        "--poll-interval-s", str(args.poll_interval_s),
-                                       "--coordination", args.coordination,
                                        "--shard-settle-s", "0.5"])
     procs: list[subprocess.Popen[bytes]] = []
     lat: LatencyResult | None = None
     pulls: list[PullResult] = []
-    _say(f"loadavg at start: {_loadavg()}")
+    say(f"loadavg at start: {loadavg()}")
     try:
-        _say("starting PostgreSQL and ZooKeeper")
+        say("starting PostgreSQL and ZooKeeper")
         stack.start_servers()
         assert stack.postgres is not None and stack.zookeeper is not None
         pg, zk = stack.postgres, stack.zookeeper
 
-        def pg_pids() -> list[int]:
-            try:
-                pm = int((pg.data_dir / "postmaster.pid").read_text().split()[0])
-            except (OSError, ValueError, IndexError):
-                return []
-            return [pm, *children_of(pm)]
-
         groups: dict[str, Callable[[], list[int]]] = {
-            "postgres": pg_pids,
+            "postgres": postgres_pids(pg.data_dir),
             "zookeeper": lambda: [zk.proc.pid] if zk.proc else [],
             "schedulers": lambda: [s.proc.pid for s in stack.services
                                    if s.name.startswith("scheduler") and s.proc],
@@ -737,11 +620,11 @@ def run(args: argparse.Namespace) -> None:
             "bench": lambda: [os.getpid()],
         }
         due = min(args.tables, args.initial_decisions)
-        _say(f"inserting {args.tables} constant tables (files=3), {due} of them due now")
+        say(f"inserting {args.tables} constant tables (files=3), {due} of them due now")
         pks = insert_constant_tables(stack.database_url, args.tables, 3, args.tables - due)
         sample: list[int] = []
         if not args.skip_latency:
-            _say("starting tms-api")
+            say("starting tms-api")
             stack.start_api()
             lat, sample = phase_latency(args, stack, pks, groups)
             for svc in list(stack.services):  # quiet machine for the in-process phases
@@ -757,9 +640,9 @@ def run(args: argparse.Namespace) -> None:
                 p.wait()
         stack.stop()
         if args.py_spy is not None and (tmp / "py-spy.log").exists():
-            _say("py-spy: " + (tmp / "py-spy.log").read_text()[-300:].strip())
+            say("py-spy: " + (tmp / "py-spy.log").read_text()[-300:].strip())
         shutil.rmtree(tmp, ignore_errors=True)
-    _say(f"loadavg at end: {_loadavg()}")
+    say(f"loadavg at end: {loadavg()}")
     print(render(args, lat, pulls))
 
 
@@ -785,9 +668,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--iceberg-tables", type=int, default=20, help="0 skips pull (a)")
     p.add_argument("--iceberg-commits", type=int, default=3, help="appends per Iceberg table")
     p.add_argument("--skip-latency", action="store_true", help="only the in-process phases")
-    p.add_argument("--coordination", choices=("shards", "locks"), default="shards",
-                   help="how the scheduler processes of the latency phase divide the tables "
-                        "(the pull phase measures both)")
     p.add_argument("--py-spy", type=Path,
                    help="record the constant pull loop with py-spy (raw collapsed stacks)")
     args = p.parse_args(argv)

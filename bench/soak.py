@@ -31,10 +31,7 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
-import shutil
 import sys
-import tempfile
 import threading
 import time
 import urllib.request
@@ -47,14 +44,12 @@ import psycopg
 if __package__ in (None, ""):  # run as a file: make the repository's packages importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import sigterm_as_interrupt  # noqa: E402
-from tests.faults.invariants import check_acks, check_iceberg_rows, check_operations  # noqa: E402
-from tests.faults.load import Ledger, Notifier, SteadyWriters  # noqa: E402
-from tests.faults.report import FaultRecord, FaultReport  # noqa: E402
-from tests.faults.scenario import CONSTANT_QUEUE, all_decided, constant_tables  # noqa: E402
-
-REPO = Path(__file__).resolve().parent.parent
-PLUGINS = REPO / "tests" / "plugins"
+from bench.common import install_plugin_path, say, sigterm_as_interrupt  # noqa: E402
+from bench.common.procs import iceberg_catalog, local_stack, scratch_dir, stub_for  # noqa: E402
+from bench.faults.invariants import check_acks, check_iceberg_rows, check_operations  # noqa: E402
+from bench.faults.load import Ledger, Notifier, SteadyWriters  # noqa: E402
+from bench.faults.report import FaultRecord, FaultReport  # noqa: E402
+from bench.faults.scenario import CONSTANT_QUEUE, all_decided, constant_tables  # noqa: E402
 
 DEFAULT_MINUTES = 3.0
 SCHEDULERS = 2
@@ -78,10 +73,6 @@ EXECUTOR_ARGS = ["--lease-s", "15", "--heartbeat-s", "5", "--poll-interval-s", "
 SCHEDULER_ARGS = ["--poll-interval-s", "0.2", "--shard-settle-s", "1"]
 
 log = logging.getLogger("tms.soak")
-
-
-def _say(msg: str) -> None:
-    print(f"[soak] {msg}", file=sys.stderr, flush=True)
 
 
 def _decisions(ports: list[int]) -> float:
@@ -234,20 +225,20 @@ def _check_constant_tables(rec: FaultRecord, dsn: str, needy: set[str]) -> None:
 
 
 def run(args: argparse.Namespace, report: FaultReport) -> None:
-    from tests.helpers import iceberg_catalog
+    with scratch_dir("tms-soak-", keep=args.keep) as tmp, local_stack(tmp / "stack") as stack:
+        _run(args, report, stack, tmp)
+
+
+def _run(args: argparse.Namespace, report: FaultReport, stack: Any, tmp: Path) -> None:
     from tms.local import iceberg_data
     from tms.local.ports import free_port
-    from tms.local.stack import LocalStack
+    from tms.v1 import tms_pb2
 
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = f"{PLUGINS}{os.pathsep}{old}" if old else str(PLUGINS)
+    install_plugin_path()
     logging.getLogger("kazoo").setLevel(logging.CRITICAL)
-    tmp = Path(tempfile.mkdtemp(prefix="tms-soak-"))
-    tmp.chmod(0o755)
-    stack = LocalStack(tmp / "stack", Path(os.environ.get("TMS_HOME", REPO / ".tms")))
     notifier: Notifier | None = None
     try:
-        _say(f"starting PostgreSQL, ZooKeeper, tms-api, {SCHEDULERS} schedulers, "
+        say(f"starting PostgreSQL, ZooKeeper, tms-api, {SCHEDULERS} schedulers, "
              f"{EXECUTORS} executors in {tmp}")
         stack.start_servers()
         stack.start_api()
@@ -260,9 +251,6 @@ def run(args: argparse.Namespace, report: FaultReport) -> None:
             stack._service(f"executor-{i}", "tms_services.executor",  # noqa: SLF001
                            ["--id", f"executor-{i}", "--workdir", str(stack.workdir(i)),
                             *EXECUTOR_ARGS])
-        from tests.helpers import stub_for
-        from tms.v1 import tms_pb2
-
         stub = stub_for(stack)
         names, needy = constant_tables(stub, "soak", args.constant_tables, args.needy_every)
         catalog, props = iceberg_catalog(stack, ICEBERG_CATALOG)
@@ -296,7 +284,7 @@ def run(args: argparse.Namespace, report: FaultReport) -> None:
                 time.sleep(min(POLL_S, max(0.0, end - time.monotonic())))
                 if time.monotonic() >= next_progress:
                     next_progress += PROGRESS_EVERY_S
-                    _say(f"{time.monotonic() - t0:5.0f} s: {len(ledger.acked)} acks, "
+                    say(f"{time.monotonic() - t0:5.0f} s: {len(ledger.acked)} acks, "
                          f"finished {_finished_per_state(stack.database_url, t0)}, "
                          f"running {_running(stack.database_url)}")
                 dead = [s.name for s in stack.services if not s.alive]
@@ -342,16 +330,11 @@ def run(args: argparse.Namespace, report: FaultReport) -> None:
             rec.check("every TMS process ran to the end", not dead,
                       f"dead: {dead}" if dead else f"{len(stack.services)} processes")
     except KeyboardInterrupt:
-        _say("interrupted; stopping everything")
+        say("interrupted; stopping everything")
         raise
     finally:
         if notifier is not None:
             notifier.close()
-        stack.stop()
-        if args.keep:
-            _say(f"logs kept in {tmp / 'stack' / 'logs'}")
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

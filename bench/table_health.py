@@ -32,25 +32,21 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import grpc
-
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import sigterm_as_interrupt  # noqa: E402
+from bench.common import TMS_HOME, sigterm_as_interrupt  # noqa: E402
+from bench.common.procs import iceberg_catalog, local_stack, scratch_dir, stub_for  # noqa: E402
 from tms.jobs.iceberg_maintenance import catalog_conf  # noqa: E402
 from tms.local import iceberg_data  # noqa: E402
-from tms.local.stack import LocalStack  # noqa: E402
 from tms.spark.settings import SparkSettings  # noqa: E402
 from tms.v1 import tms_pb2, tms_pb2_grpc  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 SCAN_APP = Path(__file__).resolve().parent / "table_health_scan.py"
 CATALOG = "health"
 NAMESPACE = "bench"
@@ -120,7 +116,7 @@ def wait_until_tidy(stub: Any, catalog: Any) -> float:
 
 def scan_times(state_dir: Path, props: dict[str, str], repetitions: int
                ) -> dict[str, dict[str, float]]:
-    settings = SparkSettings.from_env(ROOT / ".tms")
+    settings = SparkSettings.from_env(TMS_HOME)
     conf = catalog_conf(CATALOG, props)
     spec = {"conf": conf, "repetitions": repetitions, "queries": list(QUERIES),
             "tables": {label: f"{CATALOG}.{NAMESPACE}.{label}"
@@ -139,18 +135,13 @@ def scan_times(state_dir: Path, props: dict[str, str], repetitions: int
 def run(args: argparse.Namespace, state_dir: Path) -> None:
     engines = state_dir / "engines.toml"
     engines.write_text('engine = "warm-spark"\n')
-    stack = LocalStack(state_dir / "stack", ROOT / ".tms",
-                       executor_args=["--engine-config", str(engines), "--poll-interval-s",
-                                      "0.5"])
-    try:
+    executor_args = ["--engine-config", str(engines), "--poll-interval-s", "0.5"]
+    with local_stack(state_dir / "stack", executor_args=executor_args) as stack:
         stack.start()
-        assert stack.postgres is not None
-        dsn = stack.postgres.create_database("iceberg_catalog")
-        props = iceberg_data.catalog_properties(dsn, (state_dir / "warehouse").as_uri())
-        catalog = iceberg_data.load_catalog(CATALOG, props)
+        catalog, props = iceberg_catalog(stack, CATALOG, state_dir / "warehouse")
         tables = {n: iceberg_data.create_table(catalog, NAMESPACE, n)
                   for n in ("plain", "maintained")}
-        stub = tms_pb2_grpc.TableManagementServiceStub(grpc.insecure_channel(stack.api_address))
+        stub = stub_for(stack)
         stub.RegisterTable(tms_pb2.RegisterTableRequest(table_id="maintained", table=tms_pb2.Table(
             format="iceberg", catalog=CATALOG, namespace=NAMESPACE, table_name="maintained",
             catalog_properties=props, policy=POLICY)), timeout=10)
@@ -173,8 +164,6 @@ def run(args: argparse.Namespace, state_dir: Path) -> None:
         stats = {n: table_stats(catalog, n) for n in ("plain", "maintained")}
         print("timing scans with Spark", flush=True)
         scans = scan_times(state_dir, props, args.repetitions)
-    finally:
-        stack.stop()
     report(args, stats, scans, ops, write_s, settle_s, during)
 
 
@@ -219,9 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.commits < 1 or args.rows < 1 or args.repetitions < 1:
         parser.error("--commits, --rows and --repetitions must be >= 1")
-    with sigterm_as_interrupt(), tempfile.TemporaryDirectory(prefix="tms-health-") as tmp:
-        os.chmod(tmp, 0o755)  # PostgreSQL may run as another user
-        run(args, Path(tmp))
+    with sigterm_as_interrupt(), scratch_dir("tms-health-") as tmp:
+        run(args, tmp)
     return 0
 
 

@@ -6,11 +6,9 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-import grpc
-
-from tms.local import iceberg_data
+from bench.common.procs import iceberg_catalog as _iceberg_catalog
+from bench.common.procs import stub_for
 from tms.local.stack import LocalStack
-from tms.v1 import tms_pb2_grpc
 
 T = TypeVar("T")
 WAIT_TIMEOUT_S = 240.0
@@ -31,11 +29,8 @@ def wait_for(probe: Callable[[], T | None], what: str, timeout_s: float = WAIT_T
 
 
 def iceberg_catalog(stack: LocalStack, name: str = "tms_e2e") -> tuple[object, dict[str, str]]:
-    assert stack.postgres is not None
-    dsn = stack.postgres.create_database("iceberg_catalog")
-    props = iceberg_data.catalog_properties(dsn, f"file://{stack.state_dir / 'warehouse'}")
-    return iceberg_data.load_catalog(name, props), props
+    """A SQL Iceberg catalog on the stack's PostgreSQL (the benchmarks' helper)."""
+    return _iceberg_catalog(stack, name)
 
 
-def stub_for(stack: LocalStack) -> tms_pb2_grpc.TableManagementServiceStub:
-    return tms_pb2_grpc.TableManagementServiceStub(grpc.insecure_channel(stack.api_address))
+__all__ = ["iceberg_catalog", "stub_for", "wait_for"]

@@ -9,12 +9,14 @@ ingestion services, catalog hooks) can use it without the service's own dependen
   ``python -m tms_client.cloudevents_receiver``).
 """
 
+from tms_client.admin import PendingCall
 from tms_client.aio import AsyncTmsClient
 from tms_client.channel import DEFAULT_DEADLINE_S, ClientOptions, TlsOptions
 from tms_client.client import TmsClient
 from tms_client.commits import MAX_BATCH_COMMITS, Commit, CommitResult
 from tms_client.errors import (
     AlreadyExistsError,
+    CancelledError,
     DeadlineExceededError,
     FailedPreconditionError,
     FieldViolation,
@@ -28,14 +30,15 @@ from tms_client.errors import (
 from tms_client.events import EventError, EventMapping
 from tms_client.hook import CommitHook, HookResult
 from tms_client.notifier import CommitNotifier
-from tms_client.retry import NO_RETRY, RetryPolicy
+from tms_client.retry import NO_RETRY, RetryPolicy, Safety
 from tms_client.tally import NotifierStats
 
 __all__ = [
     "DEFAULT_DEADLINE_S", "MAX_BATCH_COMMITS", "NO_RETRY",
-    "AlreadyExistsError", "AsyncTmsClient", "ClientOptions", "Commit", "CommitHook",
-    "CommitNotifier", "CommitResult", "DeadlineExceededError", "EventError", "EventMapping",
-    "FailedPreconditionError", "FieldViolation", "HookResult", "InvalidArgumentError",
-    "NotFoundError", "NotifierStats", "PermissionDeniedError", "RetryPolicy", "TlsOptions",
-    "TmsClient", "TmsError", "UnauthenticatedError", "UnavailableError",
+    "AlreadyExistsError", "AsyncTmsClient", "CancelledError", "ClientOptions", "Commit",
+    "CommitHook", "CommitNotifier", "CommitResult", "DeadlineExceededError", "EventError",
+    "EventMapping", "FailedPreconditionError", "FieldViolation", "HookResult",
+    "InvalidArgumentError", "NotFoundError", "NotifierStats", "PendingCall",
+    "PermissionDeniedError", "RetryPolicy", "Safety", "TlsOptions", "TmsClient", "TmsError",
+    "UnauthenticatedError", "UnavailableError",
 ]

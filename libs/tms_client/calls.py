@@ -19,6 +19,7 @@ from tms_client.retry import Safety
 
 OPERATION_NAME_PART = "/operations/"
 ALL_TABLES = "tables/-"
+QUEUE_PREFIX = "queues/"
 
 
 @dataclass(frozen=True)
@@ -99,3 +100,49 @@ def trigger_operation(table: str, action: str, params: Mapping[str, str] | None,
                                           params=dict(params or {}), reason=reason,
                                           request_id=request_id or "")
     return Call("TriggerOperation", req, Safety.SAFE if request_id else Safety.UNSAFE)
+
+
+# --- the operator's calls (tms_client.admin) -----------------------------------------------
+
+def update_table(table: tms_pb2.Table, paths: Sequence[str]) -> Call:
+    # Absolute values under a field mask: sending the same update twice ends in the same state.
+    req = tms_pb2.UpdateTableRequest(table=table)
+    req.update_mask.paths.extend(paths)
+    return Call("UpdateTable", req, Safety.SAFE)
+
+
+def deregister_table(table: str, force: bool) -> Call:
+    # A replay after a lost answer would report NOT_FOUND for a table that was deregistered.
+    return Call("DeregisterTable",
+                tms_pb2.DeregisterTableRequest(name=table_name(table), force=force),
+                Safety.UNSAFE)
+
+
+def pause_table(table: str) -> Call:
+    return Call("PauseTable", tms_pb2.PauseTableRequest(name=table_name(table)), Safety.SAFE)
+
+
+def resume_table(table: str) -> Call:
+    return Call("ResumeTable", tms_pb2.ResumeTableRequest(name=table_name(table)), Safety.SAFE)
+
+
+def cancel_operation(name: str) -> Call:
+    # Cancelling twice leaves the operation as the first cancel did.
+    return Call("CancelOperation", tms_pb2.CancelOperationRequest(name=name), Safety.SAFE)
+
+
+def retry_operation(name: str) -> Call:
+    # Each retry queues a new operation: never sent twice.
+    return Call("RetryOperation", tms_pb2.RetryOperationRequest(name=name), Safety.UNSAFE)
+
+
+def list_queues() -> Call:
+    return Call("ListQueues", tms_pb2.ListQueuesRequest(), Safety.SAFE)
+
+
+def update_queue(queue: str, max_running: int | None) -> Call:
+    name = queue if queue.startswith(QUEUE_PREFIX) else QUEUE_PREFIX + queue
+    req = tms_pb2.UpdateQueueRequest(name=name)
+    if max_running is not None:
+        req.max_running = max_running
+    return Call("UpdateQueue", req, Safety.SAFE)

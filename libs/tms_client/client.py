@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from google.protobuf.message import Message
 
 from tms.v1 import tms_pb2, tms_pb2_grpc
 from tms_client import calls
+from tms_client.admin import AdminMethods
 from tms_client.channel import DEFAULT_DEADLINE_S, ClientOptions, TlsOptions
 from tms_client.commits import Commit, CommitResult, batch_results, chunks
 from tms_client.errors import from_rpc_error
@@ -26,8 +28,11 @@ from tms_client.retry import RetryPolicy, RetryState
 log = logging.getLogger("tms_client")
 
 
-class TmsClient:
+class TmsClient(AdminMethods):
     """A client over one gRPC channel; thread-safe, meant to be shared and long-lived.
+
+    The operator's methods (update, deregister, cancel, queues, raw calls) come from
+    :class:`tms_client.admin.AdminMethods`.
 
     ``deadline_s`` bounds each attempt, ``retry`` the attempts and their total time. Pass
     ``channel`` to use a channel built elsewhere (interceptors, custom options).
@@ -58,6 +63,12 @@ class TmsClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def _future(self, method: str, request: Message, deadline_s: float | None) -> grpc.Future:
+        rpc = getattr(self._stub, method)
+        future: grpc.Future = rpc.future(request, timeout=deadline_s or self.options.deadline_s,
+                                         metadata=self._metadata)
+        return future
 
     def _invoke(self, call: calls.Call, deadline_s: float | None,
                 retry: RetryPolicy | None) -> Any:

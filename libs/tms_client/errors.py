@@ -69,6 +69,10 @@ class DeadlineExceededError(TmsError):
     """The call did not finish within its deadline (after any retries)."""
 
 
+class CancelledError(TmsError):
+    """The call was cancelled on this side (:meth:`PendingCall.cancel`, a closed channel)."""
+
+
 _BY_CODE: dict[grpc.StatusCode, type[TmsError]] = {
     grpc.StatusCode.INVALID_ARGUMENT: InvalidArgumentError,
     grpc.StatusCode.NOT_FOUND: NotFoundError,
@@ -78,6 +82,7 @@ _BY_CODE: dict[grpc.StatusCode, type[TmsError]] = {
     grpc.StatusCode.FAILED_PRECONDITION: FailedPreconditionError,
     grpc.StatusCode.UNAVAILABLE: UnavailableError,
     grpc.StatusCode.DEADLINE_EXCEEDED: DeadlineExceededError,
+    grpc.StatusCode.CANCELLED: CancelledError,
 }
 _BY_NUMBER: dict[int, grpc.StatusCode] = {c.value[0]: c for c in grpc.StatusCode}
 

@@ -18,7 +18,14 @@ from tms.formats.registry import load_formats
 from tms.observability import configure_logging
 from tms.storage.postgres import PostgresStore
 from tms.telemetry import parse_listen
-from tms_services.common import base_parser, require, start_metrics, stop_event_on_signals
+from tms_services.common import (
+    base_parser,
+    check_database,
+    exit_if_unreachable,
+    require,
+    start_metrics,
+    stop_event_on_signals,
+)
 
 DEFAULT_LISTEN = "127.0.0.1:50051"
 MAX_WORKERS = 64
@@ -95,6 +102,7 @@ def supervise(argv: list[str], workers: int, metrics: str = "") -> int:
     return code
 
 
+@exit_if_unreachable("tms-api")
 def main(argv: list[str] | None = None) -> None:
     args, parser = parse_args(argv)
     if args.workers > 1:
@@ -102,6 +110,7 @@ def main(argv: list[str] | None = None) -> None:
         raw = [a for i, a in enumerate(raw) if a != "--workers" and not a.startswith(
             "--workers=") and (i == 0 or raw[i - 1] != "--workers")]
         sys.exit(supervise(raw, args.workers, args.metrics_listen))
+    check_database(args.database_url)
     configure_logging("tms-api")
     start_metrics("tms-api", parser, args.metrics_listen)
     log = structlog.get_logger("tms.api")

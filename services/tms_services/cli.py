@@ -14,14 +14,22 @@ Usage::
     tms tables register sales.orders --catalog lake --namespace sales --name orders \\
         --catalog-property type=rest --catalog-property uri=http://catalog:8181 \\
         --policy compaction.min-small-files=50 --owner team-a --queue batch --priority 10
+    tms tables update sales.orders --priority 20 --policy compaction.min-small-files=30 \
+        --unset-policy expire-snapshots.max-age-s      # only the flags given change
     tms tables pause sales.orders;  tms tables resume sales.orders
-    tms explain sales.orders                      # the scheduler's last decision per action
-    tms operations list [--table T] [--state FAILED] [--action A] [--created-after TIME]
-    tms operations show sales.orders/42           # or tables/sales.orders/operations/42
+    tms tables deregister sales.orders [--yes] [--force]   # asks unless --yes
+    tms explain sales.orders          # metrics, last decision per action, active operations
+    tms operations list [--table T] [--state failed] [--action A] [--created-after TIME]
+    tms operations show tables/sales.orders/operations/42   # or the short sales.orders/42
     tms operations trigger sales.orders compaction --reason "before month-end" [--param k=v]
     tms operations cancel sales.orders/42;  tms operations retry sales.orders/42
+    tms commits notify sales.orders 4385830383911 [--files-added 3] [--operation append]
     tms queues list;  tms queues set batch --max-running 2;  tms queues set batch --unlimited
     tms watch [--table T] [--state RUNNING] [--interval-s 2] [--once | --iterations N]
+
+Operations are always printed by their full name, ``tables/{table}/operations/{id}``; input
+may use the short ``{table}/{id}``. Enum flags (``--state``) take any case. Counts print as
+integers (``3``, never ``3.0``), in tables and in JSON.
 
 Global options (before or after the command): ``--api HOST:PORT`` (env ``TMS_API``, default
 127.0.0.1:50051), ``--token`` (env ``TMS_TOKEN``, sent as ``authorization: Bearer ...``),
@@ -35,6 +43,8 @@ FAILED_PRECONDITION (a conflict: the operation is already active, the table is p
 Errors are one line on stderr naming the status and every field the server refused
 (``tms: INVALID_ARGUMENT: table_id: ...``); with ``--json``, a JSON document
 ``{"error": {"code", "exit_code", "message", "reason", "metadata", "field_violations"}}``.
+An API nobody answers for is ``tms: UNAVAILABLE: cannot reach tms-api at HOST:PORT: ...``
+(exit 1); ``tms migrate`` with a database that does not answer says so the same way.
 """
 
 from __future__ import annotations
@@ -44,20 +54,27 @@ import os
 import sys
 from typing import NoReturn
 
-import grpc
-
-from tms_services import cli_operations, cli_queues, cli_tables, cli_watch
+from tms_client import TmsError
+from tms_services import (
+    cli_commits,
+    cli_explain,
+    cli_operations,
+    cli_queues,
+    cli_tables,
+    cli_watch,
+)
 from tms_services.cli_client import add_connection_options, connect
 from tms_services.cli_errors import (
     EXIT_CODES_HELP,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_SERVER,
     EXIT_USAGE,
     CliError,
-    from_rpc_error,
+    from_tms_error,
     usage_error,
 )
-from tms_services.common import ENV_DATABASE_URL
+from tms_services.common import ENV_DATABASE_URL, Unreachable, check_database
 
 JSON_FLAG = "--json"
 
@@ -82,6 +99,10 @@ def _migrate(args: argparse.Namespace) -> int:
 
     if not args.database_url:
         raise usage_error(f"tms migrate: --database-url or {ENV_DATABASE_URL} is required")
+    try:
+        check_database(args.database_url)
+    except Unreachable as e:
+        raise CliError("UNAVAILABLE", str(e), EXIT_SERVER) from e
     applied = migrate(args.database_url)
     for m in applied:
         print(f"applied {m.version:04d}_{m.name}")
@@ -98,12 +119,16 @@ def build_parser() -> argparse.ArgumentParser:
     add_connection_options(p, defaults=True)
     common = _Parser(add_help=False)
     add_connection_options(common, defaults=False)
-    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True,
+                           help="what to do (each has --help)")
     m = sub.add_parser("migrate", help="apply pending schema migrations (talks to PostgreSQL)")
-    m.add_argument("--database-url", default=os.environ.get(ENV_DATABASE_URL))
+    m.add_argument("--database-url", default=os.environ.get(ENV_DATABASE_URL),
+                   help=f"PostgreSQL URL (env {ENV_DATABASE_URL})")
     m.set_defaults(fn=None)
     cli_tables.add_parsers(sub, common)
+    cli_explain.add_parsers(sub, common)
     cli_operations.add_parsers(sub, common)
+    cli_commits.add_parsers(sub, common)
     cli_queues.add_parsers(sub, common)
     cli_watch.add_parsers(sub, common)
     return p
@@ -112,6 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
 def run(argv: list[str]) -> int:
     """Parse, dispatch, and turn every failure into its exit code and one report."""
     as_json = JSON_FLAG in argv
+    args: argparse.Namespace | None = None
     try:
         args = build_parser().parse_args(argv)
         if args.fn is None:
@@ -127,8 +153,8 @@ def run(argv: list[str]) -> int:
     except CliError as e:
         e.report(as_json)
         return e.exit_code
-    except grpc.RpcError as e:
-        err = from_rpc_error(e)
+    except TmsError as e:
+        err = from_tms_error(e, args.api if args is not None else "")
         err.report(as_json)
         return err.exit_code
     except KeyboardInterrupt:

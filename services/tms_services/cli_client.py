@@ -1,23 +1,26 @@
-"""The ``tms`` CLI's connection to ``tms-api``: channel, credentials, deadline, paging, names.
+"""The ``tms`` CLI's connection to ``tms-api``, through :class:`tms_client.TmsClient`: the
+client owns the channel, token, TLS and error mapping; this module turns the global options
+into one client, pages through lists and normalises names.
 
-One channel per command: the CLI is short-lived, and a fresh channel fails fast (UNAVAILABLE)
-when nothing listens instead of waiting for a server to appear, which is what a script wants.
+One channel per command and one attempt per call (no retries): the CLI is short-lived, and a
+call to a port where nothing listens fails fast (UNAVAILABLE) instead of waiting for a server
+to appear, which is what a script (or a person at a terminal) wants.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import grpc
 from google.protobuf.message import Message
 
-from tms.v1 import tms_pb2_grpc
+from tms_client import NO_RETRY, CancelledError, PendingCall, TlsOptions, TmsClient
 from tms_services.cli_errors import usage_error
 
 ENV_API = "TMS_API"
@@ -29,21 +32,40 @@ MAX_PAGE_SIZE = 1000  # the API caps page_size here (AIP-158)
 DEFAULT_LIST_LIMIT = 100  # rows a list command shows unless --limit / --all
 
 TABLE_PREFIX = "tables/"
-QUEUE_PREFIX = "queues/"
 OPERATIONS_SEGMENT = "/operations/"
 
 
-@dataclass
 class Client:
-    """A stub plus what every call carries: the bearer token and the deadline."""
+    """The command's :class:`TmsClient` (``.tms``) plus the call in flight, so a Ctrl-C
+    handler can cancel it (:meth:`interrupt`) instead of raising inside gRPC."""
 
-    stub: tms_pb2_grpc.TableManagementServiceStub
-    metadata: tuple[tuple[str, str], ...]
-    timeout_s: float
+    def __init__(self, tms: TmsClient, api: str) -> None:
+        self.tms = tms
+        self.api = api
+        self.interrupted = False
+        self._inflight: PendingCall | None = None
 
     def call(self, method: str, request: Message) -> Any:
-        rpc = getattr(self.stub, method)
-        return rpc(request, timeout=self.timeout_s, metadata=self.metadata)
+        """One attempt of ``method``, cancellable by :meth:`interrupt` (then it raises
+        :class:`tms_client.CancelledError`)."""
+        if self.interrupted:
+            raise CancelledError(grpc.StatusCode.CANCELLED, f"{method} not sent: interrupted")
+        pending = self.tms.start_call(method, request)
+        self._inflight = pending
+        if self.interrupted:  # the interrupt came between start_call and the line above
+            pending.cancel()
+        try:
+            return pending.result()
+        finally:
+            self._inflight = None
+
+    def interrupt(self) -> None:
+        """Safe in a signal handler of the thread that waits in :meth:`call`: it only sets a
+        flag and cancels the call in flight, which makes that wait return at once."""
+        self.interrupted = True
+        pending = self._inflight
+        if pending is not None:
+            pending.cancel()
 
 
 def add_connection_options(p: argparse.ArgumentParser, defaults: bool) -> None:
@@ -79,43 +101,45 @@ def _read(path: str, what: str) -> bytes:
         raise usage_error(f"cannot read {what} {path}: {e.strerror}") from e
 
 
-def _channel(args: argparse.Namespace) -> grpc.Channel:
+def _tls(args: argparse.Namespace) -> TlsOptions | None:
     if bool(args.tls_cert) != bool(args.tls_key):
         raise usage_error("--tls-cert and --tls-key go together")
     if not (args.tls_ca or args.tls_cert):
-        return grpc.insecure_channel(args.api)
-    creds = grpc.ssl_channel_credentials(
-        root_certificates=_read(args.tls_ca, "--tls-ca") if args.tls_ca else None,
-        private_key=_read(args.tls_key, "--tls-key") if args.tls_key else None,
-        certificate_chain=_read(args.tls_cert, "--tls-cert") if args.tls_cert else None)
-    return grpc.secure_channel(args.api, creds)
+        return None
+    return TlsOptions(
+        root_certs=_read(args.tls_ca, "--tls-ca") if args.tls_ca else None,
+        client_cert=_read(args.tls_cert, "--tls-cert") if args.tls_cert else None,
+        client_key=_read(args.tls_key, "--tls-key") if args.tls_key else None)
 
 
 @contextmanager
 def connect(args: argparse.Namespace) -> Iterator[Client]:
-    if args.timeout_s <= 0:
+    if not args.timeout_s > 0:
         raise usage_error("--timeout-s must be positive")
-    metadata = (("authorization", f"Bearer {args.token}"),) if args.token else ()
-    channel = _channel(args)
     try:
-        yield Client(tms_pb2_grpc.TableManagementServiceStub(channel), metadata, args.timeout_s)
+        tms = TmsClient(args.api, token=args.token or None, tls=_tls(args),
+                        deadline_s=args.timeout_s, retry=NO_RETRY)
+    except ValueError as e:  # an empty --api, a token with a line break
+        raise usage_error(str(e)) from e
+    try:
+        yield Client(tms, args.api)
     finally:
-        channel.close()
+        tms.close()
 
 
-def collect(client: Client, method: str, request: Message, field: str,
+def collect(fetch: Callable[[int, str], Any], field: str,
             limit: int | None) -> tuple[list[Any], str]:
-    """Up to ``limit`` items (all if None) of a paged list, and the token to go on from."""
+    """Up to ``limit`` items (all if None) of a paged list, and the token to go on from;
+    ``fetch(page_size, page_token)`` returns one page."""
     items: list[Any] = []
+    token = ""
     while True:
         want = MAX_PAGE_SIZE if limit is None else min(MAX_PAGE_SIZE, limit - len(items))
-        request.page_size = want  # type: ignore[attr-defined]
-        page = client.call(method, request)
+        page = fetch(want, token)
         items += list(getattr(page, field))[:want]
-        token: str = page.next_page_token
+        token = page.next_page_token
         if not token or (limit is not None and len(items) >= limit):
             return items, token
-        request.page_token = token  # type: ignore[attr-defined]
 
 
 def add_limit_options(p: argparse.ArgumentParser) -> None:
@@ -133,6 +157,16 @@ def limit_of(args: argparse.Namespace) -> int | None:
     return int(args.limit)
 
 
+def upper(text: str) -> str:
+    """argparse type of enum flags (``--state failed``): choices are matched in any case."""
+    return text.upper()
+
+
+def lower(text: str) -> str:
+    """argparse type of format and action names, which the API spells in lower case."""
+    return text.lower()
+
+
 def table_name(text: str) -> str:
     """``events`` or ``tables/events`` → ``tables/events``."""
     return text if text.startswith(TABLE_PREFIX) else TABLE_PREFIX + text
@@ -146,13 +180,18 @@ def operation_name(text: str) -> str:
     return f"{TABLE_PREFIX}{table}{OPERATIONS_SEGMENT}{op_id}"
 
 
-def queue_name(text: str) -> str:
-    return text if text.startswith(QUEUE_PREFIX) else QUEUE_PREFIX + text
-
-
 def key_value(text: str) -> tuple[str, str]:
     """argparse type of repeatable ``k=v`` options; the value may itself contain ``=``."""
     key, sep, value = text.partition("=")
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
     return key, value
+
+
+def iso_time(text: str) -> dt.datetime:
+    """argparse type: ISO 8601, UTC unless the text names a zone."""
+    try:
+        t = dt.datetime.fromisoformat(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {text!r}") from e
+    return t if t.tzinfo else t.replace(tzinfo=dt.UTC)

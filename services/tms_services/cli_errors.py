@@ -1,9 +1,12 @@
 """Exit codes and error reports of the ``tms`` CLI.
 
-Scripts branch on the exit code, so each gRPC status maps to one of a few stable codes, and the
-error itself goes to stderr in one line a person can act on: the status, the server's message,
-and every field the server's ``google.rpc.BadRequest`` names (so "which flag was wrong" needs no
-second look). With ``--json`` the same facts go to stderr as one JSON document.
+Scripts branch on the exit code, so each kind of failure maps to one of a few stable codes,
+and the error itself goes to stderr in one line a person can act on: the status, the server's
+message, and every field the server refused (so "which flag was wrong" needs no second look).
+With ``--json`` the same facts go to stderr as one JSON document.
+
+Failed calls arrive as :class:`tms_client.TmsError` (the client already unpacked the
+google.rpc.Status: reason, metadata, field violations); the exit code follows its class.
 """
 
 from __future__ import annotations
@@ -11,11 +14,19 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import asdict, dataclass, field
-from typing import Any, TextIO
+from typing import TextIO
 
 import grpc
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
+
+from tms_client import (
+    AlreadyExistsError,
+    FailedPreconditionError,
+    InvalidArgumentError,
+    NotFoundError,
+    PermissionDeniedError,
+    TmsError,
+    UnauthenticatedError,
+)
 
 EXIT_OK = 0
 EXIT_SERVER = 1  # UNAVAILABLE, INTERNAL, DEADLINE_EXCEEDED and anything unclassified
@@ -25,15 +36,18 @@ EXIT_CONFLICT = 4  # ALREADY_EXISTS, FAILED_PRECONDITION, ABORTED
 EXIT_AUTH = 5  # UNAUTHENTICATED, PERMISSION_DENIED
 EXIT_INTERRUPTED = 130  # Ctrl-C outside `tms watch` (128 + SIGINT, as shells report it)
 
-_EXIT_BY_STATUS: dict[grpc.StatusCode, int] = {
-    grpc.StatusCode.INVALID_ARGUMENT: EXIT_USAGE,
+_EXIT_BY_CLASS: tuple[tuple[type[TmsError], int], ...] = (
+    (InvalidArgumentError, EXIT_USAGE),
+    (NotFoundError, EXIT_NOT_FOUND),
+    (AlreadyExistsError, EXIT_CONFLICT),
+    (FailedPreconditionError, EXIT_CONFLICT),
+    (UnauthenticatedError, EXIT_AUTH),
+    (PermissionDeniedError, EXIT_AUTH),
+)
+# Codes the client has no class for, that still are the caller's doing rather than the server's.
+_EXIT_BY_CODE: dict[grpc.StatusCode, int] = {
     grpc.StatusCode.OUT_OF_RANGE: EXIT_USAGE,
-    grpc.StatusCode.NOT_FOUND: EXIT_NOT_FOUND,
-    grpc.StatusCode.ALREADY_EXISTS: EXIT_CONFLICT,
-    grpc.StatusCode.FAILED_PRECONDITION: EXIT_CONFLICT,
     grpc.StatusCode.ABORTED: EXIT_CONFLICT,
-    grpc.StatusCode.UNAUTHENTICATED: EXIT_AUTH,
-    grpc.StatusCode.PERMISSION_DENIED: EXIT_AUTH,
 }
 
 # Codes a live view may outlast: the next refresh can succeed without anyone acting.
@@ -52,8 +66,11 @@ exit codes:
   130 interrupted (Ctrl-C), except `tms watch`, which ends with 0"""
 
 
-def exit_code(code: grpc.StatusCode) -> int:
-    return _EXIT_BY_STATUS.get(code, EXIT_SERVER)
+def exit_code(error: TmsError) -> int:
+    for cls, code in _EXIT_BY_CLASS:
+        if isinstance(error, cls):
+            return code
+    return _EXIT_BY_CODE.get(error.code, EXIT_SERVER) if error.code else EXIT_SERVER
 
 
 @dataclass(eq=False)
@@ -80,7 +97,7 @@ class CliError(Exception):
             body = "; ".join(f"{v['field']}: {v['description']}" for v in self.field_violations)
         else:
             body = self.message
-        return f"tms: {head}: {body}"
+        return f"tms: {head}: {' '.join(body.split())}"
 
     def report(self, as_json: bool, stream: TextIO | None = None) -> None:
         out = stream or sys.stderr
@@ -94,27 +111,12 @@ def usage_error(message: str) -> CliError:
     return CliError("USAGE", message, EXIT_USAGE)
 
 
-def from_rpc_error(err: grpc.RpcError) -> CliError:
-    """The status of a failed call with its ErrorInfo and BadRequest details unpacked."""
-    code: grpc.StatusCode = err.code()  # type: ignore[attr-defined]
-    message: str = err.details() or ""  # type: ignore[attr-defined]
-    error = CliError(code.name, message, exit_code(code))
-    try:
-        status = rpc_status.from_call(err)  # type: ignore[arg-type]
-    except ValueError:  # a status whose details disagree with its code: keep code and message
-        status = None
-    for detail in status.details if status is not None else []:
-        _unpack(detail, error)
-    return error
-
-
-def _unpack(detail: Any, error: CliError) -> None:
-    if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
-        info = error_details_pb2.ErrorInfo()
-        detail.Unpack(info)
-        error.reason, error.metadata = info.reason, dict(info.metadata)
-    elif detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
-        bad = error_details_pb2.BadRequest()
-        detail.Unpack(bad)
-        error.field_violations += [{"field": v.field, "description": v.description}
-                                   for v in bad.field_violations]
+def from_tms_error(err: TmsError, api: str = "") -> CliError:
+    """The report of a failed call. UNAVAILABLE says which address could not be reached,
+    since that is the first thing to check (``--api`` / ``TMS_API``)."""
+    name = err.code.name if err.code is not None else "UNKNOWN"
+    message = err.message
+    if err.code == grpc.StatusCode.UNAVAILABLE and api and not err.reason:
+        message = f"cannot reach tms-api at {api}: {message}"
+    return CliError(name, message, exit_code(err), err.reason, dict(err.metadata),
+                    [{"field": v.field, "description": v.description} for v in err.violations])

@@ -4,7 +4,8 @@ JSON is the API's own messages through ``MessageToDict`` with the proto field na
 (``next_attempt_time``, not ``nextAttemptTime``) and every scalar field printed even when it
 holds its default, so a script finds ``"attempt": 0`` instead of a missing key. That makes the
 proto file the schema of the JSON output; int64 fields (``commit_count``) are strings there, as
-the proto3 JSON mapping says.
+the proto3 JSON mapping says. Numbers inside Struct fields (metrics, results) are doubles on the
+wire; whole ones print as integers (``3``, not ``3.0``), in JSON as in tables.
 
 Times are shown in UTC (``2026-11-22 14:03:07 UTC``) because operators compare them with
 server logs from machines in any zone; durations read like ``1m 05s``.
@@ -32,9 +33,25 @@ SECONDS_PER_HOUR = 3600
 SECONDS_PER_DAY = 86400
 
 
+def whole(value: Any) -> Any:
+    """``value`` with every integral float made an int, in nested dicts and lists too.
+
+    google.protobuf.Struct (metrics, results) holds every number as a double, so a count of 3
+    files comes back as ``3.0``; people and scripts expect ``3``.
+    """
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: whole(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [whole(v) for v in value]
+    return value
+
+
 def to_dict(msg: Message) -> dict[str, Any]:
-    return MessageToDict(msg, preserving_proto_field_name=True,
-                         always_print_fields_with_no_presence=True)
+    doc: dict[str, Any] = whole(MessageToDict(msg, preserving_proto_field_name=True,
+                                              always_print_fields_with_no_presence=True))
+    return doc
 
 
 def dumps(doc: Any, compact: bool = False) -> str:
@@ -106,7 +123,7 @@ def cut(text: str, limit: int = CELL_MAX_CHARS) -> str:
 def cell(value: object) -> str:
     if value is None or value == "":
         return NONE
-    return str(value)
+    return str(whole(value))
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[object]],
@@ -132,10 +149,10 @@ def block(pairs: Sequence[tuple[str, object]]) -> str:
 
 def pairs(mapping: Mapping[str, Any]) -> str:
     """A map as ``k=v, k=v`` in key order; ``-`` when empty."""
-    return ", ".join(f"{k}={mapping[k]}" for k in sorted(mapping)) or NONE
+    return ", ".join(f"{k}={whole(mapping[k])}" for k in sorted(mapping)) or NONE
 
 
 def struct_text(msg: Message) -> str:
     """A google.protobuf.Struct as compact JSON (metrics, results); ``-`` when empty."""
-    data = MessageToDict(msg)
+    data = whole(MessageToDict(msg))
     return json.dumps(data, sort_keys=True, separators=(", ", ": ")) if data else NONE

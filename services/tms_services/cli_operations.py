@@ -6,17 +6,17 @@ import argparse
 import datetime as dt
 from typing import Any
 
-from google.protobuf.timestamp_pb2 import Timestamp
-
 from tms.v1 import tms_pb2
 from tms_services.cli_client import (
     Client,
     add_limit_options,
     collect,
+    iso_time,
     key_value,
     limit_of,
+    lower,
     operation_name,
-    table_name,
+    upper,
 )
 from tms_services.cli_format import (
     NONE,
@@ -33,13 +33,7 @@ from tms_services.cli_output import emit, emit_more
 
 OP = tms_pb2.Operation
 OP_STATES = tuple(n for n in OP.State.keys() if n != "STATE_UNSPECIFIED")
-ALL_TABLES = "tables/-"
 LOG_INDENT = "  "
-
-
-def short(name: str) -> str:
-    """``tables/events/operations/7`` → ``events/7``, which every command also accepts."""
-    return name.removeprefix("tables/").replace("/operations/", "/")
 
 
 def state(op: tms_pb2.Operation) -> str:
@@ -83,7 +77,7 @@ OP_HEADERS = ["OPERATION", "ACTION", "STATE", "ATTEMPT", "QUEUE", "EXECUTOR", "C
 
 def op_rows(ops: list[tms_pb2.Operation], now: dt.datetime) -> str:
     return table(OP_HEADERS, [
-        [short(o.name), o.action, state(o), attempts_text(o), o.queue, executor(o),
+        [o.name, o.action, state(o), attempts_text(o), o.queue, executor(o),
          when(o.create_time, zone=False), elapsed(o, now),
          until(o.next_attempt_time, now, compact=True), detail(o)] for o in ops], right=(3, 7))
 
@@ -120,23 +114,16 @@ def operation_text(op: tms_pb2.Operation, now: dt.datetime | None = None) -> str
     return "\n".join(parts)
 
 
-def _time(text: str) -> Timestamp:
-    """argparse type: ISO 8601, UTC unless the text names a zone."""
-    try:
-        t = dt.datetime.fromisoformat(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {text!r}") from e
-    ts = Timestamp()
-    ts.FromDatetime(t if t.tzinfo else t.replace(tzinfo=dt.UTC))
-    return ts
-
-
 def _list(c: Client, args: argparse.Namespace) -> int:
-    req = tms_pb2.ListOperationsRequest(
-        parent=table_name(args.table) if args.table else ALL_TABLES, action=args.action,
-        state=args.state,
-        created_after=args.created_after, created_before=args.created_before)
-    ops, token = collect(c, "ListOperations", req, "operations", limit_of(args))
+    state = OP.State.Value(args.state) if args.state else 0
+
+    def page(size: int, token: str) -> tms_pb2.ListOperationsResponse:
+        return c.tms.list_operations(args.table or None, page_size=size, page_token=token,
+                                     state=state, action=args.action,
+                                     created_after=args.created_after,
+                                     created_before=args.created_before)
+
+    ops, token = collect(page, "operations", limit_of(args))
     now = dt.datetime.now(dt.UTC)
     emit(args, tms_pb2.ListOperationsResponse(operations=ops, next_page_token=token),
          lambda _m: op_rows(ops, now) if ops else "no operations")
@@ -145,8 +132,7 @@ def _list(c: Client, args: argparse.Namespace) -> int:
 
 
 def _show(c: Client, args: argparse.Namespace) -> int:
-    op = c.call("GetOperation", tms_pb2.GetOperationRequest(name=operation_name(args.operation)))
-    emit(args, op, operation_text)
+    emit(args, c.tms.get_operation(operation_name(args.operation)), operation_text)
     return 0
 
 
@@ -157,9 +143,7 @@ def _cancelled(op: tms_pb2.Operation) -> str:
 
 
 def _cancel(c: Client, args: argparse.Namespace) -> int:
-    op = c.call("CancelOperation",
-                tms_pb2.CancelOperationRequest(name=operation_name(args.operation)))
-    emit(args, op, _cancelled)
+    emit(args, c.tms.cancel_operation(operation_name(args.operation)), _cancelled)
     return 0
 
 
@@ -170,16 +154,13 @@ def _queued(op: tms_pb2.Operation) -> str:
 
 
 def _retry(c: Client, args: argparse.Namespace) -> int:
-    op = c.call("RetryOperation",
-                tms_pb2.RetryOperationRequest(name=operation_name(args.operation)))
-    emit(args, op, _queued)
+    emit(args, c.tms.retry_operation(operation_name(args.operation)), _queued)
     return 0
 
 
 def _trigger(c: Client, args: argparse.Namespace) -> int:
-    op = c.call("TriggerOperation", tms_pb2.TriggerOperationRequest(
-        parent=table_name(args.table), action=args.action_name, params=dict(args.param),
-        reason=args.reason, request_id=args.request_id))
+    op = c.tms.trigger_operation(args.table, args.action_name, params=dict(args.param),
+                                 reason=args.reason, request_id=args.request_id or None)
     emit(args, op, _queued)
     return 0
 
@@ -187,15 +168,18 @@ def _trigger(c: Client, args: argparse.Namespace) -> int:
 def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     o = sub.add_parser("operations", parents=[common],
                        help="list, show, cancel, retry, trigger operations")
-    os_ = o.add_subparsers(dest="subcommand", metavar="COMMAND", required=True)
+    os_ = o.add_subparsers(dest="subcommand", metavar="COMMAND", required=True,
+                           help="what to do with operations")
 
     ls = os_.add_parser("list", parents=[common], help="operations, newest first")
     ls.add_argument("--table", default="", help="only this table's (default: every table)")
-    ls.add_argument("--state", choices=OP_STATES, help="only operations in this state")
-    ls.add_argument("--action", dest="action", default="", help="only this action")
-    ls.add_argument("--created-after", type=_time, metavar="TIME",
-                    help="ISO 8601, UTC unless a zone is given")
-    ls.add_argument("--created-before", type=_time, metavar="TIME")
+    ls.add_argument("--state", type=upper, choices=OP_STATES,
+                    help="only operations in this state (any case)")
+    ls.add_argument("--action", type=lower, default="", help="only this action")
+    ls.add_argument("--created-after", type=iso_time, metavar="TIME",
+                    help="created at or after TIME: ISO 8601, UTC unless a zone is given")
+    ls.add_argument("--created-before", type=iso_time, metavar="TIME",
+                    help="created before TIME: ISO 8601, UTC unless a zone is given")
     add_limit_options(ls)
     ls.set_defaults(fn=_list)
 
@@ -210,7 +194,7 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     t = os_.add_parser("trigger", parents=[common],
                        help="queue an action now, bypassing the table's policy")
     t.add_argument("table", metavar="TABLE", help="table id or tables/{id}")
-    t.add_argument("action_name", metavar="ACTION", help="e.g. compaction")
+    t.add_argument("action_name", type=lower, metavar="ACTION", help="e.g. compaction")
     t.add_argument("--param", type=key_value, action="append", default=[], metavar="K=V",
                    help="engine parameter (repeatable)")
     t.add_argument("--reason", default="", help="note stored with the operation")

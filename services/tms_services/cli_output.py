@@ -16,9 +16,14 @@ from google.protobuf.message import Message
 from tms_services.cli_format import dumps, to_dict
 
 
-def emit(args: argparse.Namespace, msg: Message, human: Callable[[Any], str]) -> None:
-    """Print ``msg`` as JSON with ``--json``, else as ``human(msg)``."""
-    print(dumps(to_dict(msg)) if args.json else human(msg))
+def emit(args: argparse.Namespace, msg: Message, human: Callable[[Any], str],
+         json_doc: dict[str, Any] | None = None) -> None:
+    """Print ``msg`` as JSON with ``--json`` (or ``json_doc`` for a call that answers with
+    nothing to show, like DeregisterTable's Empty), else as ``human(msg)``."""
+    if args.json:
+        print(dumps(json_doc if json_doc is not None else to_dict(msg)))
+    else:
+        print(human(msg))
 
 
 def note(args: argparse.Namespace, text: str) -> None:

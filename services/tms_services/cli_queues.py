@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from tms.v1 import tms_pb2
-from tms_services.cli_client import Client, queue_name
+from tms_services.cli_client import Client
 from tms_services.cli_format import table
 from tms_services.cli_output import emit
 
@@ -26,15 +26,12 @@ def _rows(r: tms_pb2.ListQueuesResponse) -> str:
 
 
 def _list(c: Client, args: argparse.Namespace) -> int:
-    emit(args, c.call("ListQueues", tms_pb2.ListQueuesRequest()), _rows)
+    emit(args, tms_pb2.ListQueuesResponse(queues=c.tms.list_queues()), _rows)
     return 0
 
 
 def _set(c: Client, args: argparse.Namespace) -> int:
-    req = tms_pb2.UpdateQueueRequest(name=queue_name(args.queue))
-    if not args.unlimited:
-        req.max_running = args.max_running
-    q = c.call("UpdateQueue", req)
+    q = c.tms.update_queue(args.queue, None if args.unlimited else args.max_running)
     emit(args, q, lambda m: f"{m.name}: max running {_limit(m)} "
                             f"({m.running} running, {m.queued} queued)")
     return 0
@@ -42,7 +39,8 @@ def _set(c: Client, args: argparse.Namespace) -> int:
 
 def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     q = sub.add_parser("queues", parents=[common], help="queue concurrency limits")
-    qs = q.add_subparsers(dest="subcommand", metavar="COMMAND", required=True)
+    qs = q.add_subparsers(dest="subcommand", metavar="COMMAND", required=True,
+                          help="what to do with queues")
     ls = qs.add_parser("list", parents=[common],
                        help="queues with a limit or active operations")
     ls.set_defaults(fn=_list)

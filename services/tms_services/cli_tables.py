@@ -1,8 +1,9 @@
-"""``tms tables list|show|register|pause|resume`` and ``tms explain``."""
+"""``tms tables list|show|register|update|deregister|pause|resume``."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from tms.v1 import tms_pb2
@@ -12,21 +13,17 @@ from tms_services.cli_client import (
     collect,
     key_value,
     limit_of,
+    lower,
     table_name,
+    upper,
 )
-from tms_services.cli_format import (
-    NONE,
-    block,
-    cut,
-    pairs,
-    struct_text,
-    table,
-    when,
-)
-from tms_services.cli_output import emit, emit_more
+from tms_services.cli_errors import usage_error
+from tms_services.cli_format import NONE, block, pairs, table, when
+from tms_services.cli_output import emit, emit_more, note
 
 DEFAULT_FORMAT = "iceberg"
 TABLE_STATES = ("ACTIVE", "PAUSED")
+CONFIRM_ANSWERS = ("y", "yes")
 
 
 def _short(name: str) -> str:
@@ -58,9 +55,13 @@ def table_text(t: tms_pb2.Table) -> str:
 
 
 def _list(c: Client, args: argparse.Namespace) -> int:
-    req = tms_pb2.ListTablesRequest(format=args.format, owner=args.owner, queue=args.queue,
-                                    state=args.state)
-    tables, token = collect(c, "ListTables", req, "tables", limit_of(args))
+    state = tms_pb2.Table.State.Value(args.state) if args.state else 0
+
+    def page(size: int, token: str) -> tms_pb2.ListTablesResponse:
+        return c.tms.list_tables(page_size=size, page_token=token, format=args.format,
+                                 state=state, owner=args.owner, queue=args.queue)
+
+    tables, token = collect(page, "tables", limit_of(args))
     emit(args, tms_pb2.ListTablesResponse(tables=tables, next_page_token=token),
          lambda _m: _rows(tables) if tables else "no tables")
     emit_more(args, token)
@@ -68,8 +69,7 @@ def _list(c: Client, args: argparse.Namespace) -> int:
 
 
 def _show(c: Client, args: argparse.Namespace) -> int:
-    emit(args, c.call("GetTable", tms_pb2.GetTableRequest(name=table_name(args.table))),
-         table_text)
+    emit(args, c.tms.get_table(args.table), table_text)
     return 0
 
 
@@ -79,66 +79,104 @@ def _register(c: Client, args: argparse.Namespace) -> int:
         table_name=args.name, base_path=args.base_path,
         catalog_properties=dict(args.catalog_property), policy=dict(args.policy),
         owner=args.owner, queue=args.queue, priority=args.priority)
-    t = c.call("RegisterTable", tms_pb2.RegisterTableRequest(
-        table_id=args.table.removeprefix("tables/"), table=spec, request_id=args.request_id))
+    t = c.tms.register_table(args.table.removeprefix("tables/"), spec,
+                             request_id=args.request_id or None)
     emit(args, t, lambda m: f"registered {m.name} ({m.format}, queue {m.queue}, "
                             f"priority {m.priority}, {tms_pb2.Table.State.Name(m.state)})")
     return 0
 
 
-def _set_state(method: str, request_type: Any) -> Any:
+def _edited(current: Any, sets: list[tuple[str, str]], unsets: list[str]) -> dict[str, str]:
+    out = dict(current)
+    out.update(sets)
+    for key in unsets:
+        out.pop(key, None)
+    return out
+
+
+def _update(c: Client, args: argparse.Namespace) -> int:
+    """A field mask of exactly the flags given. Setting or unsetting single policy keys or
+    catalog properties reads the table first (the API replaces a map whole); catalog
+    properties come back redacted, and the API keeps the stored value of a redacted echo."""
+    maps = (args.policy, args.unset_policy, args.catalog_property, args.unset_catalog_property)
+    if all(v is None for v in (args.owner, args.queue, args.priority)) and not any(maps):
+        raise usage_error("tms tables update: give at least one field to change")
+    policy = props = None
+    if any(maps):
+        current = c.tms.get_table(args.table)
+        if args.policy or args.unset_policy:
+            policy = _edited(current.policy, args.policy, args.unset_policy)
+        if args.catalog_property or args.unset_catalog_property:
+            props = _edited(current.catalog_properties, args.catalog_property,
+                            args.unset_catalog_property)
+    t = c.tms.update_table(args.table, owner=args.owner, queue=args.queue,
+                           priority=args.priority, policy=policy, catalog_properties=props)
+    emit(args, t, table_text)
+    return 0
+
+
+def _confirmed(args: argparse.Namespace, name: str) -> bool:
+    if args.yes:
+        return True
+    if not sys.stdin.isatty():
+        raise usage_error(f"tms tables deregister: refusing to deregister {name} without "
+                          "--yes (stdin is not a terminal to ask on)")
+    answer = input(f"deregister {name}{' (force)' if args.force else ''}? [y/N] ")
+    return answer.strip().lower() in CONFIRM_ANSWERS
+
+
+def _deregister(c: Client, args: argparse.Namespace) -> int:
+    name = table_name(args.table)
+    if not _confirmed(args, name):
+        note(args, "not deregistered")
+        return 0
+    c.tms.deregister_table(name, force=args.force)
+    emit(args, tms_pb2.Table(name=name), lambda m: f"deregistered {m.name}",
+         json_doc={"name": name, "deregistered": True})
+    return 0
+
+
+def _set_state(pause: bool) -> Any:
     def run(c: Client, args: argparse.Namespace) -> int:
-        t = c.call(method, request_type(name=table_name(args.table)))
+        t = c.tms.pause_table(args.table) if pause else c.tms.resume_table(args.table)
         emit(args, t, lambda m: f"{m.name} is {tms_pb2.Table.State.Name(m.state)}")
         return 0
     return run
 
 
-def explain_text(r: tms_pb2.ExplainTableResponse) -> str:
-    head = f"{r.table}  {tms_pb2.Table.State.Name(r.state)}"
-    rows = [[a.action, when(a.decide_time, zone=False) if a.decided else "never",
-             ("yes" if a.should_run else "no") if a.decided else NONE,
-             _short(a.operation), _short(a.active_operation), cut(a.reason)]
-            for a in r.actions]
-    parts = [head, table(["ACTION", "DECIDED (UTC)", "RUN", "QUEUED OP", "ACTIVE OP", "REASON"],
-                         rows)]
-    metrics = [f"  {a.action}: {cut(struct_text(a.metrics), 200)}" for a in r.actions
-               if a.decided and a.metrics.fields]
-    if metrics:
-        parts += ["metrics:", *metrics]
-    return "\n".join(parts)
-
-
-def _explain(c: Client, args: argparse.Namespace) -> int:
-    emit(args, c.call("ExplainTable", tms_pb2.ExplainTableRequest(name=table_name(args.table))),
-         explain_text)
-    return 0
+def _map_flags(p: argparse.ArgumentParser, flag: str, what: str) -> None:
+    p.add_argument(f"--{flag}", type=key_value, action="append", default=[], metavar="K=V",
+                   help=f"set one {what} (repeatable); the others stay")
+    p.add_argument(f"--unset-{flag}", action="append", default=[], metavar="K",
+                   help=f"remove one {what} (repeatable)")
 
 
 def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
-    t = sub.add_parser("tables", parents=[common], help="list, show, register, pause, resume")
-    ts = t.add_subparsers(dest="subcommand", metavar="COMMAND", required=True)
+    t = sub.add_parser("tables", parents=[common],
+                       help="list, show, register, update, deregister, pause, resume")
+    ts = t.add_subparsers(dest="subcommand", metavar="COMMAND", required=True,
+                          help="what to do with tables")
 
     ls = ts.add_parser("list", parents=[common], help="tables ordered by id")
-    ls.add_argument("--format", default="", help="only tables of this format")
-    ls.add_argument("--state", choices=TABLE_STATES, help="only tables in this state")
+    ls.add_argument("--format", type=lower, default="", help="only tables of this format")
+    ls.add_argument("--state", type=upper, choices=TABLE_STATES,
+                    help="only tables in this state (any case)")
     ls.add_argument("--owner", default="", help="only tables of this owner")
     ls.add_argument("--queue", default="", help="only tables of this queue")
     add_limit_options(ls)
     ls.set_defaults(fn=_list)
 
     for name, fn, text in (("show", _show, "one table"),
-                           ("pause", _set_state("PauseTable", tms_pb2.PauseTableRequest),
+                           ("pause", _set_state(True),
                             "stop new operations (queued ones stay queued)"),
-                           ("resume", _set_state("ResumeTable", tms_pb2.ResumeTableRequest),
-                            "resume and check the table at once")):
+                           ("resume", _set_state(False), "resume and check the table at once")):
         p = ts.add_parser(name, parents=[common], help=text)
         p.add_argument("table", metavar="TABLE", help="table id or tables/{id}")
         p.set_defaults(fn=fn)
 
     r = ts.add_parser("register", parents=[common], help="register a table for maintenance")
     r.add_argument("table", metavar="TABLE_ID", help="the id: 1-63 of a-z 0-9 _ . -")
-    r.add_argument("--format", default=DEFAULT_FORMAT,
+    r.add_argument("--format", type=lower, default=DEFAULT_FORMAT,
                    help=f"table-format plugin (default {DEFAULT_FORMAT})")
     r.add_argument("--catalog", default="", help="catalog name as the engines know it")
     r.add_argument("--namespace", default="", help="namespace, dot separated")
@@ -155,8 +193,22 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="idempotency key: a replay returns the first result")
     r.set_defaults(fn=_register)
 
-    e = sub.add_parser("explain", parents=[common],
-                       help="the scheduler's last decision per action, and why")
-    e.add_argument("table", metavar="TABLE", help="table id or tables/{id}")
-    e.set_defaults(fn=_explain)
+    u = ts.add_parser("update", parents=[common],
+                      help="change a table's owner, queue, priority, policy or catalog "
+                           "properties; only the flags given change")
+    u.add_argument("table", metavar="TABLE", help="table id or tables/{id}")
+    u.add_argument("--owner", help="new owning team")
+    u.add_argument("--queue", help="new executor queue ('' for the server default)")
+    u.add_argument("--priority", type=int, help="new priority, -1000..1000")
+    _map_flags(u, "policy", "policy key")
+    _map_flags(u, "catalog-property", "catalog property")
+    u.set_defaults(fn=_update)
 
+    d = ts.add_parser("deregister", parents=[common],
+                      help="stop maintaining a table (asks first; --yes in scripts)")
+    d.add_argument("table", metavar="TABLE", help="table id or tables/{id}")
+    d.add_argument("--yes", action="store_true",
+                   help="do not ask; required when stdin is not a terminal")
+    d.add_argument("--force", action="store_true",
+                   help="even while an operation runs (its result will not be recorded)")
+    d.set_defaults(fn=_deregister)

@@ -9,35 +9,46 @@ A transient failure (the API restarting, a deadline) is reported on stderr and t
 on: a monitor should outlast a rolling restart. Anything else (bad token, unknown table) ends
 the watch with its exit code, since refreshing cannot fix it. ``--once`` / ``--iterations N``
 bound the loop for scripts and tests; with ``--json`` each frame is one JSON line.
+
+Ctrl-C ends the watch at once with exit code 0, wherever it lands: the SIGINT handler only sets
+a stop flag and cancels the call in flight (the wait for its answer then returns), instead of
+raising KeyboardInterrupt inside gRPC, which could leave the process stuck on a half-torn-down
+call while the API is slow to answer.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import signal
 import sys
-import time
+import threading
+from types import FrameType
 from typing import Any
 
-import grpc
-
 from tms.v1 import tms_pb2
-from tms_services.cli_client import Client, collect, table_name
-from tms_services.cli_errors import EXIT_OK, TRANSIENT, from_rpc_error
+from tms_client import CancelledError, TmsError
+from tms_services.cli_client import Client, collect, table_name, upper
+from tms_services.cli_errors import EXIT_OK, TRANSIENT, from_tms_error
 from tms_services.cli_format import TIME_FORMAT, dumps, to_dict
-from tms_services.cli_operations import ALL_TABLES, OP_STATES, op_rows, state
+from tms_services.cli_operations import OP_STATES, op_rows, state
 
 WATCH_INTERVAL_S = 2.0  # default refresh period
 MIN_WATCH_INTERVAL_S = 0.1  # below this the view would mostly load the API
 WATCH_LIMIT = 30  # operations per group (running / queued / recent) fetched each frame
 CLEAR_SCREEN = "\x1b[H\x1b[2J"  # cursor home + erase display (ANSI), only on a terminal
 ACTIVE_STATES = ("RUNNING", "QUEUED")  # shown first, in this order
+ALL_TABLES = "tables/-"
 
 
 def _list(c: Client, args: argparse.Namespace, only: str | None) -> list[tms_pb2.Operation]:
-    req = tms_pb2.ListOperationsRequest(
-        parent=table_name(args.table) if args.table else ALL_TABLES, state=only)
-    return collect(c, "ListOperations", req, "operations", args.limit)[0]
+    parent = table_name(args.table) if args.table else ALL_TABLES
+
+    def page(size: int, token: str) -> tms_pb2.ListOperationsResponse:
+        return c.call("ListOperations", tms_pb2.ListOperationsRequest(
+            parent=parent, state=only, page_size=size, page_token=token))
+
+    return collect(page, "operations", args.limit)[0]
 
 
 def fetch(c: Client, args: argparse.Namespace) -> list[tms_pb2.Operation]:
@@ -84,25 +95,44 @@ def _show(ops: list[tms_pb2.Operation], args: argparse.Namespace, clear: bool) -
 def _watch(c: Client, args: argparse.Namespace) -> int:
     frames = 1 if args.once else args.iterations  # None: until Ctrl-C
     clear = sys.stdout.isatty() and not args.json
+    stop = threading.Event()
+
+    def on_interrupt(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+        c.interrupt()
+
+    previous = signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        return _loop(c, args, frames, clear, stop)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _loop(c: Client, args: argparse.Namespace, frames: int | None, clear: bool,
+          stop: threading.Event) -> int:
     status = EXIT_OK
     shown = 0
-    try:
-        while True:
-            try:
-                _show(fetch(c, args), args, clear)
-                status = EXIT_OK
-            except grpc.RpcError as e:
-                if e.code() not in TRANSIENT:  # type: ignore[attr-defined]
-                    raise
-                err = from_rpc_error(e)
-                err.report(args.json)
-                status = err.exit_code
-            shown += 1
-            if frames is not None and shown >= frames:
-                return status
-            time.sleep(args.interval_s)
-    except KeyboardInterrupt:
-        return EXIT_OK  # the normal way to leave a live view
+    while not stop.is_set():
+        try:
+            ops = fetch(c, args)
+        except CancelledError:
+            if stop.is_set():
+                break  # Ctrl-C during a call: the normal way to leave a live view
+            raise
+        except TmsError as e:
+            if e.code not in TRANSIENT:
+                raise
+            err = from_tms_error(e, c.api)
+            err.report(args.json)
+            status = err.exit_code
+        else:
+            _show(ops, args, clear)
+            status = EXIT_OK
+        shown += 1
+        if frames is not None and shown >= frames:
+            return status
+        stop.wait(args.interval_s)
+    return EXIT_OK
 
 
 def _positive(text: str) -> int:
@@ -129,7 +159,7 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     w = sub.add_parser("watch", parents=[common],
                        help="follow operations live (Ctrl-C to stop)")
     w.add_argument("--table", default="", help="only this table's operations")
-    w.add_argument("--state", choices=OP_STATES, help="only this state")
+    w.add_argument("--state", type=upper, choices=OP_STATES, help="only this state (any case)")
     w.add_argument("--interval-s", type=_interval, default=WATCH_INTERVAL_S, metavar="S",
                    help=f"refresh period in seconds (default {WATCH_INTERVAL_S:g})")
     w.add_argument("--limit", type=_positive, default=WATCH_LIMIT, metavar="N",

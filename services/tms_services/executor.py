@@ -21,6 +21,8 @@ from tms.spark.settings import SparkSettings
 from tms.storage.postgres import PostgresStore
 from tms_services.common import (
     base_parser,
+    check_database,
+    exit_if_unreachable,
     member_id,
     require,
     start_metrics,
@@ -43,6 +45,7 @@ def make_router(settings: SparkSettings, config: Path | None, workdir: Path) -> 
     return EngineRouter.from_entry_points(default, queues, workdir)
 
 
+@exit_if_unreachable("tms-executor")
 def main(argv: list[str] | None = None) -> None:
     parser = base_parser("TMS executor")
     parser.add_argument("--id", default=member_id("executor"))
@@ -68,6 +71,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="the longest wait between attempts")
     args = parser.parse_args(argv)
     require(args, parser, "database_url")
+    check_database(args.database_url)
     configure_logging("tms-executor")
     start_metrics("tms-executor", parser, args.metrics_listen)
     home = Path(args.home).resolve()

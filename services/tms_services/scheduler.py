@@ -15,7 +15,10 @@ from tms.storage.postgres import PostgresStore
 from tms_services.common import (
     ENV_ZOOKEEPER,
     base_parser,
+    check_database,
+    exit_if_unreachable,
     member_id,
+    reaching,
     require,
     start_metrics,
     stop_event_on_signals,
@@ -47,6 +50,7 @@ def parse_queue_priorities(raw: str) -> dict[str, int]:
     return parse_int_map(raw)
 
 
+@exit_if_unreachable("tms-scheduler")
 def main(argv: list[str] | None = None) -> None:
     parser = base_parser("TMS scheduler")
     parser.add_argument("--zookeeper", default=os.environ.get(ENV_ZOOKEEPER),
@@ -81,13 +85,15 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as e:
         parser.error(str(e))
     require(args, parser, "database_url", "zookeeper")
+    check_database(args.database_url)
     configure_logging("tms-scheduler")
     start_metrics("tms-scheduler", parser, args.metrics_listen)
     stop = stop_event_on_signals()
     store = PostgresStore(args.database_url)
     coordinator = Coordinator(args.zookeeper, args.id, args.zk_session_timeout_s,
                               args.shard_settle_s)
-    coordinator.start()
+    with reaching(f"ZooKeeper at {args.zookeeper}"):
+        coordinator.start()
     register_scheduler_gauges(store, coordinator)
     try:
         Scheduler(store, coordinator, load_formats(), args.id,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -19,13 +20,17 @@ from tests.integration.certs import make_pki
 from tests.integration.conftest import Api
 from tms.api.auth import Authenticator
 from tms.api.server import TlsConfig
+from tms.v1 import tms_pb2
 from tms_client import (
     AlreadyExistsError,
+    CancelledError,
     Commit,
+    FailedPreconditionError,
     InvalidArgumentError,
     NotFoundError,
     PermissionDeniedError,
     RetryPolicy,
+    Safety,
     TlsOptions,
     TmsClient,
     UnauthenticatedError,
@@ -76,6 +81,62 @@ def test_every_method_round_trips(api: Api, db_dsn: str) -> None:
         assert client.get_operation(op.name.rsplit("/", 1)[-1], table="ns.events").name == op.name
         assert [o.name for o in client.list_operations("ns.events").operations] == [op.name]
         assert [o.name for o in client.iter_operations()] == [op.name]
+
+
+def test_operator_methods_and_raw_calls(api: Api) -> None:
+    """The operator's calls the CLI is built on: field-mask updates, deregistration, queue
+    limits, cancel / retry, a raw call by method name and a cancellable pending call."""
+    with TmsClient(api.address) as client:
+        client.register_table("ns.events", iceberg_table())
+        policy = {"compaction.min-small-files": "9"}
+        t = client.update_table("ns.events", owner="team-b", policy=policy)
+        assert (t.owner, dict(t.policy), t.queue) == ("team-b", policy, "default")
+        t = client.update_table("tables/ns.events", priority=5,
+                                catalog_properties={**t.catalog_properties, "extra": "x"})
+        assert t.owner == "team-b" and t.priority == 5 and t.catalog_properties["extra"] == "x"
+        with pytest.raises(ValueError):
+            client.update_table("ns.events")
+        assert client.pause_table("ns.events").state == tms_pb2.Table.PAUSED
+        assert client.resume_table("ns.events").state == tms_pb2.Table.ACTIVE
+
+        q = client.update_queue("batch", 2)
+        assert (q.name, q.max_running) == ("queues/batch", 2)
+        assert not client.update_queue("queues/batch", None).HasField("max_running")
+        op = client.trigger_operation("ns.events", "compaction")
+        assert [x.queued for x in client.list_queues() if x.name == "queues/default"] == [1]
+        assert client.cancel_operation(op.name).state == tms_pb2.Operation.CANCELLED
+        again = client.retry_operation(op.name.rsplit("/", 1)[-1], table="ns.events")
+        assert again.retry_of == op.name
+
+        raw = client.call("ListQueues", tms_pb2.ListQueuesRequest(), safety=Safety.SAFE)
+        assert {x.name for x in raw.queues} >= {"queues/default"}
+        pending = client.start_call("GetTable", tms_pb2.GetTableRequest(name="tables/ns.events"))
+        assert pending.result().name == "tables/ns.events"
+        with pytest.raises(NotFoundError):
+            client.start_call("GetTable", tms_pb2.GetTableRequest(name="tables/no")).result()
+
+        assert api.store.operation_claim("exec-1", 30) is not None  # the retry is RUNNING now
+        with pytest.raises(FailedPreconditionError) as info:
+            client.deregister_table("ns.events")
+        assert info.value.reason == "OPERATION_RUNNING"
+        client.deregister_table("ns.events", force=True)
+        with pytest.raises(NotFoundError):
+            client.get_table("ns.events")
+
+
+def test_a_pending_call_can_be_cancelled() -> None:
+    """Cancelling a call that has not been answered ends it at once as CancelledError (the
+    server here never answers: it is a port that accepts TCP but speaks no HTTP/2)."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        target = f"127.0.0.1:{silent.getsockname()[1]}"
+        with TmsClient(target, deadline_s=600.0) as client:
+            pending = client.start_call("ListQueues", tms_pb2.ListQueuesRequest())
+            assert not pending.done()
+            assert pending.cancel()
+            with pytest.raises(CancelledError):
+                pending.result()
 
 
 def test_retries_through_a_server_restart(api: Api) -> None:

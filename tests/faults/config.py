@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 
+from bench.faults.scenario import CONSTANT_TABLES, NEEDY_EVERY  # noqa: F401 (re-exported)
+
 LONG = os.environ.get("TMS_FAULTS_LONG", "") not in ("", "0", "false", "no")
 VARIANT = "long" if LONG else "short"
 
@@ -20,8 +22,8 @@ BURST_THREADS = 12
 BURST_BATCH = 10  # every other writer sends NotifyCommits of this many commits
 STEADY_THREADS = 4
 STEADY_RATE_PER_S = 0.0 if LONG else 300.0  # writers' total rate during PG / ZK faults; 0: max
-CONSTANT_TABLES = 60  # "constant" plugin tables the writers spread commits over
-NEEDY_EVERY = 6  # every 6th constant table has 20 files and needs compaction
+# CONSTANT_TABLES, NEEDY_EVERY: how many "constant" plugin tables the writers spread commits
+# over, and which need compaction (defined with the scenario that creates them)
 
 # --- rounds ----------------------------------------------------------------------------------
 ROUNDS = 3 if LONG else 1  # PG restart, ZooKeeper restart, lost replies, API kill

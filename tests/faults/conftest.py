@@ -20,8 +20,8 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from bench.faults.report import DEFAULT_REPORT_NAME, REPORT_ENV, FaultReport
 from tests.faults.config import VARIANT
-from tests.faults.report import DEFAULT_REPORT_NAME, REPORT_ENV, FaultReport
 from tms.local.ports import free_port
 from tms.local.stack import LocalStack, ServiceProcess
 

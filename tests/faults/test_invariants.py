@@ -9,9 +9,9 @@ import time
 import psycopg
 import pytest
 
-from tests.faults.invariants import check_acks, check_iceberg_rows, check_operations
-from tests.faults.load import Ledger
-from tests.faults.report import FaultRecord, FaultReport
+from bench.faults.invariants import check_acks, check_iceberg_rows, check_operations
+from bench.faults.load import Ledger
+from bench.faults.report import FaultRecord, FaultReport
 
 pytestmark = pytest.mark.integration
 

@@ -16,6 +16,9 @@ import time
 import grpc
 import pytest
 
+from bench.faults.invariants import check_acks, check_iceberg_rows, check_operations
+from bench.faults.load import Burst, Ledger, Notifier, probe_until_ok
+from bench.faults.scenario import constant_tables, seconds_until
 from tests.faults.config import (
     API_FAILOVER_BOUND_S,
     API_KILL_AT_FRACTION,
@@ -29,9 +32,6 @@ from tests.faults.config import (
     ROUNDS,
     SETTLE_TIMEOUT_S,
 )
-from tests.faults.invariants import check_acks, check_iceberg_rows, check_operations
-from tests.faults.load import Burst, Ledger, Notifier, probe_until_ok
-from tests.faults.scenario import constant_tables, seconds_until
 from tests.helpers import iceberg_catalog, stub_for, wait_for
 from tms.local import iceberg_data
 from tms.v1 import tms_pb2, tms_pb2_grpc

@@ -13,6 +13,17 @@ import time
 import grpc
 import pytest
 
+from bench.faults.invariants import check_acks, check_operations
+from bench.faults.load import Ledger, Notifier, SteadyWriters, probe_until_ok
+from bench.faults.scenario import (
+    TIDY_FILES,
+    all_decided,
+    constant_tables,
+    has_operation,
+    make_needy,
+    register_constant,
+    seconds_until,
+)
 from tests.faults.config import (
     DECIDE_TIMEOUT_S,
     DRAIN_TIMEOUT_S,
@@ -27,17 +38,6 @@ from tests.faults.config import (
     STEADY_THREADS,
 )
 from tests.faults.conftest import MODE_CUT, MODE_HOLD
-from tests.faults.invariants import check_acks, check_operations
-from tests.faults.load import Ledger, Notifier, SteadyWriters, probe_until_ok
-from tests.faults.scenario import (
-    TIDY_FILES,
-    all_decided,
-    constant_tables,
-    has_operation,
-    make_needy,
-    register_constant,
-    seconds_until,
-)
 from tests.helpers import stub_for, wait_for
 from tms.v1 import tms_pb2_grpc
 

@@ -16,6 +16,19 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from bench.faults.invariants import check_acks, check_operations
+from bench.faults.load import Ledger, Notifier, SteadyWriters
+from bench.faults.scenario import (
+    TIDY_FILES,
+    all_decided,
+    constant_tables,
+    decisions_after,
+    has_operation,
+    make_needy,
+    operations_created_between,
+    register_constant,
+    seconds_until,
+)
 from tests.faults.config import (
     DECIDE_TIMEOUT_S,
     DRAIN_TIMEOUT_S,
@@ -26,19 +39,6 @@ from tests.faults.config import (
     ZK_DOWN_S,
     ZK_RECOVERY_BOUND_S,
     ZK_SESSION_TIMEOUT_S,
-)
-from tests.faults.invariants import check_acks, check_operations
-from tests.faults.load import Ledger, Notifier, SteadyWriters
-from tests.faults.scenario import (
-    TIDY_FILES,
-    all_decided,
-    constant_tables,
-    decisions_after,
-    has_operation,
-    make_needy,
-    operations_created_between,
-    register_constant,
-    seconds_until,
 )
 from tests.helpers import stub_for, wait_for
 

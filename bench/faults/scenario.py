@@ -17,8 +17,10 @@ from typing import TypeAlias
 import psycopg
 from google.protobuf.field_mask_pb2 import FieldMask
 
-from tests.faults.config import CONSTANT_TABLES, NEEDY_EVERY
 from tms.v1 import tms_pb2, tms_pb2_grpc
+
+CONSTANT_TABLES = 60  # "constant" plugin tables the writers spread commits over
+NEEDY_EVERY = 6  # every 6th constant table has 20 files and needs compaction
 
 NEEDY_FILES = "20"  # >= the plugin's threshold of 10: compaction is due
 TIDY_FILES = "3"

@@ -17,8 +17,8 @@ from typing import Any
 
 import psycopg
 
-from tests.faults.load import Key, Ledger
-from tests.faults.report import FaultRecord
+from bench.faults.load import Key, Ledger
+from bench.faults.report import FaultRecord
 
 SETTLE_STEP_S = 0.5
 MAX_LISTED = 5  # evidence lists are cut to this many items

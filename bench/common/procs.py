@@ -1,0 +1,114 @@
+"""Processes a benchmark starts, stopped on every way out: single children (``Children``) and
+the whole local stack (PostgreSQL, ZooKeeper, tms-api, schedulers, executors) in a temporary
+directory (``local_stack``), plus the Iceberg catalog and API stub most runs need on it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+from typing import IO, Any
+
+import grpc
+
+from bench.common import TMS_HOME, say
+from tms.local import iceberg_data
+from tms.local.stack import LocalStack
+from tms.v1 import tms_pb2_grpc
+
+STOP_GRACE_S = 10.0  # SIGTERM, then this long, then SIGKILL
+STATE_DIR_MODE = 0o755  # PostgreSQL may run as another user and must reach its directory
+ICEBERG_CATALOG_DB = "iceberg_catalog"
+
+
+class Children:
+    """Every process the benchmark starts, so that all of them are stopped on any exit."""
+
+    def __init__(self) -> None:
+        self.popens: list[subprocess.Popen[bytes]] = []
+        self.workers: list[BaseProcess] = []
+
+    def popen(self, argv: list[str], log: IO[bytes], env: dict[str, str] | None = None
+              ) -> subprocess.Popen[bytes]:
+        # A session of its own: Ctrl-C reaches only us, and we stop the child in order.
+        p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
+                             start_new_session=True)
+        self.popens.append(p)
+        return p
+
+    @staticmethod
+    def stop_popen(p: subprocess.Popen[bytes]) -> None:
+        if p.poll() is not None:
+            return
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(STOP_GRACE_S)
+
+    def stop_workers(self) -> None:
+        for w in self.workers:
+            if w.is_alive():
+                w.terminate()
+        for w in self.workers:
+            w.join(STOP_GRACE_S)
+            if w.is_alive():
+                w.kill()
+                w.join(STOP_GRACE_S)
+        self.workers.clear()
+
+    def stop_all(self) -> None:
+        self.stop_workers()
+        for p in reversed(self.popens):
+            try:
+                self.stop_popen(p)
+            except OSError:
+                pass
+        self.popens.clear()
+
+
+@contextmanager
+def scratch_dir(prefix: str, keep: bool = False) -> Iterator[Path]:
+    """A temporary directory the database server can use; removed afterwards unless
+    ``keep`` (then its path is printed, for the logs)."""
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
+    os.chmod(tmp, STATE_DIR_MODE)
+    try:
+        yield tmp
+    finally:
+        if keep:
+            say(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextmanager
+def local_stack(directory: Path, **kwargs: Any) -> Iterator[LocalStack]:
+    """A LocalStack in ``directory`` (nothing started yet); every process it started is
+    stopped on the way out, Ctrl-C and SIGTERM (see ``sigterm_as_interrupt``) included."""
+    stack = LocalStack(directory, TMS_HOME, **kwargs)
+    try:
+        yield stack
+    finally:
+        stack.stop()
+
+
+def iceberg_catalog(stack: LocalStack, name: str, warehouse: Path | None = None
+                    ) -> tuple[Any, dict[str, str]]:
+    """A SQL Iceberg catalog in a database of the stack's PostgreSQL, and its properties."""
+    assert stack.postgres is not None, "start the stack's servers first"
+    dsn = stack.postgres.create_database(ICEBERG_CATALOG_DB)
+    where = warehouse or stack.state_dir / "warehouse"
+    props = iceberg_data.catalog_properties(dsn, where.as_uri())
+    return iceberg_data.load_catalog(name, props), props
+
+
+def stub_for(stack: LocalStack) -> tms_pb2_grpc.TableManagementServiceStub:
+    return tms_pb2_grpc.TableManagementServiceStub(grpc.insecure_channel(stack.api_address))

@@ -1,0 +1,79 @@
+"""``tms explain``: the scheduler's last decision per action, and what is active now.
+
+The metrics a decision looked at are the table's (every action of one check sees the same
+numbers), so they are shown once, from the newest decision, not repeated per action. An action
+with an operation QUEUED or RUNNING shows that operation and its state rather than the last
+decision's yes/no: "no" next to a running compaction would read as "nothing is happening".
+ExplainTable names the active operation but not its state, so the state is fetched with
+GetOperation.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from google.protobuf.json_format import MessageToDict
+
+from tms.v1 import tms_pb2
+from tms_client import NotFoundError
+from tms_services.cli_client import Client
+from tms_services.cli_format import NONE, cut, pairs, table, when, whole
+from tms_services.cli_output import emit
+
+ACTIVE_UNKNOWN = "ACTIVE"  # the active operation vanished between the two calls
+
+
+def table_metrics(r: tms_pb2.ExplainTableResponse) -> dict[str, Any]:
+    """The metrics of all decisions merged, the newest decision winning on a key."""
+    decided = sorted((a for a in r.actions if a.decided),
+                     key=lambda a: (a.decide_time.seconds, a.decide_time.nanos))
+    merged: dict[str, Any] = {}
+    for a in decided:
+        merged.update(whole(MessageToDict(a.metrics)))
+    return merged
+
+
+def active_states(c: Client, r: tms_pb2.ExplainTableResponse) -> dict[str, str]:
+    """State name of each active operation the response names."""
+    states: dict[str, str] = {}
+    for name in {a.active_operation for a in r.actions if a.active_operation}:
+        try:
+            states[name] = tms_pb2.Operation.State.Name(c.tms.get_operation(name).state)
+        except NotFoundError:
+            states[name] = ACTIVE_UNKNOWN
+    return states
+
+
+def _run_cell(a: tms_pb2.ActionExplanation, states: dict[str, str]) -> tuple[str, str]:
+    if a.active_operation:
+        return states.get(a.active_operation, ACTIVE_UNKNOWN), a.active_operation
+    if not a.decided:
+        return NONE, NONE
+    return ("yes", a.operation or NONE) if a.should_run else ("no", NONE)
+
+
+def explain_text(r: tms_pb2.ExplainTableResponse, states: dict[str, str]) -> str:
+    head = f"{r.table}  {tms_pb2.Table.State.Name(r.state)}"
+    rows = [[a.action, when(a.decide_time, zone=False) if a.decided else "never",
+             *_run_cell(a, states), cut(a.reason)] for a in r.actions]
+    parts = [head]
+    metrics = table_metrics(r)
+    if metrics:
+        parts.append(f"metrics: {pairs(metrics)}")
+    parts += ["", table(["ACTION", "DECIDED (UTC)", "RUN", "OPERATION", "REASON"], rows)]
+    return "\n".join(parts)
+
+
+def _explain(c: Client, args: argparse.Namespace) -> int:
+    r = c.tms.explain_table(args.table)
+    states = {} if args.json else active_states(c, r)
+    emit(args, r, lambda m: explain_text(m, states))
+    return 0
+
+
+def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
+    e = sub.add_parser("explain", parents=[common],
+                       help="the scheduler's last decision per action, and what runs now")
+    e.add_argument("table", metavar="TABLE", help="table id or tables/{id}")
+    e.set_defaults(fn=_explain)

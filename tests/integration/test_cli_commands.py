@@ -1,0 +1,170 @@
+"""The `tms` commands a new user reaches for beyond the basics, against a real API server and
+PostgreSQL: field-mask updates, deregistration with its confirmation, commits by hand, explain
+with an active operation, integer counts, case-insensitive enum flags, and help on every flag.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+
+import pytest
+
+from tests.integration.test_cli import (  # noqa: F401 (fixtures)
+    Cli,
+    _clean_env,
+    _quiet_server_logs,
+    register,
+    row,
+)
+from tms.domain import Decision, OperationState, Outcome
+from tms.storage.roles import EnqueueParams
+from tms_services.cli import build_parser
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def cli(api, capsys) -> Cli:
+    return Cli(capsys, api.address)
+
+
+def test_update_changes_only_the_flags_given(cli: Cli, api) -> None:
+    register(cli, "events", "--owner", "team-a", "--priority", "3",
+             "--policy", "compaction.min-small-files=50", "--catalog-property", "token=s3cret")
+    out = cli.ok("tables", "update", "events", "--priority", "9")
+    assert row(out, "priority:")[1] == "9" and row(out, "owner:")[1] == "team-a"
+    doc = cli.json("tables", "update", "tables/events", "--owner", "team-b",
+                   "--policy", "compaction.quiet-s=60")
+    assert doc["owner"] == "team-b" and doc["priority"] == 9
+    assert doc["policy"] == {"compaction.min-small-files": "50", "compaction.quiet-s": "60"}
+    doc = cli.json("tables", "update", "events", "--unset-policy",
+                   "compaction.min-small-files", "--catalog-property", "extra=1")
+    assert doc["policy"] == {"compaction.quiet-s": "60"}
+    assert doc["catalog_properties"]["token"] == "****"  # redacted, and kept
+    assert api.store.table_get("events").table.catalog_properties["token"] == "s3cret"
+    doc = cli.json("tables", "update", "events", "--unset-catalog-property", "extra")
+    assert "extra" not in doc["catalog_properties"]
+    code, _, err = cli("tables", "update", "events")
+    assert code == 2 and "at least one field" in err
+    code, _, err = cli("tables", "update", "events", "--priority", "5000")
+    assert code == 2 and "INVALID_ARGUMENT" in err
+
+
+def test_deregister_asks_or_needs_yes(cli: Cli, api, monkeypatch: pytest.MonkeyPatch) -> None:
+    register(cli, "events")
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # not a terminal
+    code, _, err = cli("tables", "deregister", "events")
+    assert code == 2 and "--yes" in err
+    assert cli.json("tables", "show", "events")["name"] == "tables/events"
+
+    cli.ok("operations", "trigger", "events", "compaction")
+    assert api.store.operation_claim("exec-1", 30) is not None
+    code, _, err = cli("tables", "deregister", "events", "--yes")
+    assert code == 4 and "OPERATION_RUNNING" in err
+    assert cli.ok("tables", "deregister", "events", "--yes", "--force").strip() == (
+        "deregistered tables/events")
+    code, _, _ = cli("tables", "show", "events")
+    assert code == 3
+
+    register(cli, "other")
+    tty = io.StringIO("y\n")
+    tty.isatty = lambda: True  # type: ignore[method-assign]
+    monkeypatch.setattr(sys, "stdin", tty)
+    code, out, _ = cli("tables", "deregister", "other")
+    assert code == 0 and out.strip().endswith("deregistered tables/other")
+    assert cli("tables", "show", "other")[0] == 3
+
+
+def test_commits_notify(cli: Cli) -> None:
+    register(cli, "events")
+    out = cli.ok("commits", "notify", "events", "101", "--files-added", "3",
+                 "--operation", "append", "--commit-time", "2026-01-02T03:04:05")
+    assert out.strip() == "tables/events: commit 101 recorded"
+    assert cli.json("commits", "notify", "tables/events", "101")["duplicate"] is True
+    shown = cli.json("tables", "show", "events")
+    assert shown["last_commit_id"] == "101" and shown["commit_count"] == "1"
+    out = cli.ok("commits", "notify", "events", "102", "103")
+    assert out.splitlines() == ["tables/events: commit 102 recorded",
+                                "tables/events: commit 103 recorded"]
+    code, _, err = cli("commits", "notify", "nope", "1")
+    assert code == 3 and "NOT_FOUND" in err
+    code, out, _ = cli("commits", "notify", "nope", "1", "2", "--json")
+    doc = json.loads(out)
+    assert code == 3 and [r["error"].split(":")[0] for r in doc["results"]] == ["NOT_FOUND"] * 2
+
+
+def test_explain_shows_metrics_once_and_the_active_operation(cli: Cli, api) -> None:
+    register(cli, "events")
+    table = api.store.table_get("events").table
+    compaction = Decision("compaction", True, "30 of 30 data files are small",
+                          {"small_files": 30, "data_files": 30})
+    manifests = Decision("rewrite_manifests", False, "3 manifests",
+                         {"small_files": 30, "data_files": 30, "manifests": 3})
+    op_id = api.store.operation_enqueue(EnqueueParams(
+        table, "compaction", "policy", compaction.reason, 3, 0, metrics=compaction.metrics))
+    api.store.decision_finish_batch("sched-1", [(table.pk, compaction, op_id),
+                                                (table.pk, manifests, None)], [])
+    name = f"tables/events/operations/{op_id}"
+
+    out = cli.ok("explain", "events")
+    assert out.count("small_files") == 1  # once, not per action
+    assert "metrics: data_files=30, manifests=3, small_files=30" in out.splitlines()
+    assert ".0" not in out
+    assert row(out, "compaction")[2:4] == ["QUEUED", name]
+    assert row(out, "rewrite_manifests")[2:4] == ["no", "-"]
+    assert api.store.operation_claim("exec-1", 30) is not None
+    assert row(cli.ok("explain", "events"), "compaction")[2:4] == ["RUNNING", name]
+    doc = cli.json("explain", "events")
+    assert doc["actions"][0]["metrics"] == {"small_files": 30, "data_files": 30}
+    assert "30.0" not in json.dumps(doc)
+
+
+def test_counts_are_integers(cli: Cli, api) -> None:
+    register(cli, "events")
+    name = cli.json("operations", "trigger", "events", "compaction")["name"]
+    op = api.store.operation_claim("exec-1", 30)
+    assert op is not None
+    api.store.operation_finish(op, "exec-1", Outcome(OperationState.SUCCEEDED,
+                                                     {"rewritten_files": 12, "ratio": 0.5}))
+    shown = cli.ok("operations", "show", name)
+    assert row(shown, "result:")[1] == '{"ratio": 0.5, "rewritten_files": 12}'
+    assert cli.json("operations", "show", name)["result"]["rewritten_files"] == 12
+    assert ": 12.0" not in json.dumps(cli.json("operations", "list"))
+
+
+def test_enum_flags_take_any_case(cli: Cli) -> None:
+    register(cli, "events")
+    cli.ok("tables", "pause", "events")
+    assert cli.json("tables", "list", "--state", "paused")["tables"][0]["name"] == (
+        "tables/events")
+    cli.ok("tables", "resume", "events")
+    name = cli.json("operations", "trigger", "events", "Compaction")["name"]
+    doc = cli.json("operations", "list", "--state", "queued", "--action", "COMPACTION")
+    assert [o["name"] for o in doc["operations"]] == [name]
+    assert cli.ok("watch", "--once", "--state", "Queued").count(name) == 1
+    code, _, err = cli("operations", "list", "--state", "done")
+    assert code == 2 and "invalid choice" in err
+
+
+def _actions(parser: argparse.ArgumentParser, path: str) -> list[tuple[str, argparse.Action]]:
+    found: list[tuple[str, argparse.Action]] = []
+    for action in parser._actions:
+        found.append((path, action))
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                found += _actions(child, f"{path} {name}")
+    return found
+
+
+def test_every_flag_and_argument_has_help() -> None:
+    actions = _actions(build_parser(), "tms")
+    missing = [f"{path}: {a.option_strings or a.dest}" for path, a in actions
+               if not a.help or a.help == argparse.SUPPRESS]
+    assert missing == []
+    commands = {path for path, _ in actions}
+    for needed in ("tms tables update", "tms tables deregister", "tms commits notify",
+                   "tms queues list", "tms queues set"):
+        assert needed in commands
