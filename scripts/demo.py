@@ -21,6 +21,7 @@ import grpc
 from tms.local import iceberg_data
 from tms.local.stack import LocalStack
 from tms.v1 import tms_pb2, tms_pb2_grpc
+from tms_services.cli_format import struct_text
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_COMMITS = 120
@@ -47,7 +48,8 @@ def wait_for_operation(stub: tms_pb2_grpc.TableManagementServiceStub) -> tms_pb2
             op = ops[-1]  # the first compaction
             state = tms_pb2.Operation.State.Name(op.state)
             if state != last_state:
-                say(f"{op.name}: {state} (attempt {op.attempt}) {op.engine_handle}")
+                say(f"{op.name}: {state} (attempt {op.attempts_used} of {op.max_attempts}) "
+                    f"{op.engine_handle}")
                 last_state = state
             if state in ("SUCCEEDED", "FAILED", "CANCELLED"):
                 return op
@@ -80,7 +82,7 @@ def print_operations(stub: tms_pb2_grpc.TableManagementServiceStub) -> None:
         print(f"{op.name:<42} {op.action:<24} {tms_pb2.Operation.State.Name(op.state):<10} "
               f"{op.attempt:>3} {secs:>7}  {op.reason}")
         if op.result:
-            print(f"{'':<42} result: {dict(op.result)}")
+            print(f"{'':<42} result: {struct_text(op.result)}")
         if op.error:
             print(f"{'':<42} error: {op.error}")
 

@@ -41,7 +41,33 @@ def state(op: tms_pb2.Operation) -> str:
 
 
 def attempts_text(op: tms_pb2.Operation) -> str:
-    return f"{op.attempt}/{op.max_attempts}"
+    """Attempts used of those allowed; hand-backs (an executor shutting down) are not failures
+    and are counted apart."""
+    text = f"{op.attempts_used}/{op.max_attempts}"
+    if op.attempts_handed_back:
+        text += f" +{op.attempts_handed_back} handed back"
+    return text
+
+
+def progress_text(op: tms_pb2.Operation) -> str:
+    """A RUNNING job's Spark progress, stage by stage, when its engine reports it."""
+    if op.state != OP.RUNNING or not op.HasField("progress"):
+        return NONE
+    stages = op.progress.fields.get("stages")
+    if stages is None or not stages.list_value.values:
+        return "no active stage"
+    parts = []
+    for v in stages.list_value.values:
+        st = v.struct_value.fields
+
+        def n(key: str, st: Any = st) -> int:
+            return int(st[key].number_value) if key in st else 0
+
+        name = st["name"].string_value if "name" in st else ""
+        parts.append(f"stage {n('id')} {cut(name, 40)}: {n('completed')}/{n('tasks')} tasks"
+                     + (f", {n('active')} active" if n("active") else "")
+                     + (f", {n('failed')} failed" if n("failed") else ""))
+    return "; ".join(parts)
 
 
 def executor(op: tms_pb2.Operation) -> str:
@@ -64,14 +90,19 @@ def elapsed(op: tms_pb2.Operation, now: dt.datetime) -> str:
 
 
 def detail(op: tms_pb2.Operation) -> str:
-    """The error of a failed or retrying operation, else why it was queued."""
+    """What holds a QUEUED operation back, the error of a failed one, the progress of a
+    running one, else why it was queued."""
     text = op.error if op.error and op.state in (OP.FAILED, OP.QUEUED) else op.reason
+    if op.state == OP.QUEUED and op.hold_reason:
+        text = f"held: {op.hold_reason}" + (f"; last error: {op.error}" if op.error else "")
+    if op.state == OP.RUNNING and op.HasField("progress"):
+        text = progress_text(op)
     if op.cancel_requested and op.state == OP.RUNNING:
         text = f"cancel requested; {text}"
     return cut(text)
 
 
-OP_HEADERS = ["OPERATION", "ACTION", "STATE", "ATTEMPT", "QUEUE", "EXECUTOR", "CREATED (UTC)",
+OP_HEADERS = ["OPERATION", "ACTION", "STATE", "ATTEMPTS", "QUEUE", "EXECUTOR", "CREATED (UTC)",
               "ELAPSED", "NEXT ATTEMPT (UTC)", "DETAIL"]
 
 
@@ -96,7 +127,8 @@ def operation_text(op: tms_pb2.Operation, now: dt.datetime | None = None) -> str
     ended = op.HasField("end_time")
     parts = [block([
         ("name", op.name), ("table", op.table), ("action", op.action), ("state", state(op)),
-        ("attempt", attempts_text(op)), ("queue", op.queue), ("priority", op.priority),
+        ("attempts", attempts_text(op)), ("held", op.hold_reason or NONE),
+        ("progress", progress_text(op)), ("queue", op.queue), ("priority", op.priority),
         ("trigger", op.trigger), ("reason", op.reason), ("params", pairs(op.params)),
         ("executor_id", op.executor_id), ("engine_handle", op.engine_handle),
         ("create_time", when(op.create_time)), ("start_time", when(op.start_time)),

@@ -168,3 +168,35 @@ def test_every_flag_and_argument_has_help() -> None:
     for needed in ("tms tables update", "tms tables deregister", "tms commits notify",
                    "tms queues list", "tms queues set"):
         assert needed in commands
+
+
+def test_attempts_hold_and_progress_as_an_operator_reads_them(cli: Cli, api) -> None:
+    """Attempts show as used/allowed with hand-backs apart; a QUEUED operation says what holds
+    it; a RUNNING one on an engine that reports progress shows its stages."""
+    register(cli, "events")
+    first = cli.json("operations", "trigger", "events", "compaction")["name"]
+    op = api.store.operation_claim("exec-1", 30)
+    assert op is not None and op.name == first
+    assert api.store.operation_release(op, "exec-1", "executor shutting down")
+    shown = cli.ok("operations", "show", first)
+    assert row(shown, "attempts:")[1] == "0/3 +1 handed back"
+    assert row(shown, "held:")[1].startswith("waiting for an executor")
+
+    op = api.store.operation_claim("exec-2", 30)
+    assert op is not None and op.lease.attempt == 2 and op.lease.attempts_used == 1
+    sample = {"stages": [{"id": 4, "name": "rewrite data files", "tasks": 8, "completed": 3,
+                          "active": 2, "failed": 0}], "sampled_at": "2026-06-01T00:00:00+00:00"}
+    assert api.store.attempt_set_progress(op, "exec-2", sample)
+    shown = cli.ok("operations", "show", first)
+    assert row(shown, "attempts:")[1] == "1/3 +1 handed back"
+    assert row(shown, "progress:")[1] == "stage 4 rewrite data files: 3/8 tasks, 2 active"
+    listed = cli.ok("operations", "list", "--table", "events")
+    assert "stage 4 rewrite data files: 3/8 tasks" in row(listed, first)[-1]
+
+    second = cli.json("operations", "trigger", "events", "expire_snapshots")["name"]
+    held = row(cli.ok("operations", "show", second), "held:")[1]
+    assert held == f"table busy: {first} is running"
+    assert f"held: table busy: {first} is running" in cli.ok("operations", "list")
+    assert api.store.operation_finish(op, "exec-2", Outcome(OperationState.SUCCEEDED, {}))
+    shown = cli.ok("operations", "show", first)
+    assert row(shown, "progress:")[1] == "-" and row(shown, "held:")[1] == "-"
