@@ -93,7 +93,9 @@ def detail(op: tms_pb2.Operation) -> str:
     """What holds a QUEUED operation back, the error of a failed one, the progress of a
     running one, else why it was queued."""
     text = op.error if op.error and op.state in (OP.FAILED, OP.QUEUED) else op.reason
-    if op.state == OP.QUEUED and op.hold_reason:
+    backing_off = op.HasField("next_attempt_time") and (
+        op.next_attempt_time.ToDatetime(dt.UTC) > dt.datetime.now(dt.UTC))
+    if op.state == OP.QUEUED and op.hold_reason and not backing_off:  # else: NEXT ATTEMPT
         text = f"held: {op.hold_reason}" + (f"; last error: {op.error}" if op.error else "")
     if op.state == OP.RUNNING and op.HasField("progress"):
         text = progress_text(op)

@@ -208,8 +208,9 @@ def test_token_and_mutual_tls(make_api: Callable[..., Api], tmp_path: Path) -> N
     with TmsClient.from_tls_files(api.address, ca.cert, client_pair.cert, client_pair.key,
                                   token="writer-secret") as writer:
         assert not writer.notify_commit("ns.events", "1").duplicate
+        assert writer.get_table("ns.events").name == "tables/ns.events"  # its own table
         with pytest.raises(PermissionDeniedError):
-            writer.get_table("ns.events")
+            writer.list_tables()
     with TmsClient(api.address, tls=tls, retry=SHORT) as anonymous:
         with pytest.raises(UnauthenticatedError):
             anonymous.notify_commit("ns.events", "2")
