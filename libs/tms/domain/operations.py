@@ -1,4 +1,4 @@
-"""Domain records shared by the API, the scheduler and the executor.
+"""Operations and their attempts: what to run, who runs it under which lease, how it ended.
 
 Field names match the Postgres columns so rows map onto them without translation code.
 """
@@ -21,98 +21,6 @@ class OperationState(enum.StrEnum):
     @property
     def terminal(self) -> bool:
         return self in (OperationState.SUCCEEDED, OperationState.FAILED, OperationState.CANCELLED)
-
-
-class TableState(enum.StrEnum):
-    ACTIVE = "ACTIVE"
-    PAUSED = "PAUSED"
-
-
-@dataclass(frozen=True)
-class TableSpec:
-    """What a client registers: everything about a table except bookkeeping."""
-
-    table_id: str
-    format: str
-    catalog: str = ""
-    namespace: str = ""
-    table_name: str = ""
-    base_path: str = ""
-    catalog_properties: dict[str, str] = field(default_factory=dict)
-    owner: str = ""
-    queue: str = "default"
-    priority: int = 0
-    policy: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Table:
-    """A registered table: what its owner set, plus TMS's own key for it.
-
-    Identity: ``table_id`` is the name the owner chose (the API's ``tables/{table_id}``);
-    ``pk`` is the row's surrogate key, used only inside TMS (operations and decisions point
-    at it, shards are ``pk % NUM_SHARDS``) and never shown to clients.
-    """
-
-    pk: int
-    table_id: str
-    format: str
-    catalog: str
-    namespace: str
-    table_name: str
-    base_path: str
-    catalog_properties: dict[str, str]
-    owner: str
-    queue: str
-    priority: int
-    policy: dict[str, str]
-    state: TableState
-    created_at: datetime
-    updated_at: datetime
-
-    @property
-    def name(self) -> str:
-        return f"tables/{self.table_id}"
-
-
-@dataclass(frozen=True)
-class TableStats:
-    """What TMS observed about a table (never set by its owner): commits notified and when
-    the scheduler looks at it next."""
-
-    commit_count: int = 0
-    last_commit_id: str | None = None
-    last_commit_time: datetime | None = None
-    next_check_at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class TableView:
-    """A table with its statistics, as the API's reads show it."""
-
-    table: Table
-    stats: TableStats
-
-
-@dataclass(frozen=True)
-class DueTable:
-    """A table the scheduler is about to decide for, and whether new commits made it due
-    (with the trace context of the commit that did)."""
-
-    table: Table
-    had_commits: bool
-    traceparent: str | None = None
-
-
-@dataclass(frozen=True)
-class CommitEvent:
-    table_id: str
-    commit_id: str
-    commit_time: datetime | None = None
-    files_added: int | None = None
-    bytes_added: int | None = None
-    operation_type: str = ""
-    traceparent: str = ""  # W3C trace context of the notification, carried to the decision
 
 
 class AttemptState(enum.StrEnum):
@@ -224,47 +132,12 @@ class Operation:
         return f"tables/{self.table_id}/operations/{self.id}"
 
 
-@dataclass(frozen=True)
-class Decision:
-    """A format plugin's verdict on one action of one table, with its reason in words."""
-
-    action: str
-    should_run: bool
-    reason: str
-    metrics: dict[str, Any] = field(default_factory=dict)
-    params: dict[str, Any] = field(default_factory=dict)
-
-
 class LeaseStatus(enum.Enum):
     """What a heartbeat learns: the lease is still ours, ours but cancel was asked, or gone."""
 
     HELD = "held"
     CANCEL_REQUESTED = "cancel_requested"
     LOST = "lost"
-
-
-@dataclass(frozen=True)
-class TableUpdate:
-    """A field-mask update: None means "leave as is"."""
-
-    owner: str | None = None
-    queue: str | None = None
-    priority: int | None = None
-    policy: dict[str, str] | None = None
-    catalog_properties: dict[str, str] | None = None
-
-
-@dataclass(frozen=True)
-class Explanation:
-    action: str
-    decided_at: datetime | None
-    should_run: bool | None
-    reason: str | None
-    metrics: dict[str, Any] | None
-    operation_id: int | None
-    scheduler_id: str | None
-    active_id: int | None
-    active_state: OperationState | None = None
 
 
 @dataclass(frozen=True)
@@ -277,15 +150,3 @@ class Outcome:
     log_tail: str | None = None
     exit_code: int | None = None
     retryable: bool = True  # False: another attempt cannot help (table gone, bad config)
-
-
-@dataclass(frozen=True)
-class JobSpec:
-    """What an execution engine runs: a PySpark application and its JSON spec, or a JVM main
-    class with arguments (Hudi utilities). Formats build it, engines run it: it lives here so
-    neither plugin kind depends on the other."""
-
-    kind: str  # "pyspark" or "jvm"
-    app: str  # path of the .py application, or the main class
-    spec: dict[str, Any] = field(default_factory=dict)
-    args: tuple[str, ...] = ()

@@ -1,0 +1,62 @@
+"""Domain records shared by the API, the scheduler, the executor and the plugins.
+
+``tables`` (what an owner sets, what TMS observes), ``operations`` (work, lease, outcome and
+attempts), ``decisions`` (the scheduler's verdicts), ``jobs`` (what an engine runs). Import
+from ``tms.domain``; the modules only keep each part short.
+"""
+
+from __future__ import annotations
+
+from tms.domain.decisions import (
+    Decision,
+    Explanation,
+)
+from tms.domain.jobs import (
+    JobSpec,
+)
+from tms.domain.operations import (
+    Attempt,
+    AttemptState,
+    LeaseStatus,
+    Operation,
+    OperationLease,
+    OperationResult,
+    OperationState,
+    OperationWork,
+    Outcome,
+    QueueInfo,
+)
+from tms.domain.tables import (
+    CommitEvent,
+    DueTable,
+    Table,
+    TableSpec,
+    TableState,
+    TableStats,
+    TableUpdate,
+    TableView,
+)
+
+__all__ = [
+    "Attempt",
+    "AttemptState",
+    "CommitEvent",
+    "Decision",
+    "DueTable",
+    "Explanation",
+    "JobSpec",
+    "LeaseStatus",
+    "Operation",
+    "OperationLease",
+    "OperationResult",
+    "OperationState",
+    "OperationWork",
+    "Outcome",
+    "QueueInfo",
+    "Table",
+    "TableSpec",
+    "TableState",
+    "TableStats",
+    "TableUpdate",
+    "TableView",
+]

@@ -1,0 +1,114 @@
+"""Tables: what an owner registers and sets, what TMS observes about a table, and the
+commits writers report.
+
+Field names match the Postgres columns so rows map onto them without translation code.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+class TableState(enum.StrEnum):
+    ACTIVE = "ACTIVE"
+    PAUSED = "PAUSED"
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """What a client registers: everything about a table except bookkeeping."""
+
+    table_id: str
+    format: str
+    catalog: str = ""
+    namespace: str = ""
+    table_name: str = ""
+    base_path: str = ""
+    catalog_properties: dict[str, str] = field(default_factory=dict)
+    owner: str = ""
+    queue: str = "default"
+    priority: int = 0
+    policy: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Table:
+    """A registered table: what its owner set, plus TMS's own key for it.
+
+    Identity: ``table_id`` is the name the owner chose (the API's ``tables/{table_id}``);
+    ``pk`` is the row's surrogate key, used only inside TMS (operations and decisions point
+    at it, shards are ``pk % NUM_SHARDS``) and never shown to clients.
+    """
+
+    pk: int
+    table_id: str
+    format: str
+    catalog: str
+    namespace: str
+    table_name: str
+    base_path: str
+    catalog_properties: dict[str, str]
+    owner: str
+    queue: str
+    priority: int
+    policy: dict[str, str]
+    state: TableState
+    created_at: datetime
+    updated_at: datetime
+
+    @property
+    def name(self) -> str:
+        return f"tables/{self.table_id}"
+
+
+@dataclass(frozen=True)
+class TableStats:
+    """What TMS observed about a table (never set by its owner): commits notified and when
+    the scheduler looks at it next."""
+
+    commit_count: int = 0
+    last_commit_id: str | None = None
+    last_commit_time: datetime | None = None
+    next_check_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class TableView:
+    """A table with its statistics, as the API's reads show it."""
+
+    table: Table
+    stats: TableStats
+
+
+@dataclass(frozen=True)
+class DueTable:
+    """A table the scheduler is about to decide for, and whether new commits made it due
+    (with the trace context of the commit that did)."""
+
+    table: Table
+    had_commits: bool
+    traceparent: str | None = None
+
+
+@dataclass(frozen=True)
+class TableUpdate:
+    """A field-mask update: None means "leave as is"."""
+
+    owner: str | None = None
+    queue: str | None = None
+    priority: int | None = None
+    policy: dict[str, str] | None = None
+    catalog_properties: dict[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class CommitEvent:
+    table_id: str
+    commit_id: str
+    commit_time: datetime | None = None
+    files_added: int | None = None
+    bytes_added: int | None = None
+    operation_type: str = ""
+    traceparent: str = ""  # W3C trace context of the notification, carried to the decision
