@@ -109,11 +109,13 @@ class LocalPostgres:
         import psycopg
         from psycopg import sql
 
+        from tms.storage.queries import q
+
         with psycopg.connect(self.dsn(), autocommit=True) as conn:
-            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s",
-                                  (name,)).fetchone()
+            exists = conn.execute(q("meta_database_exists"), {"name": name}).fetchone()
             if not exists:
-                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+                conn.execute(sql.SQL(q("meta_create_database")).format(  # type: ignore[arg-type]
+                    name=sql.Identifier(name)))
         return self.dsn(name)
 
     def stop(self, mode: str = "fast") -> None:

@@ -21,3 +21,11 @@ SELECT version FROM tms_schema_migrations ORDER BY version;
 
 -- name: meta_record_migration
 INSERT INTO tms_schema_migrations (version, name) VALUES (%(version)s, %(name)s);
+
+-- name: meta_database_exists
+-- Local stacks and tests: whether a database of that name exists yet.
+SELECT 1 FROM pg_database WHERE datname = %(name)s;
+
+-- name: meta_create_database
+-- A template: the name is filled in as a quoted identifier (psycopg.sql.Identifier).
+CREATE DATABASE {name};
