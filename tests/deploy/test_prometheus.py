@@ -107,7 +107,7 @@ _EXPORT = textwrap.dedent("""
     store = types.SimpleNamespace(
         queue_stats=lambda: [{"queue": "default", "action": "compaction", "queued": 1,
                               "oldest_age_s": 2.0}],
-        overdue_tables=lambda grace_s: 0)
+        table_count_overdue=lambda grace_s: 0)
     coordinator = types.SimpleNamespace(member_id="scheduler-0", healthy=True, leads=True,
                                         held_shards={1, 2})
     register_scheduler_gauges(store, coordinator)
