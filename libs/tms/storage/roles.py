@@ -131,7 +131,7 @@ class OperationStore(Protocol):
         """With its attempts, and (when QUEUED) what holds it back."""
 
     def operation_list(self, params: OperationListParams) -> list[Operation]:
-        """With their attempts (no logs needed), and what holds the QUEUED ones back."""
+        """With their attempts, and what holds the QUEUED ones back."""
 
     def operation_enqueue(self, params: EnqueueParams) -> int | None:
         """New operation id, or None when one is already active for (table, action)."""

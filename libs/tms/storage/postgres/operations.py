@@ -4,7 +4,6 @@ queues' limits (OperationStore, most of DecisionStore)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -100,9 +99,8 @@ class OperationsMixin(Db):
 
     def decision_explain(self, table_pk: int, actions: Sequence[str]) -> list[Explanation]:
         found = self._all("decision_explain", {"table_pk": table_pk, "actions": list(actions)})
-        return [replace(Explanation(**{k: v for k, v in r.items() if k != "active_state"}),
-                        active_state=S(r["active_state"]) if r["active_state"] else None)
-                for r in found]
+        return [Explanation(**{**r, "active_state": S(r["active_state"])
+                               if r["active_state"] else None}) for r in found]
 
     # queues ---------------------------------------------------------------------------------
     def queue_set_limit(self, name: str, max_running: int | None) -> None:
