@@ -14,16 +14,146 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class Catalog(_message.Message):
+    __slots__ = ("name", "type", "properties", "secrets", "storage_options", "allowed_locations", "allowed_owners", "allowed_tokens", "discovery", "default_policy", "create_time", "update_time", "table_count")
+    class PropertiesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class SecretsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class StorageOptionsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class DefaultPolicyEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    PROPERTIES_FIELD_NUMBER: _ClassVar[int]
+    SECRETS_FIELD_NUMBER: _ClassVar[int]
+    STORAGE_OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    ALLOWED_LOCATIONS_FIELD_NUMBER: _ClassVar[int]
+    ALLOWED_OWNERS_FIELD_NUMBER: _ClassVar[int]
+    ALLOWED_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    DISCOVERY_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_POLICY_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    TABLE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    type: str
+    properties: _containers.ScalarMap[str, str]
+    secrets: _containers.ScalarMap[str, str]
+    storage_options: _containers.ScalarMap[str, str]
+    allowed_locations: _containers.RepeatedScalarFieldContainer[str]
+    allowed_owners: _containers.RepeatedScalarFieldContainer[str]
+    allowed_tokens: _containers.RepeatedScalarFieldContainer[str]
+    discovery: CatalogDiscovery
+    default_policy: _containers.ScalarMap[str, str]
+    create_time: _timestamp_pb2.Timestamp
+    update_time: _timestamp_pb2.Timestamp
+    table_count: int
+    def __init__(self, name: _Optional[str] = ..., type: _Optional[str] = ..., properties: _Optional[_Mapping[str, str]] = ..., secrets: _Optional[_Mapping[str, str]] = ..., storage_options: _Optional[_Mapping[str, str]] = ..., allowed_locations: _Optional[_Iterable[str]] = ..., allowed_owners: _Optional[_Iterable[str]] = ..., allowed_tokens: _Optional[_Iterable[str]] = ..., discovery: _Optional[_Union[CatalogDiscovery, _Mapping]] = ..., default_policy: _Optional[_Mapping[str, str]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., table_count: _Optional[int] = ...) -> None: ...
+
+class CatalogDiscovery(_message.Message):
+    __slots__ = ("enabled", "include", "exclude", "queue", "owner", "priority", "interval_s", "last_run_time", "last_error", "last_registered", "last_missing")
+    ENABLED_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_FIELD_NUMBER: _ClassVar[int]
+    EXCLUDE_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    OWNER_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    INTERVAL_S_FIELD_NUMBER: _ClassVar[int]
+    LAST_RUN_TIME_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    LAST_REGISTERED_FIELD_NUMBER: _ClassVar[int]
+    LAST_MISSING_FIELD_NUMBER: _ClassVar[int]
+    enabled: bool
+    include: _containers.RepeatedScalarFieldContainer[str]
+    exclude: _containers.RepeatedScalarFieldContainer[str]
+    queue: str
+    owner: str
+    priority: int
+    interval_s: int
+    last_run_time: _timestamp_pb2.Timestamp
+    last_error: str
+    last_registered: int
+    last_missing: int
+    def __init__(self, enabled: _Optional[bool] = ..., include: _Optional[_Iterable[str]] = ..., exclude: _Optional[_Iterable[str]] = ..., queue: _Optional[str] = ..., owner: _Optional[str] = ..., priority: _Optional[int] = ..., interval_s: _Optional[int] = ..., last_run_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_error: _Optional[str] = ..., last_registered: _Optional[int] = ..., last_missing: _Optional[int] = ...) -> None: ...
+
+class CreateCatalogRequest(_message.Message):
+    __slots__ = ("catalog_id", "catalog")
+    CATALOG_ID_FIELD_NUMBER: _ClassVar[int]
+    CATALOG_FIELD_NUMBER: _ClassVar[int]
+    catalog_id: str
+    catalog: Catalog
+    def __init__(self, catalog_id: _Optional[str] = ..., catalog: _Optional[_Union[Catalog, _Mapping]] = ...) -> None: ...
+
+class GetCatalogRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class ListCatalogsRequest(_message.Message):
+    __slots__ = ("page_size", "page_token")
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListCatalogsResponse(_message.Message):
+    __slots__ = ("catalogs", "next_page_token")
+    CATALOGS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    catalogs: _containers.RepeatedCompositeFieldContainer[Catalog]
+    next_page_token: str
+    def __init__(self, catalogs: _Optional[_Iterable[_Union[Catalog, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class UpdateCatalogRequest(_message.Message):
+    __slots__ = ("catalog", "update_mask")
+    CATALOG_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_MASK_FIELD_NUMBER: _ClassVar[int]
+    catalog: Catalog
+    update_mask: _field_mask_pb2.FieldMask
+    def __init__(self, catalog: _Optional[_Union[Catalog, _Mapping]] = ..., update_mask: _Optional[_Union[_field_mask_pb2.FieldMask, _Mapping]] = ...) -> None: ...
+
+class DeleteCatalogRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
 class Table(_message.Message):
-    __slots__ = ("name", "format", "catalog", "namespace", "table_name", "base_path", "catalog_properties", "owner", "queue", "priority", "policy", "state", "last_commit_id", "last_commit_time", "commit_count", "create_time", "update_time")
+    __slots__ = ("name", "format", "catalog", "namespace", "table_name", "base_path", "catalog_properties", "owner", "queue", "priority", "policy", "state", "last_commit_id", "last_commit_time", "commit_count", "create_time", "update_time", "location", "discovered")
     class State(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         STATE_UNSPECIFIED: _ClassVar[Table.State]
         ACTIVE: _ClassVar[Table.State]
         PAUSED: _ClassVar[Table.State]
+        MISSING: _ClassVar[Table.State]
     STATE_UNSPECIFIED: Table.State
     ACTIVE: Table.State
     PAUSED: Table.State
+    MISSING: Table.State
     class CatalogPropertiesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -55,6 +185,8 @@ class Table(_message.Message):
     COMMIT_COUNT_FIELD_NUMBER: _ClassVar[int]
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
     UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    LOCATION_FIELD_NUMBER: _ClassVar[int]
+    DISCOVERED_FIELD_NUMBER: _ClassVar[int]
     name: str
     format: str
     catalog: str
@@ -72,7 +204,9 @@ class Table(_message.Message):
     commit_count: int
     create_time: _timestamp_pb2.Timestamp
     update_time: _timestamp_pb2.Timestamp
-    def __init__(self, name: _Optional[str] = ..., format: _Optional[str] = ..., catalog: _Optional[str] = ..., namespace: _Optional[str] = ..., table_name: _Optional[str] = ..., base_path: _Optional[str] = ..., catalog_properties: _Optional[_Mapping[str, str]] = ..., owner: _Optional[str] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., policy: _Optional[_Mapping[str, str]] = ..., state: _Optional[_Union[Table.State, str]] = ..., last_commit_id: _Optional[str] = ..., last_commit_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., commit_count: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    location: str
+    discovered: bool
+    def __init__(self, name: _Optional[str] = ..., format: _Optional[str] = ..., catalog: _Optional[str] = ..., namespace: _Optional[str] = ..., table_name: _Optional[str] = ..., base_path: _Optional[str] = ..., catalog_properties: _Optional[_Mapping[str, str]] = ..., owner: _Optional[str] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., policy: _Optional[_Mapping[str, str]] = ..., state: _Optional[_Union[Table.State, str]] = ..., last_commit_id: _Optional[str] = ..., last_commit_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., commit_count: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., location: _Optional[str] = ..., discovered: _Optional[bool] = ...) -> None: ...
 
 class RegisterTableRequest(_message.Message):
     __slots__ = ("table_id", "table", "request_id")
@@ -91,20 +225,22 @@ class GetTableRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class ListTablesRequest(_message.Message):
-    __slots__ = ("page_size", "page_token", "format", "state", "owner", "queue")
+    __slots__ = ("page_size", "page_token", "format", "state", "owner", "queue", "catalog")
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     FORMAT_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     OWNER_FIELD_NUMBER: _ClassVar[int]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
+    CATALOG_FIELD_NUMBER: _ClassVar[int]
     page_size: int
     page_token: str
     format: str
     state: Table.State
     owner: str
     queue: str
-    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., format: _Optional[str] = ..., state: _Optional[_Union[Table.State, str]] = ..., owner: _Optional[str] = ..., queue: _Optional[str] = ...) -> None: ...
+    catalog: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., format: _Optional[str] = ..., state: _Optional[_Union[Table.State, str]] = ..., owner: _Optional[str] = ..., queue: _Optional[str] = ..., catalog: _Optional[str] = ...) -> None: ...
 
 class UpdateTableRequest(_message.Message):
     __slots__ = ("table", "update_mask")
@@ -439,12 +575,30 @@ class ActionExplanation(_message.Message):
     active_state: Operation.State
     def __init__(self, action: _Optional[str] = ..., decided: _Optional[bool] = ..., decide_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., should_run: _Optional[bool] = ..., reason: _Optional[str] = ..., metrics: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., operation: _Optional[str] = ..., active_operation: _Optional[str] = ..., scheduler_id: _Optional[str] = ..., active_state: _Optional[_Union[Operation.State, str]] = ...) -> None: ...
 
+class PolicyValue(_message.Message):
+    __slots__ = ("key", "value", "source", "default", "unit", "doc")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_FIELD_NUMBER: _ClassVar[int]
+    UNIT_FIELD_NUMBER: _ClassVar[int]
+    DOC_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    value: str
+    source: str
+    default: str
+    unit: str
+    doc: str
+    def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ..., source: _Optional[str] = ..., default: _Optional[str] = ..., unit: _Optional[str] = ..., doc: _Optional[str] = ...) -> None: ...
+
 class ExplainTableResponse(_message.Message):
-    __slots__ = ("table", "state", "actions")
+    __slots__ = ("table", "state", "actions", "policy")
     TABLE_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     ACTIONS_FIELD_NUMBER: _ClassVar[int]
+    POLICY_FIELD_NUMBER: _ClassVar[int]
     table: str
     state: Table.State
     actions: _containers.RepeatedCompositeFieldContainer[ActionExplanation]
-    def __init__(self, table: _Optional[str] = ..., state: _Optional[_Union[Table.State, str]] = ..., actions: _Optional[_Iterable[_Union[ActionExplanation, _Mapping]]] = ...) -> None: ...
+    policy: _containers.RepeatedCompositeFieldContainer[PolicyValue]
+    def __init__(self, table: _Optional[str] = ..., state: _Optional[_Union[Table.State, str]] = ..., actions: _Optional[_Iterable[_Union[ActionExplanation, _Mapping]]] = ..., policy: _Optional[_Iterable[_Union[PolicyValue, _Mapping]]] = ...) -> None: ...

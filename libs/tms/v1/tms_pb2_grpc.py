@@ -29,8 +29,10 @@ if _version_not_supported:
 class TableManagementServiceStub:
     """Authorization: every method needs a bearer token (`authorization: Bearer <token>`) when the
     server has tokens configured. Roles: `reader` may call Get*, List* and ExplainTable;
-    `writer` may call NotifyCommit(s); `admin` may call everything. A token may be limited to
-    table ids (glob patterns) or owners. Health and reflection need no token.
+    `writer` may call NotifyCommit(s); `owner` may manage the tables in its scope (register them
+    in a catalog that admits it, update their policy, pause, trigger, cancel, retry);
+    `admin` may call everything, and alone manages catalogs and queues. A token may be limited
+    to table ids (glob patterns) or owners. Health and reflection need no token.
     """
 
     def __init__(self, channel):
@@ -39,6 +41,31 @@ class TableManagementServiceStub:
         Args:
             channel: A grpc.Channel.
         """
+        self.CreateCatalog = channel.unary_unary(
+                '/tms.v1.TableManagementService/CreateCatalog',
+                request_serializer=tms_dot_v1_dot_tms__pb2.CreateCatalogRequest.SerializeToString,
+                response_deserializer=tms_dot_v1_dot_tms__pb2.Catalog.FromString,
+                _registered_method=True)
+        self.GetCatalog = channel.unary_unary(
+                '/tms.v1.TableManagementService/GetCatalog',
+                request_serializer=tms_dot_v1_dot_tms__pb2.GetCatalogRequest.SerializeToString,
+                response_deserializer=tms_dot_v1_dot_tms__pb2.Catalog.FromString,
+                _registered_method=True)
+        self.ListCatalogs = channel.unary_unary(
+                '/tms.v1.TableManagementService/ListCatalogs',
+                request_serializer=tms_dot_v1_dot_tms__pb2.ListCatalogsRequest.SerializeToString,
+                response_deserializer=tms_dot_v1_dot_tms__pb2.ListCatalogsResponse.FromString,
+                _registered_method=True)
+        self.UpdateCatalog = channel.unary_unary(
+                '/tms.v1.TableManagementService/UpdateCatalog',
+                request_serializer=tms_dot_v1_dot_tms__pb2.UpdateCatalogRequest.SerializeToString,
+                response_deserializer=tms_dot_v1_dot_tms__pb2.Catalog.FromString,
+                _registered_method=True)
+        self.DeleteCatalog = channel.unary_unary(
+                '/tms.v1.TableManagementService/DeleteCatalog',
+                request_serializer=tms_dot_v1_dot_tms__pb2.DeleteCatalogRequest.SerializeToString,
+                response_deserializer=google_dot_protobuf_dot_empty__pb2.Empty.FromString,
+                _registered_method=True)
         self.RegisterTable = channel.unary_unary(
                 '/tms.v1.TableManagementService/RegisterTable',
                 request_serializer=tms_dot_v1_dot_tms__pb2.RegisterTableRequest.SerializeToString,
@@ -129,13 +156,56 @@ class TableManagementServiceStub:
 class TableManagementServiceServicer:
     """Authorization: every method needs a bearer token (`authorization: Bearer <token>`) when the
     server has tokens configured. Roles: `reader` may call Get*, List* and ExplainTable;
-    `writer` may call NotifyCommit(s); `admin` may call everything. A token may be limited to
-    table ids (glob patterns) or owners. Health and reflection need no token.
+    `writer` may call NotifyCommit(s); `owner` may manage the tables in its scope (register them
+    in a catalog that admits it, update their policy, pause, trigger, cancel, retry);
+    `admin` may call everything, and alone manages catalogs and queues. A token may be limited
+    to table ids (glob patterns) or owners. Health and reflection need no token.
     """
 
+    def CreateCatalog(self, request, context):
+        """Creates a catalog: an operator-owned connection to an Iceberg or Hudi catalog, with its
+        storage options, the locations its tables may live in and who may register tables in it.
+        Secrets are given by reference only. ALREADY_EXISTS if the id is taken. Role: admin.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetCatalog(self, request, context):
+        """Returns one catalog (secret references, never secret values). Role: admin.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListCatalogs(self, request, context):
+        """Lists catalogs ordered by id. Role: admin.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateCatalog(self, request, context):
+        """Changes the fields named in update_mask. Role: admin.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteCatalog(self, request, context):
+        """Removes a catalog. FAILED_PRECONDITION while tables are registered in it. Role: admin.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def RegisterTable(self, request, context):
-        """Registers a table for maintenance. ALREADY_EXISTS if table_id is taken (unless the same
-        request_id is replayed: then the first result is returned). Role: admin.
+        """Registers a table of a catalog for maintenance. The table is looked up in its catalog and
+        its real location checked against the catalog's allowed locations. ALREADY_EXISTS if
+        table_id is taken or the same physical table (catalog + identifier, or location) is
+        registered already (unless the same request_id is replayed: then the first result is
+        returned). FAILED_PRECONDITION if the catalog does not hold the table. Role: admin, or
+        owner in a catalog that admits it.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -156,8 +226,8 @@ class TableManagementServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def UpdateTable(self, request, context):
-        """Changes the fields named in update_mask: owner, queue, priority, policy,
-        catalog_properties. Role: admin.
+        """Changes the fields named in update_mask: owner, queue, priority, policy.
+        Role: admin, or owner for its tables.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -269,6 +339,31 @@ class TableManagementServiceServicer:
 
 def add_TableManagementServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
+            'CreateCatalog': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateCatalog,
+                    request_deserializer=tms_dot_v1_dot_tms__pb2.CreateCatalogRequest.FromString,
+                    response_serializer=tms_dot_v1_dot_tms__pb2.Catalog.SerializeToString,
+            ),
+            'GetCatalog': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetCatalog,
+                    request_deserializer=tms_dot_v1_dot_tms__pb2.GetCatalogRequest.FromString,
+                    response_serializer=tms_dot_v1_dot_tms__pb2.Catalog.SerializeToString,
+            ),
+            'ListCatalogs': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListCatalogs,
+                    request_deserializer=tms_dot_v1_dot_tms__pb2.ListCatalogsRequest.FromString,
+                    response_serializer=tms_dot_v1_dot_tms__pb2.ListCatalogsResponse.SerializeToString,
+            ),
+            'UpdateCatalog': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateCatalog,
+                    request_deserializer=tms_dot_v1_dot_tms__pb2.UpdateCatalogRequest.FromString,
+                    response_serializer=tms_dot_v1_dot_tms__pb2.Catalog.SerializeToString,
+            ),
+            'DeleteCatalog': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteCatalog,
+                    request_deserializer=tms_dot_v1_dot_tms__pb2.DeleteCatalogRequest.FromString,
+                    response_serializer=google_dot_protobuf_dot_empty__pb2.Empty.SerializeToString,
+            ),
             'RegisterTable': grpc.unary_unary_rpc_method_handler(
                     servicer.RegisterTable,
                     request_deserializer=tms_dot_v1_dot_tms__pb2.RegisterTableRequest.FromString,
@@ -365,9 +460,146 @@ def add_TableManagementServiceServicer_to_server(servicer, server):
 class TableManagementService:
     """Authorization: every method needs a bearer token (`authorization: Bearer <token>`) when the
     server has tokens configured. Roles: `reader` may call Get*, List* and ExplainTable;
-    `writer` may call NotifyCommit(s); `admin` may call everything. A token may be limited to
-    table ids (glob patterns) or owners. Health and reflection need no token.
+    `writer` may call NotifyCommit(s); `owner` may manage the tables in its scope (register them
+    in a catalog that admits it, update their policy, pause, trigger, cancel, retry);
+    `admin` may call everything, and alone manages catalogs and queues. A token may be limited
+    to table ids (glob patterns) or owners. Health and reflection need no token.
     """
+
+    @staticmethod
+    def CreateCatalog(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tms.v1.TableManagementService/CreateCatalog',
+            tms_dot_v1_dot_tms__pb2.CreateCatalogRequest.SerializeToString,
+            tms_dot_v1_dot_tms__pb2.Catalog.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetCatalog(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tms.v1.TableManagementService/GetCatalog',
+            tms_dot_v1_dot_tms__pb2.GetCatalogRequest.SerializeToString,
+            tms_dot_v1_dot_tms__pb2.Catalog.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListCatalogs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tms.v1.TableManagementService/ListCatalogs',
+            tms_dot_v1_dot_tms__pb2.ListCatalogsRequest.SerializeToString,
+            tms_dot_v1_dot_tms__pb2.ListCatalogsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateCatalog(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tms.v1.TableManagementService/UpdateCatalog',
+            tms_dot_v1_dot_tms__pb2.UpdateCatalogRequest.SerializeToString,
+            tms_dot_v1_dot_tms__pb2.Catalog.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteCatalog(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tms.v1.TableManagementService/DeleteCatalog',
+            tms_dot_v1_dot_tms__pb2.DeleteCatalogRequest.SerializeToString,
+            google_dot_protobuf_dot_empty__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
 
     @staticmethod
     def RegisterTable(request,
