@@ -7,6 +7,15 @@ from ``tms.domain``; the modules only keep each part short.
 
 from __future__ import annotations
 
+from tms.domain.catalogs import (
+    Catalog,
+    CatalogDeleteResult,
+    CatalogDiscovery,
+    CatalogSpec,
+    CatalogType,
+    CatalogUpdate,
+    DiscoveryStatus,
+)
 from tms.domain.decisions import (
     Decision,
     Explanation,
@@ -40,8 +49,15 @@ from tms.domain.tables import (
 __all__ = [
     "Attempt",
     "AttemptState",
+    "Catalog",
+    "CatalogDeleteResult",
+    "CatalogDiscovery",
+    "CatalogSpec",
+    "CatalogType",
+    "CatalogUpdate",
     "CommitEvent",
     "Decision",
+    "DiscoveryStatus",
     "DueTable",
     "Explanation",
     "JobSpec",

@@ -7,6 +7,7 @@ just those.
 role               used by
 =================  ==========================================================
 IntakeStore        the API's NotifyCommit(s): the one intake path for commits
+CatalogStore       the API's catalog RPCs (admin): operator-owned catalog connections
 TableStore         the API's table RPCs: registration, reads, request ids
 OperationStore     the API's operation, explain and queue RPCs
 DecisionStore      the scheduler: due tables, operations queued, decisions
@@ -26,6 +27,10 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from tms.domain import (
+    Catalog,
+    CatalogDeleteResult,
+    CatalogSpec,
+    CatalogUpdate,
     CommitEvent,
     Decision,
     DueTable,
@@ -98,6 +103,21 @@ class IntakeStore(Protocol):
         """Per event, in order — True: newly recorded; False: a replay; None: unknown table."""
 
     def table_owners(self, table_ids: Sequence[str]) -> dict[str, str]: ...
+
+
+class CatalogStore(Protocol):
+    def catalog_create(self, spec: CatalogSpec) -> Catalog | None:
+        """Insert; None when catalog_id is taken."""
+
+    def catalog_get(self, catalog_id: str) -> Catalog | None: ...
+
+    def catalog_list(self, after: str, limit: int) -> list[Catalog]:
+        """Ordered by catalog_id, after ``after`` (keyset pagination)."""
+
+    def catalog_update(self, catalog_id: str, update: CatalogUpdate) -> Catalog | None: ...
+
+    def catalog_delete(self, catalog_id: str) -> CatalogDeleteResult:
+        """IN_USE (nothing removed) while tables are registered in the catalog."""
 
 
 class TableStore(Protocol):
@@ -216,7 +236,7 @@ class MaintenanceStore(Protocol):
         """Active tables whose check or commit mark has waited longer than ``grace_s``."""
 
 
-class ApiStore(IntakeStore, TableStore, OperationStore, Protocol):
+class ApiStore(IntakeStore, CatalogStore, TableStore, OperationStore, Protocol):
     """Everything the API nodes use."""
 
 
@@ -225,7 +245,7 @@ class SchedulerStore(DecisionStore, MaintenanceStore, Protocol):
 
 
 __all__ = [
-    "ApiStore", "DecisionStore", "EnqueueParams", "ExecutionStore", "IntakeStore",
+    "ApiStore", "CatalogStore", "DecisionStore", "EnqueueParams", "ExecutionStore", "IntakeStore",
     "MaintenanceStore", "OperationListParams", "OperationStore", "RequestRecord",
     "SchedulerStore", "TableGone", "TableListParams", "TableStore",
 ]

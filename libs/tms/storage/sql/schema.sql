@@ -20,6 +20,19 @@ CREATE TYPE public.tms_attempt_state AS ENUM (
 );
 
 --
+-- Name: tms_catalog_type; Type: TYPE; Schema: public; Owner: -
+--
+
+CREATE TYPE public.tms_catalog_type AS ENUM (
+    'sql',
+    'jdbc',
+    'rest',
+    'hive',
+    'glue',
+    'hadoop'
+);
+
+--
 -- Name: tms_operation_state; Type: TYPE; Schema: public; Owner: -
 --
 
@@ -37,7 +50,8 @@ CREATE TYPE public.tms_operation_state AS ENUM (
 
 CREATE TYPE public.tms_table_state AS ENUM (
     'ACTIVE',
-    'PAUSED'
+    'PAUSED',
+    'MISSING'
 );
 
 --
@@ -77,6 +91,57 @@ CREATE TABLE public.tms_attempts (
     progress jsonb,
     CONSTRAINT tms_attempts_attempt_check CHECK ((attempt >= 1)),
     CONSTRAINT tms_attempts_check CHECK (((state = 'RUNNING'::public.tms_attempt_state) = (finished_at IS NULL)))
+);
+
+--
+-- Name: tms_catalogs; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.tms_catalogs (
+    id bigint NOT NULL,
+    catalog_id text NOT NULL,
+    type public.tms_catalog_type NOT NULL,
+    properties jsonb DEFAULT '{}'::jsonb NOT NULL,
+    secrets jsonb DEFAULT '{}'::jsonb NOT NULL,
+    storage_options jsonb DEFAULT '{}'::jsonb NOT NULL,
+    allowed_locations text[] DEFAULT '{}'::text[] NOT NULL,
+    allowed_owners text[] DEFAULT '{}'::text[] NOT NULL,
+    allowed_tokens text[] DEFAULT '{}'::text[] NOT NULL,
+    default_policy jsonb DEFAULT '{}'::jsonb NOT NULL,
+    discovery_enabled boolean DEFAULT false NOT NULL,
+    discovery_include text[] DEFAULT '{}'::text[] NOT NULL,
+    discovery_exclude text[] DEFAULT '{}'::text[] NOT NULL,
+    discovery_queue text DEFAULT 'default'::text NOT NULL,
+    discovery_owner text DEFAULT ''::text NOT NULL,
+    discovery_priority integer DEFAULT 0 NOT NULL,
+    discovery_interval_s integer DEFAULT 300 NOT NULL,
+    discovery_next_at timestamp with time zone DEFAULT now() NOT NULL,
+    discovery_last_at timestamp with time zone,
+    discovery_last_error text,
+    discovery_last_registered integer,
+    discovery_last_missing integer,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT tms_catalogs_catalog_id_check CHECK ((catalog_id ~ '^[a-z][a-z0-9_]{0,62}$'::text)),
+    CONSTRAINT tms_catalogs_default_policy_check CHECK ((jsonb_typeof(default_policy) = 'object'::text)),
+    CONSTRAINT tms_catalogs_discovery_interval_s_check CHECK (((discovery_interval_s >= 10) AND (discovery_interval_s <= 86400))),
+    CONSTRAINT tms_catalogs_discovery_priority_check CHECK (((discovery_priority >= '-1000'::integer) AND (discovery_priority <= 1000))),
+    CONSTRAINT tms_catalogs_properties_check CHECK ((jsonb_typeof(properties) = 'object'::text)),
+    CONSTRAINT tms_catalogs_secrets_check CHECK ((jsonb_typeof(secrets) = 'object'::text)),
+    CONSTRAINT tms_catalogs_storage_options_check CHECK ((jsonb_typeof(storage_options) = 'object'::text))
+);
+
+--
+-- Name: tms_catalogs_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.tms_catalogs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.tms_catalogs_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
 );
 
 --
@@ -248,6 +313,8 @@ CREATE TABLE public.tms_tables (
     pruned_commits bigint DEFAULT 0 NOT NULL,
     pruned_last_commit_id text,
     pruned_last_commit_time timestamp with time zone,
+    location text DEFAULT ''::text NOT NULL,
+    discovered boolean DEFAULT false NOT NULL,
     CONSTRAINT tms_tables_check1 CHECK (((base_path <> ''::text) OR (table_name <> ''::text))),
     CONSTRAINT tms_tables_format_check CHECK ((format ~ '^[a-z][a-z0-9_-]{0,31}$'::text)),
     CONSTRAINT tms_tables_priority_check CHECK (((priority >= '-1000'::integer) AND (priority <= 1000))),
@@ -314,6 +381,20 @@ ALTER TABLE ONLY public.tms_attempts
     ADD CONSTRAINT tms_attempts_pkey PRIMARY KEY (operation_id, attempt);
 
 --
+-- Name: tms_catalogs tms_catalogs_catalog_id_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.tms_catalogs
+    ADD CONSTRAINT tms_catalogs_catalog_id_key UNIQUE (catalog_id);
+
+--
+-- Name: tms_catalogs tms_catalogs_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.tms_catalogs
+    ADD CONSTRAINT tms_catalogs_pkey PRIMARY KEY (id);
+
+--
 -- Name: tms_commit_events tms_commit_events_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -375,6 +456,12 @@ ALTER TABLE ONLY public.tms_tables
 
 ALTER TABLE ONLY public.tms_tables
     ADD CONSTRAINT tms_tables_table_id_key UNIQUE (table_id);
+
+--
+-- Name: tms_catalogs_discovery_due; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX tms_catalogs_discovery_due ON public.tms_catalogs USING btree (discovery_next_at) WHERE discovery_enabled;
 
 --
 -- Name: tms_commit_events_age; Type: INDEX; Schema: public; Owner: -
