@@ -10,10 +10,28 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tms.domain import Decision, JobSpec, Operation, Table, TableSpec
+
+if TYPE_CHECKING:
+    from tms.catalogs import CatalogAccess
+
+
+class TableNotInCatalog(LookupError):
+    """The catalog does not hold the table (dropped, renamed, or never created)."""
+
+
+@dataclass(frozen=True)
+class DiscoveredTable:
+    """A table found by listing a catalog: Iceberg tables by identifier, path-based tables
+    (Hudi) by base path."""
+
+    namespace: str
+    table_name: str
+    base_path: str = ""
 
 
 class TableFormatPlugin(abc.ABC):
@@ -25,6 +43,17 @@ class TableFormatPlugin(abc.ABC):
     def validate(self, spec: TableSpec) -> list[tuple[str, str]]:
         """Format-specific checks of a registration: (field path, problem) pairs."""
         return []
+
+    def locate(self, table: Table, catalog: CatalogAccess) -> str:
+        """The table's real location as its catalog reports it (Iceberg: the table
+        metadata's ``location``; Hudi: the base path), unchecked: callers check it against
+        the catalog's allowed locations with :mod:`tms.jobs.locations`. Raises
+        TableNotInCatalog when the catalog does not hold the table."""
+        raise NotImplementedError(f"format {self.name!r} cannot locate its tables")
+
+    def discover(self, catalog: CatalogAccess) -> list[DiscoveredTable]:
+        """Every table the catalog holds (for catalog discovery)."""
+        raise NotImplementedError(f"format {self.name!r} cannot list a catalog's tables")
 
     @abc.abstractmethod
     def inspect(self, table: Table) -> dict[str, Any]:

@@ -1,0 +1,153 @@
+"""A catalog made usable: its secret references resolved, in the process that needs them.
+
+The stored :class:`~tms.domain.Catalog` holds references only. :func:`access` resolves them
+into a :class:`CatalogAccess` right before a catalog is opened (the scheduler inspecting, the
+executor writing a job spec, the API checking a registration); the values live in memory only
+and never in a repr, a log line or an RPC.
+
+Property conventions (what an operator writes in a catalog, whatever its type):
+
+- ``sql``: ``uri`` is a SQLAlchemy URL without a password (``postgresql+psycopg://user@host/db``);
+  the password is the secret ``jdbc.password`` (Iceberg's JdbcCatalog name). pyiceberg gets it
+  inside the URL, Spark as ``jdbc.password``.
+- ``jdbc``: as ``sql``, with a ``jdbc:postgresql://`` ``uri``.
+- ``rest``, ``hive``, ``glue``: the properties of pyiceberg's and Iceberg's catalogs of that type.
+- ``hadoop``: file-system tables (Hudi base paths, path-based Iceberg); no catalog server.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlsplit, urlunsplit
+
+from tms.domain import Catalog, CatalogType
+from tms.secrets import resolve_all
+
+PASSWORD_SECRET = "jdbc.password"
+USER_PROPERTY = "jdbc.user"
+_PG_JDBC_PREFIX = "jdbc:postgresql:"
+_PG_SQLALCHEMY_SCHEME = "postgresql+psycopg"
+_PYICEBERG_TYPES = {CatalogType.SQL: "sql", CatalogType.JDBC: "sql", CatalogType.REST: "rest",
+                    CatalogType.HIVE: "hive", CatalogType.GLUE: "glue"}
+
+
+class CatalogUnsupported(ValueError):
+    """The catalog type cannot do what was asked here (e.g. pyiceberg has no Hadoop catalog)."""
+
+
+@dataclass(frozen=True)
+class CatalogAccess:
+    """A catalog with its secrets resolved. Never log it whole: ``repr`` hides the values."""
+
+    catalog_id: str
+    type: CatalogType
+    properties: dict[str, str] = field(repr=False)  # secrets included
+    storage_options: dict[str, str] = field(repr=False)  # secrets included
+    allowed_locations: tuple[str, ...] = ()
+    default_policy: dict[str, str] = field(default_factory=dict)
+
+    def fingerprint(self) -> str:
+        """A digest of everything that makes a connection (for caches); reveals nothing."""
+        blob = json.dumps([self.catalog_id, self.type.value, self.properties,
+                           self.storage_options], sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def access(catalog: Catalog, environ: Mapping[str, str] | None = None,
+           secret_dir: Path | None = None) -> CatalogAccess:
+    """Resolve the catalog's secret references (SecretError names the missing reference).
+    A secret whose name is a storage option (``fs.*``, ``s3.*`` ...) already present in
+    ``storage_options`` goes there; every other secret is a catalog property."""
+    spec = catalog.spec
+    values = resolve_all(spec.secrets, environ, secret_dir)
+    props, storage = dict(spec.properties), dict(spec.storage_options)
+    for key, value in values.items():
+        if key in storage or key.startswith("fs."):
+            storage[key] = value
+        else:
+            props[key] = value
+    return CatalogAccess(spec.catalog_id, spec.type, props, storage, spec.allowed_locations,
+                         dict(spec.default_policy))
+
+
+def _with_password(uri: str, user: str | None, password: str | None) -> str:
+    """``uri`` with the user and password put into its authority (each percent-quoted)."""
+    parts = urlsplit(uri)
+    if password is None and user is None:
+        return uri
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    name = user if user is not None else (parts.username or "")
+    auth = quote(name, safe="")
+    if password is not None:
+        auth += ":" + quote(password, safe="")
+    return urlunsplit((parts.scheme, f"{auth}@{host}", parts.path, parts.query, parts.fragment))
+
+
+def pyiceberg_properties(cat: CatalogAccess) -> dict[str, str]:
+    """What ``pyiceberg.catalog.load_catalog(cat.catalog_id, **props)`` takes."""
+    kind = _PYICEBERG_TYPES.get(cat.type)
+    if kind is None:
+        raise CatalogUnsupported(f"catalog type {cat.type.value!r} cannot be opened with "
+                                 "pyiceberg")
+    props = {k: v for k, v in cat.properties.items() if k not in (PASSWORD_SECRET,
+                                                                   USER_PROPERTY)}
+    props.update({k: v for k, v in cat.storage_options.items() if not k.startswith("fs.")})
+    props["type"] = kind
+    if kind == "sql":
+        uri = props.get("uri", "")
+        if uri.startswith(_PG_JDBC_PREFIX):
+            uri = _PG_SQLALCHEMY_SCHEME + uri[len(_PG_JDBC_PREFIX):]
+        props["uri"] = _with_password(uri, cat.properties.get(USER_PROPERTY),
+                                      cat.properties.get(PASSWORD_SECRET))
+    return props
+
+
+def job_properties(cat: CatalogAccess) -> dict[str, str]:
+    """The catalog properties a Spark job receives in its (private) spec file: pyiceberg's
+    form, which the job maps onto Iceberg's Spark catalog (``jdbc.password`` stays a separate
+    property there, never inside a URL or on a command line)."""
+    props = pyiceberg_properties(cat)
+    if props.get("type") == "sql":
+        parts = urlsplit(props["uri"])
+        bare = _with_password(f"{parts.scheme}://{parts.hostname or ''}"
+                              f"{':' + str(parts.port) if parts.port else ''}{parts.path}"
+                              f"{'?' + parts.query if parts.query else ''}", None, None)
+        props["uri"] = bare
+        user = cat.properties.get(USER_PROPERTY, parts.username)
+        if user:
+            props[USER_PROPERTY] = user
+        password = cat.properties.get(PASSWORD_SECRET, parts.password)
+        if password is not None:
+            props[PASSWORD_SECRET] = password
+    return props
+
+
+class PyicebergCatalogs:
+    """Opened pyiceberg catalogs, one per catalog connection (keyed by fingerprint, so a
+    changed property or rotated secret opens a fresh one). Thread-safe."""
+
+    def __init__(self) -> None:
+        self._open: dict[tuple[str, str], Any] = {}
+        self._lock = threading.Lock()
+
+    def get(self, cat: CatalogAccess) -> Any:
+        from pyiceberg.catalog import load_catalog
+
+        key = (cat.catalog_id, cat.fingerprint())
+        with self._lock:
+            found = self._open.get(key)
+            if found is None:
+                found = load_catalog(cat.catalog_id, **pyiceberg_properties(cat))
+                self._open = {k: v for k, v in self._open.items() if k[0] != cat.catalog_id}
+                self._open[key] = found
+            return found
