@@ -51,7 +51,7 @@ PARAMS: dict[str, dict[str, PolicyKey]] = {
              "columns to z-order by", FORMAT))),
     "expire_snapshots": by_key((
         _OLDER_THAN,
-        _int("retain-last", 1, 100_000, "count", "snapshots kept whatever their age"))),
+        _int("retain-last", 1, MAX_INT, "count", "snapshots kept whatever their age"))),
     "remove_orphan_files": by_key((
         _OLDER_THAN, _on("dry-run", "only list the orphan files, delete nothing"))),
     "rewrite_manifests": by_key((_on("use-caching", "let Spark cache while rewriting"),)),
