@@ -55,7 +55,7 @@ def validate_policy(keys: Mapping[str, PolicyKey], overrides: Mapping[str, str],
     known = schema(keys)
     conf = {k: v for k, v in overrides.items()
             if k.startswith(SPARK_CONF_PREFIX) and k not in known}
-    problems = [(f"{field}[{k[:80]}]", conf_refusal(k)) for k in conf]
+    problems = [(f"{field}[{k[:128]}]", conf_refusal(k)) for k in conf]
     rest = {k: v for k, v in overrides.items() if k not in conf}
     listed = ", ".join(sorted(k for k in known if not k.startswith(SPARK_CONF_PREFIX)))
     return problems + check_values(known, rest, field, "unknown policy key",

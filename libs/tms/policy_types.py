@@ -210,7 +210,7 @@ def check_values(keys: Mapping[str, PolicyKey], values: Mapping[str, str], field
         spec = keys.get(k)
         if spec is None:
             known = known or ", ".join(sorted(keys)) or "none"
-            problems.append((f"{field}[{k[:80]}]", f"{unknown}; known: {known}"))
+            problems.append((f"{field}[{k[:128]}]", f"{unknown}; known: {known}"))
             continue
         try:
             spec.parse(raw)

@@ -61,8 +61,8 @@ def string_map(p: Problems, field: str, value: Mapping[str, str]) -> None:
     for k, v in value.items():
         if not k:
             p.append((field, "keys must not be empty"))
-        string(p, f"{field}[{k[:40]}]", k, MAX_MAP_KEY_LEN)
-        string(p, f"{field}[{k[:40]}]", v, MAX_MAP_VALUE_LEN)
+        string(p, f"{field}[{k[:MAX_MAP_KEY_LEN]}]", k, MAX_MAP_KEY_LEN)
+        string(p, f"{field}[{k[:MAX_MAP_KEY_LEN]}]", v, MAX_MAP_VALUE_LEN)
 
 
 def path(p: Problems, field: str, value: str) -> None:
