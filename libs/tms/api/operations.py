@@ -128,6 +128,13 @@ class OperationsMixin(ServicerBase):
                                 f"{request.name} is {op.state.value}", "NOT_RETRYABLE",
                                 operation=request.name)
         self._check_active(table)
+        plugin = self.formats.get(table.format)
+        bad = plugin.check_params(op.action, {k: str(x) for k, x in op.work.params.items()}) \
+            if plugin else []
+        if bad:  # stored before the schema tightened: a retry would fail the same way
+            raise _precondition(f"{request.name} carries parameters no longer accepted: "
+                                + "; ".join(f"{f}: {w}" for f, w in bad), "INVALID_PARAMS",
+                                operation=request.name)
         new_id = self.store.operation_enqueue(EnqueueParams(
             table, op.action, "retry", f"retry of {op.name} (by {principal.name})",
             op.lease.max_attempts, op.priority, params=dict(op.work.params), retry_of=op.id))
