@@ -5,13 +5,7 @@ All SQL is in ``sql/queries/<entity>.sql``; these modules bind parameters and ma
 
 from __future__ import annotations
 
-from tms.storage.postgres.db import (
-    KEEPALIVES,
-    POOL_MAX_SIZE,
-    POOL_MIN_SIZE,
-    POOL_RECONNECT_TIMEOUT_S,
-    POOL_TIMEOUT_S,
-)
+from tms.storage.postgres.db import KEEPALIVES, POOL_MAX_SIZE, POOL_MIN_SIZE, POOL_TIMEOUT_S
 from tms.storage.postgres.execution import CLAIM_LOCK_KEY, ExecutionMixin
 from tms.storage.postgres.maintenance import MaintenanceMixin
 from tms.storage.postgres.operations import OperationsMixin
@@ -22,6 +16,5 @@ class PostgresStore(TablesMixin, OperationsMixin, ExecutionMixin, MaintenanceMix
     """Every role of :mod:`tms.storage.roles` over one pool. Thread-safe."""
 
 
-__all__ = ["CLAIM_LOCK_KEY", "KEEPALIVES", "POOL_MAX_SIZE", "POOL_MIN_SIZE",
-           "POOL_RECONNECT_TIMEOUT_S", "POOL_TIMEOUT_S",
+__all__ = ["CLAIM_LOCK_KEY", "KEEPALIVES", "POOL_MAX_SIZE", "POOL_MIN_SIZE", "POOL_TIMEOUT_S",
            "PostgresStore"]
