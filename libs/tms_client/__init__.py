@@ -31,14 +31,14 @@ from tms_client.events import EventError, EventMapping
 from tms_client.hook import CommitHook, HookResult
 from tms_client.notifier import CommitNotifier
 from tms_client.retry import NO_RETRY, RetryPolicy, Safety
-from tms_client.tally import NotifierStats
+from tms_client.tally import DROP_REASONS, NotifierStats, OnDrop
 
 __all__ = [
-    "DEFAULT_DEADLINE_S", "MAX_BATCH_COMMITS", "NO_RETRY",
+    "DEFAULT_DEADLINE_S", "DROP_REASONS", "MAX_BATCH_COMMITS", "NO_RETRY",
     "AlreadyExistsError", "AsyncTmsClient", "CancelledError", "ClientOptions", "Commit",
     "CommitHook", "CommitNotifier", "CommitResult", "DeadlineExceededError", "EventError",
     "EventMapping", "FailedPreconditionError", "FieldViolation", "HookResult",
-    "InvalidArgumentError", "NotFoundError", "NotifierStats", "PendingCall",
+    "InvalidArgumentError", "NotFoundError", "NotifierStats", "OnDrop", "PendingCall",
     "PermissionDeniedError", "RetryPolicy", "Safety", "TlsOptions", "TmsClient", "TmsError",
     "UnauthenticatedError", "UnavailableError",
 ]

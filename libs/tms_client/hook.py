@@ -5,8 +5,13 @@ path into the database. Give it a :class:`CommitNotifier` to keep the catalog's 
 free of any wait on TMS, or a :class:`TmsClient` to forward synchronously and see the outcome
 (the CloudEvents receiver does that, so its HTTP answer says whether TMS took the events)::
 
-    hook = CommitHook(CommitNotifier(TmsClient("tms-api:50051", token=TOKEN)))
+    hook = CommitHook(CommitNotifier(TmsClient("tms-api:50051", token=TOKEN),
+                                     on_drop=report_lost_commits))
     catalog.on_commit(hook)         # hook(event) for each event dict
+
+With a notifier, a commit the hook hands over is never lost quietly either: the notifier's
+``on_drop`` callback and its stats report every commit it could not deliver (queue full, TMS
+down past its time budget, refused), exactly as for a writer calling ``notify()``.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ class HookResult:
     event_of: list[int] = field(default_factory=list)  # the event each commit came from
     ignored: list[tuple[int, str]] = field(default_factory=list)  # (event, why)
     results: list[CommitResult] | None = None  # synchronous sink: the API's answers
-    queued: int = 0  # notifier sink: commits queued
+    queued: int = 0  # notifier sink: commits queued (the others went to its on_drop)
 
 
 class CommitHook:

@@ -50,3 +50,9 @@ EXECUTOR_RECOVERY_BOUND_S = 240.0  # the operation completed by the second execu
 DRAIN_TIMEOUT_S = 120.0  # writers to finish what they are retrying
 SETTLE_TIMEOUT_S = 60.0  # expired leases to be reaped before the checks
 DECIDE_TIMEOUT_S = 90.0  # every commit mark to be decided
+
+# --- the long PostgreSQL outage (tests/faults/test_pg_outage.py) -----------------------------
+PG_OUTAGE_S = 20.0  # PostgreSQL stays stopped this long while the API keeps getting calls
+PG_OUTAGE_COMMITS = 1000  # commits a CommitNotifier sends across the outage
+PG_OUTAGE_TABLES = 10  # "constant" tables those commits are spread over
+PG_BACK_SERVING_BOUND_S = 2.0  # PostgreSQL accepts connections -> the API serves again

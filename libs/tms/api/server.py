@@ -1,7 +1,10 @@
 """Builds and runs the gRPC server: the service, health checking and server reflection.
 
 Health follows the database: SERVING while Postgres answers, NOT_SERVING when it does not and
-from the moment shutdown begins, so load balancers drain the node before it stops.
+from the moment shutdown begins, so load balancers drain the node before it stops. While the
+database is unreachable the check runs often and waits briefly, so the node reports SERVING
+again well within 2 s of PostgreSQL accepting connections; while serving it runs rarely and
+waits as long as a request would, so a busy pool is not mistaken for an outage.
 """
 
 from __future__ import annotations
@@ -25,7 +28,10 @@ from tms.storage.postgres import PostgresStore
 from tms.v1 import tms_pb2, tms_pb2_grpc
 
 SERVER_THREADS = 32
-HEALTH_CHECK_INTERVAL_S = 2.0
+HEALTH_CHECK_INTERVAL_S = 2.0  # between database checks while serving
+HEALTH_CHECK_TIMEOUT_S = 2.0  # a check's wait for a pooled connection while serving
+HEALTH_RECHECK_INTERVAL_S = 0.25  # between checks while not serving: notice recovery soon
+HEALTH_RECHECK_TIMEOUT_S = 0.5  # a check's wait for a connection while not serving
 SHUTDOWN_GRACE_S = 10.0
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 SERVICE_NAME = tms_pb2.DESCRIPTOR.services_by_name["TableManagementService"].full_name
@@ -83,14 +89,20 @@ class ApiServer:
             self.health.set(name, status)
 
     def _watch_health(self) -> None:
+        serving: bool | None = None  # unknown until the first check
         while not self._stop.is_set():
             try:
-                self._store.check()
-                self._set_health(True)
+                self._store.check(HEALTH_CHECK_TIMEOUT_S if serving else HEALTH_RECHECK_TIMEOUT_S)
+                if serving is not True:
+                    log.info("database reachable: serving")
+                serving = True
             except Exception as e:  # any failure to reach the database means not serving
-                log.warning("database check failed", error=str(e))
-                self._set_health(False)
-            self._stop.wait(HEALTH_CHECK_INTERVAL_S)
+                if serving is not False:  # once per outage, not once per check
+                    log.warning("database check failed: not serving", error=str(e))
+                serving = False
+            if not self._stop.is_set():  # stop() has already said NOT_SERVING
+                self._set_health(serving)
+            self._stop.wait(HEALTH_CHECK_INTERVAL_S if serving else HEALTH_RECHECK_INTERVAL_S)
 
     def start(self) -> None:
         self._set_health(False)
