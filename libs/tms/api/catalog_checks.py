@@ -31,7 +31,7 @@ import sys
 import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from tms.api import validate as v
 from tms.domain import CatalogDiscovery, CatalogSpec, CatalogType
@@ -39,7 +39,13 @@ from tms.domain.catalogs import MAX_DISCOVERY_INTERVAL_S, MIN_DISCOVERY_INTERVAL
 from tms.formats.base import TableFormatPlugin
 from tms.jobs import locations
 from tms.policy import validate_policy
-from tms.secrets import ENV_SECRET_DIR, SecretError, looks_secret, parse_ref, uri_has_password
+from tms.secrets import (
+    ENV_SECRET_DIR,
+    SecretError,
+    looks_secret,
+    parse_ref,
+    uri_has_password,
+)
 
 CATALOG_ID_RE = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 CATALOG_ID_WHAT = "1-63 of a-z 0-9 _ starting with a letter"
@@ -61,6 +67,7 @@ _JDBC_PG_PREFIX = "jdbc:postgresql:"
 _URI_SCHEMES = {CatalogType.REST: ("http", "https"), CatalogType.HIVE: ("thrift",)}
 _AUTH_PASSWORD_RE = re.compile(r"//[^/?#@\s]*:[^/?#@\s]*@")
 _PARAM_NAME_RE = re.compile(r"[?&;]([^=&;?#/\s]+)=")
+_SECRET_PARAMS = frozenset({"sig"})
 BY_REFERENCE = "give it in secrets as a reference (env:TMS_SECRET_<NAME> or file:<name>)"
 
 Problems = v.Problems
@@ -89,10 +96,15 @@ def _text_problem(value: str, max_len: int) -> str | None:
 
 def carries_password(value: str) -> bool:
     """A URI-like value with a password in it: in the authority (also behind ``jdbc:``),
-    or as a query / JDBC parameter whose name looks secret."""
-    if uri_has_password(value) or _AUTH_PASSWORD_RE.search(value):
-        return True
-    return any(looks_secret(m.group(1)) for m in _PARAM_NAME_RE.finditer(value))
+    or as a query / JDBC parameter whose name looks secret (``sig`` of an Azure SAS URL);
+    looked for as given and once percent-decoded (``user%3Apw@host``)."""
+    for text in dict.fromkeys((value, unquote(value))):
+        if uri_has_password(text) or _AUTH_PASSWORD_RE.search(text):
+            return True
+        for m in _PARAM_NAME_RE.finditer(text):
+            if looks_secret(m.group(1)) or m.group(1).lower() in _SECRET_PARAMS:
+                return True
+    return False
 
 
 def _keyed_map(p: Problems, field: str, values: Mapping[str, str]) -> list[str]:
@@ -135,8 +147,10 @@ def _secrets(p: Problems, field: str, refs: Mapping[str, str]) -> None:
             continue
         try:
             parsed = parse_ref(refs[k])
-        except SecretError as e:
-            p.append((f"{field}[{k}]", str(e)))
+        except SecretError:  # never echo it: it may be the secret itself, given by mistake
+            p.append((f"{field}[{k}]", "not a secret reference: give env:TMS_SECRET_<NAME> "
+                                       "(A-Z 0-9 _) or file:<name> (a file in the secret "
+                                       "directory, no slashes), never the value"))
             continue
         if parsed.kind == "env" and parsed.name == ENV_SECRET_DIR:
             p.append((f"{field}[{k}]", f"{ENV_SECRET_DIR} names the secret directory, "
@@ -192,6 +206,9 @@ def _locations(p: Problems, field: str, values: Sequence[str],
         return []
     parsed = []
     for i, raw in enumerate(values):
+        if carries_password(raw):  # refused before the normaliser's messages echo it
+            p.append((f"{field}[{i}]", "locations must not carry credentials"))
+            continue
         try:
             parsed.append(locations.check(raw, outer) if outer else locations.parse(raw))
         except locations.LocationError as e:
