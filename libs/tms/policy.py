@@ -1,141 +1,65 @@
-"""Typed reading of per-table policy overrides (string maps, Amoro-style dotted keys)."""
+"""The policy keys every table takes whatever its format, validation of a table's policy map
+against the schema (``tms.policy_types``), and the policy in force with where each value comes
+from (ExplainTable).
+
+A policy is a string map with Amoro-style dotted keys. The common keys steer the scheduler and
+the executor; a format plugin adds its own (``TableFormatPlugin.policy_keys``). Unknown keys and
+bad values are refused at the API, naming ``table.policy[<key>]``; a stored value that went bad
+(written before a rule tightened) never stops the scheduler: readers fall back to the default.
+"""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-_TRUE = {"true", "1", "yes", "on"}
-_FALSE = {"false", "0", "no", "off"}
+from tms.policy_spark import SPARK_CONF_KEYS, SPARK_CONF_PREFIX, SPARK_TABLE_KEYS, conf_refusal
+from tms.policy_types import PolicyKey, by_key, check_values, integer
 
+__all__ = ["COMMON_KEYS", "PolicyKey", "SPARK_CONF_KEYS", "SPARK_CONF_PREFIX",
+           "SPARK_TABLE_KEYS", "effective_policy", "max_attempts", "validate_policy"]
 
-@dataclass(frozen=True)
-class PolicyKey:
-    """One overridable setting: its key, its type and its documented default."""
-
-    key: str
-    kind: type
-    default: int | bool | str
-    minimum: int = 0
-    maximum: int | None = None
-    pattern: str = ""  # for str keys: a regular expression the whole value must match
-    what: str = ""  # for str keys: what the pattern means, for the error message
-
-    def parse(self, raw: str) -> int | bool | str:
-        """Parse a string value; ValueError says what was expected."""
-        if self.kind is str:
-            value = raw.strip()
-            if self.pattern and value and not re.fullmatch(self.pattern, value):
-                raise ValueError(f"{self.key} must be {self.what or self.pattern}, got {raw!r}")
-            return value
-        if self.kind is bool:
-            low = raw.strip().lower()
-            if low in _TRUE:
-                return True
-            if low in _FALSE:
-                return False
-            raise ValueError(f"{self.key} must be true or false, got {raw!r}")
-        try:
-            number = int(raw.strip())
-        except ValueError:
-            raise ValueError(f"{self.key} must be an integer, got {raw!r}") from None
-        if number < self.minimum:
-            raise ValueError(f"{self.key} must be >= {self.minimum}, got {number}")
-        if self.maximum is not None and number > self.maximum:
-            raise ValueError(f"{self.key} must be <= {self.maximum}, got {number}")
-        return number
-
-    def get(self, overrides: Mapping[str, str]) -> int | bool | str:
-        raw = overrides.get(self.key)
-        return self.default if raw is None else self.parse(raw)
-
-    def as_int(self, overrides: Mapping[str, str]) -> int:
-        return int(self.get(overrides))
-
-    def as_bool(self, overrides: Mapping[str, str]) -> bool:
-        return bool(self.get(overrides))
-
-    def as_str(self, overrides: Mapping[str, str]) -> str:
-        return str(self.get(overrides))
-
-
-# Keys every table takes whatever its format: they steer the scheduler, not the format.
+DAY_S = 86_400
 DEFAULT_PULL_INTERVAL_S = 600  # inspect a table at least this often, commits or not
 MIN_PULL_INTERVAL_S = 1
-PULL_INTERVAL_KEY = PolicyKey("scheduler.pull-interval-s", int, DEFAULT_PULL_INTERVAL_S,
-                              MIN_PULL_INTERVAL_S)
+MAX_PULL_INTERVAL_S = 30 * DAY_S  # a table is looked at at least monthly
+PULL_INTERVAL_KEY = integer(
+    "scheduler.pull-interval-s", DEFAULT_PULL_INTERVAL_S, MIN_PULL_INTERVAL_S,
+    MAX_PULL_INTERVAL_S, "s", "inspect the table at least this often, commits or not")
 
-# Execution keys: how many attempts an operation gets, and the Spark resources its job asks for
-# (on top of its queue's profile in the executor's configuration). Where the job runs (master,
-# deploy mode, jars) is the operator's choice per queue only: a table owner must not be able to
-# send catalog credentials to a cluster of their choosing.
+# How many attempts an operation gets. Where a job runs (master, deploy mode, jars) is the
+# operator's choice per queue only: a table owner must not be able to send catalog credentials
+# to a cluster of their choosing (see tms.policy_spark).
 DEFAULT_MAX_ATTEMPTS = 3
 MAX_MAX_ATTEMPTS = 100
-MAX_ATTEMPTS_KEY = PolicyKey("execution.max-attempts", int, DEFAULT_MAX_ATTEMPTS, 1,
-                             MAX_MAX_ATTEMPTS)
-_MEMORY = r"[1-9][0-9]{0,6}[kmgtKMGT]?"
-SPARK_TABLE_KEYS: dict[str, PolicyKey] = {k.key: k for k in (
-    PolicyKey("spark.driver-memory", str, "", pattern=_MEMORY, what="a size like 512m or 2g"),
-    PolicyKey("spark.executor-memory", str, "", pattern=_MEMORY, what="a size like 512m or 2g"),
-    PolicyKey("spark.driver-cores", int, 0, 1, 64),
-    PolicyKey("spark.executor-cores", int, 0, 1, 64),
-    PolicyKey("spark.num-executors", int, 0, 1, 1000),
-)}
-# ``spark.conf.<key>`` passes ``<key>`` to the job, for tuning keys only.
-SPARK_CONF_PREFIX = "spark.conf."
-SPARK_CONF_ALLOWED = ("spark.sql.", "spark.executor.", "spark.dynamicAllocation.",
-                      "spark.memory.", "spark.default.parallelism", "spark.task.cpus",
-                      "spark.speculation", "spark.shuffle.", "spark.reducer.")
-SPARK_CONF_DENIED = ("spark.sql.catalog", "spark.sql.extensions", "spark.sql.parser.",
-                     "spark.sql.warehouse.", "spark.sql.hive.", "spark.sql.catalogImplementation",
-                     "spark.executor.extraJavaOptions", "spark.executor.extraClassPath",
-                     "spark.executor.extraLibraryPath", "spark.executorEnv.",
-                     "spark.executor.plugins", "spark.sql.queryExecutionListeners",
-                     "spark.sql.streaming.", "spark.sql.sources.")
-_CONF_KEY_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")
-_CONF_VALUE_RE = re.compile(r"^[^\x00-\x1f\x7f]{0,1000}$")
-COMMON_KEYS: dict[str, PolicyKey] = {PULL_INTERVAL_KEY.key: PULL_INTERVAL_KEY,
-                                     MAX_ATTEMPTS_KEY.key: MAX_ATTEMPTS_KEY,
-                                     **SPARK_TABLE_KEYS}
+MAX_ATTEMPTS_KEY = integer(
+    "execution.max-attempts", DEFAULT_MAX_ATTEMPTS, 1, MAX_MAX_ATTEMPTS, "count",
+    "attempts an operation gets before it fails (non-retryable errors fail at once)")
+
+SCHEDULER_KEYS: dict[str, PolicyKey] = by_key((PULL_INTERVAL_KEY, MAX_ATTEMPTS_KEY))
+COMMON_KEYS: dict[str, PolicyKey] = {**SCHEDULER_KEYS, **SPARK_TABLE_KEYS, **SPARK_CONF_KEYS}
 
 
-def check_spark_conf(key: str, value: str) -> str | None:
-    """Why a ``spark.conf.<key>`` table override is refused, or None when it is fine."""
-    conf_key = key[len(SPARK_CONF_PREFIX):]
-    if not _CONF_KEY_RE.fullmatch(conf_key):
-        return "invalid Spark conf key"
-    if conf_key.startswith(SPARK_CONF_DENIED) or not conf_key.startswith(SPARK_CONF_ALLOWED):
-        return ("not a tuning key a table may set; allowed prefixes: "
-                + ", ".join(SPARK_CONF_ALLOWED) + " (catalog, classpath and JVM options are the "
-                "operator's, per queue)")
-    if not _CONF_VALUE_RE.fullmatch(value):
-        return "value must be at most 1000 characters without control characters"
-    return None
+def schema(format_keys: Mapping[str, PolicyKey]) -> dict[str, PolicyKey]:
+    """Every key a table of a format may set: the common keys and the format's own."""
+    clash = set(format_keys) & set(COMMON_KEYS)
+    if clash:
+        raise ValueError(f"format keys shadow common keys: {sorted(clash)}")
+    return {**COMMON_KEYS, **format_keys}
 
 
 def validate_policy(keys: Mapping[str, PolicyKey], overrides: Mapping[str, str],
                     field: str = "table.policy") -> list[tuple[str, str]]:
-    """Problems with a policy map: unknown keys and unparsable values, each with its field.
-    The common scheduler keys are always accepted."""
-    keys = {**COMMON_KEYS, **keys}
-    problems = []
-    for k, v in overrides.items():
-        if k.startswith(SPARK_CONF_PREFIX):
-            why = check_spark_conf(k, v)
-            if why:
-                problems.append((f"{field}[{k}]", why))
-            continue
-        spec = keys.get(k)
-        if spec is None:
-            known = ", ".join(sorted(keys))
-            problems.append((f"{field}[{k}]", f"unknown policy key; known: {known}"))
-            continue
-        try:
-            spec.parse(v)
-        except ValueError as e:
-            problems.append((f"{field}[{k}]", str(e)))
-    return problems
+    """(``field[key]``, problem) for every unknown key and bad value of a policy map, given
+    the format's own keys (the common keys are always known)."""
+    known = schema(keys)
+    conf = {k: v for k, v in overrides.items()
+            if k.startswith(SPARK_CONF_PREFIX) and k not in known}
+    problems = [(f"{field}[{k[:128]}]", conf_refusal(k)) for k in conf]
+    rest = {k: v for k, v in overrides.items() if k not in conf}
+    listed = ", ".join(sorted(k for k in known if not k.startswith(SPARK_CONF_PREFIX)))
+    return problems + check_values(known, rest, field, "unknown policy key",
+                                   f"{listed}, spark.conf.<tuning key> (docs/policy.md)")
 
 
 def max_attempts(policy: Mapping[str, str], default: int = DEFAULT_MAX_ATTEMPTS) -> int:
@@ -146,3 +70,53 @@ def max_attempts(policy: Mapping[str, str], default: int = DEFAULT_MAX_ATTEMPTS)
         except ValueError:  # validated at registration; a bad stored value must not stop us
             pass
     return default
+
+
+def pull_interval_s(policy: Mapping[str, str], default: float) -> float:
+    """The table's ``scheduler.pull-interval-s`` if valid, else ``default``; always within
+    the key's range, so no stored value can push a next check out of the calendar."""
+    value = default
+    if PULL_INTERVAL_KEY.key in policy:
+        try:
+            value = PULL_INTERVAL_KEY.as_int(policy)
+        except ValueError:
+            pass
+    return float(min(max(value, MIN_PULL_INTERVAL_S), MAX_PULL_INTERVAL_S))
+
+
+@dataclass(frozen=True)
+class EffectiveValue:
+    """One key as it applies to a table: the value in force and where it comes from."""
+
+    key: str
+    value: str
+    source: str  # "table", "catalog" or "default"
+    default: str
+    unit: str
+    doc: str
+
+
+def effective_policy(keys: Mapping[str, PolicyKey], table_policy: Mapping[str, str],
+                     catalog_policy: Mapping[str, str]) -> list[EffectiveValue]:
+    """Every key of the schema (common + ``keys``) with its value: the table's own, else its
+    catalog's default policy, else the schema's default. A value that does not parse any more
+    is shown as stored, with its problem in the doc, since the scheduler then uses the default.
+    Keys without a default that nobody set (Spark conf) are left out."""
+    out = []
+    for k, spec in sorted(schema(keys).items()):
+        default = PolicyKey.text(spec.default)
+        source, raw = "default", default
+        for where, values in (("table", table_policy), ("catalog", catalog_policy)):
+            if k in values:
+                source, raw = where, values[k]
+                break
+        if source == "default" and spec.default is None:
+            continue
+        doc = spec.doc
+        if source != "default":
+            try:
+                spec.parse(raw)
+            except ValueError as e:
+                doc = f"{doc} (stored value refused: {e}; the default applies)"
+        out.append(EffectiveValue(k, raw, source, default, spec.unit, doc))
+    return out

@@ -1,4 +1,5 @@
-"""``tms explain``: the scheduler's last decision per action, and what is active now.
+"""``tms explain``: the scheduler's last decision per action, what is active now, and the
+policy in force (each key's value and whether the table, its catalog or the default set it).
 
 The metrics a decision looked at are the table's (every action of one check sees the same
 numbers), so they are shown once, from the newest decision, not repeated per action. An action
@@ -62,6 +63,11 @@ def explain_text(r: tms_pb2.ExplainTableResponse, states: dict[str, str]) -> str
     if metrics:
         parts.append(f"metrics: {pairs(metrics)}")
     parts += ["", table(["ACTION", "DECIDED (UTC)", "RUN", "OPERATION", "REASON"], rows)]
+    if r.policy:
+        parts += ["", "policy (the value in force, and where it comes from):",
+                  table(["KEY", "VALUE", "SOURCE", "DEFAULT", "UNIT", "DOC"],
+                        [[v.key, v.value or NONE, v.source, v.default or NONE, v.unit or NONE,
+                          cut(v.doc)] for v in r.policy])]
     return "\n".join(parts)
 
 

@@ -20,6 +20,8 @@ from tms_services.cli_client import (
 from tms_services.cli_errors import usage_error
 from tms_services.cli_format import NONE, block, pairs, table, when
 from tms_services.cli_output import emit, emit_more, note
+from tms_services.cli_policy import POLICY_HELP
+from tms_services.cli_policy import add_parser as add_policy_keys_parser
 
 DEFAULT_FORMAT = "iceberg"
 TABLE_STATES = ("ACTIVE", "PAUSED")
@@ -144,9 +146,9 @@ def _set_state(pause: bool) -> Any:
     return run
 
 
-def _map_flags(p: argparse.ArgumentParser, flag: str, what: str) -> None:
+def _map_flags(p: argparse.ArgumentParser, flag: str, what: str, more: str = "") -> None:
     p.add_argument(f"--{flag}", type=key_value, action="append", default=[], metavar="K=V",
-                   help=f"set one {what} (repeatable); the others stay")
+                   help=f"set one {what} (repeatable); the others stay{more}")
     p.add_argument(f"--unset-{flag}", action="append", default=[], metavar="K",
                    help=f"remove one {what} (repeatable)")
 
@@ -185,7 +187,7 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     r.add_argument("--catalog-property", type=key_value, action="append", default=[],
                    metavar="K=V", help="catalog connection property (repeatable)")
     r.add_argument("--policy", type=key_value, action="append", default=[], metavar="K=V",
-                   help="policy override, e.g. compaction.min-small-files=50 (repeatable)")
+                   help=f"e.g. compaction.min-small-files=50: {POLICY_HELP}")
     r.add_argument("--owner", default="", help="owning team")
     r.add_argument("--queue", default="", help="executor queue (server default: default)")
     r.add_argument("--priority", type=int, default=0, help="-1000..1000, higher runs first")
@@ -200,9 +202,11 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     u.add_argument("--owner", help="new owning team")
     u.add_argument("--queue", help="new executor queue ('' for the server default)")
     u.add_argument("--priority", type=int, help="new priority, -1000..1000")
-    _map_flags(u, "policy", "policy key")
+    _map_flags(u, "policy", "policy key", f"; {POLICY_HELP}")
     _map_flags(u, "catalog-property", "catalog property")
     u.set_defaults(fn=_update)
+
+    add_policy_keys_parser(ts, common)
 
     d = ts.add_parser("deregister", parents=[common],
                       help="stop maintaining a table (asks first; --yes in scripts)")

@@ -227,7 +227,27 @@ def test_disruption_budgets_and_references_resolve() -> None:
                     secret = find(objs, "Secret", ref["name"])
                     assert ref["key"] in secret["data"], ref
             for source in c.get("envFrom", []):
-                assert ("ConfigMap", source["configMapRef"]["name"]) in names
+                kind, ref = (("ConfigMap", source["configMapRef"]) if "configMapRef" in source
+                             else ("Secret", source["secretRef"]))
+                assert (kind, ref["name"]) in names
+
+
+def test_catalog_secrets_reach_every_service_privately() -> None:
+    """Catalog secrets (referenced by catalogs as file:<name> or env:TMS_SECRET_*) are
+    mounted read-only, group-readable only, where TMS_SECRET_DIR points, in every service
+    that resolves them (API at registration, schedulers, executors)."""
+    objs = render(K8S_OVERLAY)
+    secret = generated(objs, "Secret", "tms-catalog-secrets")["metadata"]["name"]
+    for name in DEPLOYMENTS:
+        pod = find(objs, "Deployment", name)["spec"]["template"]["spec"]
+        volume = next(v for v in pod["volumes"] if v["name"] == "catalog-secrets")
+        assert volume["secret"] == {"secretName": secret, "defaultMode": 0o440}
+        container = pod["containers"][0]
+        mount = next(m for m in container["volumeMounts"] if m["name"] == "catalog-secrets")
+        assert mount["readOnly"] is True
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        assert env["TMS_SECRET_DIR"] == mount["mountPath"]
+        assert {"secretRef": {"name": secret, "optional": True}} in container["envFrom"]
 
 
 def test_migration_job_runs_tms_migrate() -> None:

@@ -185,14 +185,14 @@ def test_cancel_queued_and_running(api) -> None:
 def test_retry(api) -> None:
     stub = api.stub()
     register(stub)
-    first = trigger(stub, params={"target-file-size-bytes": "1000"})
+    first = trigger(stub, params={"target-file-size-bytes": "1024"})
     code, meta = error_info(lambda: stub.RetryOperation(
         tms_pb2.RetryOperationRequest(name=first.name)))
     assert code == grpc.StatusCode.FAILED_PRECONDITION and meta["reason"] == "NOT_RETRYABLE"
     stub.CancelOperation(tms_pb2.CancelOperationRequest(name=first.name))
     retry = stub.RetryOperation(tms_pb2.RetryOperationRequest(name=first.name))
     assert (retry.state, retry.trigger, retry.retry_of) == (OP.QUEUED, "retry", first.name)
-    assert retry.params["target-file-size-bytes"] == "1000"
+    assert retry.params["target-file-size-bytes"] == "1024"
     code, meta = error_info(lambda: stub.RetryOperation(
         tms_pb2.RetryOperationRequest(name=first.name)))
     assert code == grpc.StatusCode.ALREADY_EXISTS and meta["operation"] == retry.name

@@ -134,12 +134,19 @@ def test_tables_human_and_json(tms: Cli) -> None:
 
 
 def test_explain(tms: Cli) -> None:
-    register(tms, "events")
+    register(tms, "events", "--policy", "compaction.min-small-files=50")
     out = tms.ok("explain", "events")
     assert out.splitlines()[0] == "tables/events  ACTIVE"
     assert row(out, "compaction")[1:3] == ["never", "-"]
+    assert row(out, "compaction.min-small-files")[1:5] == ["50", "table", "12", "count"]
+    assert row(out, "scheduler.pull-interval-s")[1:5] == ["600", "default", "600", "s"]
     doc = tms.json("explain", "tables/events")
     assert doc["table"] == "tables/events"
+    policy = {p["key"]: p for p in doc["policy"]}
+    assert policy["compaction.min-small-files"]["source"] == "table"
+    assert policy["manifests.enabled"] == {
+        "key": "manifests.enabled", "value": "true", "source": "default", "default": "true",
+        "unit": "", "doc": "rewrite manifests when there are many"}
     assert {a["action"] for a in doc["actions"]} >= {"compaction", "expire_snapshots"}
     assert all(a["decided"] is False for a in doc["actions"])
 

@@ -15,10 +15,12 @@ from tms.engines.profiles import (
     ENGINE_WARM,
     EngineRouter,
     load_profiles,
+    own_settings,
     parse_profiles,
     table_settings,
 )
 from tms.policy import validate_policy
+from tms.spark.caps import ResourceCaps
 from tms.spark.settings import SparkSettings
 
 BASE = SparkSettings(master="local[2]", conf={"spark.sql.shuffle.partitions": "4"})
@@ -73,7 +75,10 @@ def test_queues_inherit_and_override() -> None:
     ({"spark": {"colour": "blue"}}, "spark.colour: unknown setting"),
     ({"spark": {"conf": {"spark.x": 1}}}, "string values"),
     ({"queues": {"q": {"spark": {"jars": "a.jar"}}}}, "queues.q.spark.jars"),
-    ({"queues": {"q": {"master": "yarn"}}}, "only 'engine' and 'spark'"),
+    ({"queues": {"q": {"master": "yarn"}}}, "only 'engine', 'spark' and 'caps'"),
+    ({"caps": {"executor_memory": "lots"}}, "caps: caps.executor_memory"),
+    ({"queues": {"q": {"caps": {"gpus": 1}}}}, "queues.q.caps.gpus: unknown cap"),
+    ({"caps": {"num_executors": 0}}, "caps.num_executors"),
     ({"workers": 3}, "unknown top-level keys: workers"),
 ])
 def test_bad_configuration_names_the_key(config: dict[str, Any], message: str) -> None:
@@ -100,6 +105,31 @@ def test_table_resources_and_tuning_conf() -> None:
     assert own.conf["spark.sql.shuffle.partitions"] == "64" and own.master == BASE.master
 
 
+def test_table_resources_are_clamped_to_the_queue_caps() -> None:
+    caps = ResourceCaps(executor_memory="2g", num_executors=4)
+    own, notes = own_settings(BASE, {"spark.executor-memory": "64g", "spark.num-executors": "9",
+                                     "spark.driver-memory": "1g"}, caps)
+    assert own is not None and (own.executor_memory, own.num_executors) == ("2g", 4)
+    assert own.driver_memory == "1g"
+    assert notes == ["spark.executor-memory=64g is above the queue's cap; capped at 2g",
+                     "spark.num-executors=9 is above the queue's cap; capped at 4"]
+    default, queues = parse_profiles({"caps": {"executor_cores": 2},
+                                      "queues": {"q": {"caps": {"driver_cores": 1}}}}, BASE)
+    assert (default.caps.executor_cores, queues["q"].caps.executor_cores) == (2, 2)
+    assert queues["q"].caps.driver_cores == 1
+
+
+@pytest.mark.parametrize("stored", [
+    {"spark.conf.spark.executor.extraJavaOptions": "-javaagent:/tmp/evil.jar"},
+    {"spark.conf.spark.sql.shuffle.partitions": " 5"},
+    {"spark.executor-memory": "99999999999999999999g"},
+])
+def test_stored_values_are_checked_again_before_a_job(stored: dict[str, str]) -> None:
+    """A row written before the schema tightened cannot reach spark-submit."""
+    with pytest.raises(ValueError):
+        own_settings(BASE, stored, ResourceCaps())
+
+
 @pytest.mark.parametrize("key, value", [
     ("spark.conf.spark.sql.catalog.evil", "org.Evil"),
     ("spark.conf.spark.jars", "http://x/evil.jar"),
@@ -123,6 +153,7 @@ def test_tables_cannot_reach_beyond_tuning(key: str, value: str) -> None:
 def test_tables_may_tune() -> None:
     assert validate_policy({}, {"spark.conf.spark.sql.shuffle.partitions": "64",
                                 "spark.conf.spark.executor.memoryOverhead": "1g",
+                                "spark.conf.spark.memory.fraction": "0.6",
                                 "spark.driver-memory": "3g", "execution.max-attempts": "5"}) == []
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -10,8 +11,11 @@ import pytest
 from tests.unit.fakes import FakeEngine, FakeFormat, FakeStore, make_op, make_table
 from tms.domain import LeaseStatus, OperationState
 from tms.engines.base import EngineResult
+from tms.engines.profiles import ENGINE_COLD, EngineRouter, QueueProfile
 from tms.executor.loop import Executor
 from tms.executor.retry import RetryPolicy
+from tms.spark.caps import ResourceCaps
+from tms.spark.settings import SparkSettings
 
 
 def executor(store: FakeStore, engine: FakeEngine, tmp_path: Path, **kw: float) -> Executor:
@@ -191,3 +195,31 @@ def test_progress_refused_or_failing_never_fails_the_operation(tmp_path: Path) -
                       progress_error=ConnectionError("database unreachable"))
     assert executor(store, FakeEngine(progress=SAMPLES), tmp_path).run_once()
     assert store.progress == [] and store.finished[0][1].state is OperationState.SUCCEEDED
+
+
+def _router(engine: FakeEngine, caps: ResourceCaps) -> EngineRouter:
+    profile = QueueProfile(ENGINE_COLD, SparkSettings(), caps)
+    return EngineRouter(profile, {}, {ENGINE_COLD: lambda settings: engine})  # type: ignore[dict-item]
+
+
+def test_resources_above_the_queue_cap_are_clamped_and_reported(tmp_path: Path) -> None:
+    table = replace(make_table(), policy={"spark.executor-memory": "64g"})
+    store = FakeStore(tables={1: table}, to_claim=[make_op()])
+    ex = Executor(store, {"fake": FakeFormat()}, _router(FakeEngine(),  # type: ignore[arg-type]
+                  ResourceCaps(executor_memory="2g")), "e1", tmp_path)
+    assert ex.run_once()
+    outcome = store.finished[0][1]
+    note = "spark.executor-memory=64g is above the queue's cap; capped at 2g"
+    assert outcome.result == {"rewritten": 3, "resource_caps": [note]}
+    assert outcome.log_tail.startswith(f"[tms] {note}\n")
+
+
+def test_a_stored_jvm_option_never_reaches_an_engine(tmp_path: Path) -> None:
+    table = replace(make_table(), policy={
+        "spark.conf.spark.executor.defaultJavaOptions": "-javaagent:/tmp/evil.jar"})
+    store = FakeStore(tables={1: table}, to_claim=[make_op(attempt=1)])
+    engine = FakeEngine()
+    Executor(store, {"fake": FakeFormat()}, _router(engine, ResourceCaps()),  # type: ignore[arg-type]
+             "e1", tmp_path).run_once()
+    assert engine.jobs == [] and store.retried == []
+    assert "not retryable: bad configuration" in (store.finished[0][1].error or "")

@@ -110,7 +110,7 @@ def test_time_elapsed_just_under_waits() -> None:
 
 
 def test_time_elapsed_override() -> None:
-    pol = {**strategy("time_elapsed"), "compaction.delta-seconds": "60"}  # any case accepted
+    pol = {**strategy("TIME_ELAPSED"), "compaction.delta-seconds": "60"}
     assert compaction(metrics(deltas=1, age_s=61), **pol).should_run
     assert not compaction(metrics(deltas=1, age_s=59), **pol).should_run
 
@@ -195,7 +195,7 @@ def test_pending_clustering_executes_the_oldest() -> None:
 
 
 def test_clustering_threshold_override() -> None:
-    pol = {"clustering.enabled": "yes", "clustering.commits": "1"}
+    pol = {"clustering.enabled": "true", "clustering.commits": "1"}
     assert decide(metrics(since_clustering=1), **pol)["clustering"].should_run
 
 
@@ -209,7 +209,7 @@ def test_clean_threshold(commits: int, run: bool) -> None:
 
 def test_clean_override_and_disabled() -> None:
     assert decide(metrics(since_clean=1), **{"clean.commits": "1"})["clean"].should_run
-    d = decide(metrics(since_clean=50), **{"clean.enabled": "off"})["clean"]
+    d = decide(metrics(since_clean=50), **{"clean.enabled": "false"})["clean"]
     assert not d.should_run and d.reason == "clean is disabled by policy (clean.enabled=false)"
 
 
@@ -229,8 +229,10 @@ SPEC = TableSpec(table_id="t", format="hudi", base_path="/lake/trips", table_nam
     ({"table_name": "-x"}, "table.table_name", "letters"),
     ({"policy": {"compaction.delta-commit": "5"}}, "table.policy[compaction.delta-commit]",
      "unknown policy key; known: clean.commits, "),
+    ({"policy": {"compaction.delta-commits": " 5"}}, "table.policy[compaction.delta-commits]",
+     "ASCII digits only"),
     ({"policy": {"compaction.delta-commits": "0"}}, "table.policy[compaction.delta-commits]",
-     ">= 1"),
+     "integer from 1 to"),
     ({"policy": {"compaction.delta-seconds": "soon"}}, "table.policy[compaction.delta-seconds]",
      "integer"),
     ({"policy": {"compaction.trigger-strategy": "NUM"}},
@@ -238,22 +240,27 @@ SPEC = TableSpec(table_id="t", format="hudi", base_path="/lake/trips", table_nam
      "one of NUM_COMMITS, TIME_ELAPSED, NUM_AND_TIME, NUM_OR_TIME"),
     ({"policy": {"clustering.enabled": "maybe"}}, "table.policy[clustering.enabled]",
      "true or false"),
-    ({"policy": {"clean.commits": "-1"}}, "table.policy[clean.commits]", ">= 1"),
+    ({"policy": {"clustering.enabled": "yes"}}, "table.policy[clustering.enabled]",
+     "true or false"),
+    ({"policy": {"clean.commits": "-1"}}, "table.policy[clean.commits]", "integer from 1 to"),
     ({"policy": {"timeline.timezone": "Mars/Olympus"}}, "table.policy[timeline.timezone]",
      "IANA time zone"),
 ])
 def test_validate(change: dict, field: str, words: str) -> None:
-    problems = dict(HudiFormat().validate(replace(SPEC, **change)))
+    spec = replace(SPEC, **change)
+    problems = dict(HudiFormat().validate(spec) + HudiFormat().check_policy(spec.policy))
     assert field in problems and words in problems[field]
 
 
 def test_validate_accepts_good_specs() -> None:
-    policy = {"compaction.trigger-strategy": "num_or_time", "compaction.delta-commits": "3",
+    policy = {"compaction.trigger-strategy": "NUM_OR_TIME", "compaction.delta-commits": "3",
               "compaction.delta-seconds": "600", "clustering.enabled": "true",
               "clustering.commits": "8", "clean.enabled": "false", "clean.commits": "20",
               "timeline.timezone": "Asia/Shanghai", "scheduler.pull-interval-s": "60"}
     plugin = HudiFormat()
     assert plugin.validate(replace(SPEC, policy=policy)) == []
+    assert plugin.check_policy(policy) == []
+    assert plugin.check_policy({"compaction.trigger-strategy": "num_or_time"})  # exact only
     assert plugin.validate(replace(SPEC, base_path="file:///lake/trips", table_name="")) == []
 
 

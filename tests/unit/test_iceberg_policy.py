@@ -108,7 +108,7 @@ def test_expire_snapshots_needs_old_snapshots_beyond_those_kept() -> None:
 def test_expire_snapshots_interval_and_disable() -> None:
     old = metrics(snapshot_ages_ms=(0, 9 * DAY_MS))
     assert not decide("expire_snapshots", old, last_run(60)).should_run
-    assert not decide("expire_snapshots", old, **{"expire-snapshots.enabled": "no"}).should_run
+    assert not decide("expire_snapshots", old, **{"expire-snapshots.enabled": "false"}).should_run
 
 
 # orphan files -------------------------------------------------------------------------------
@@ -160,9 +160,17 @@ SPEC = TableSpec(table_id="t", format="iceberg", catalog="cat", namespace="a.b",
     ({"policy": {"clustering.zorder-columns": "a,"}}, "table.policy[clustering.zorder-columns]"),
     ({"policy": {"orphan-files.older-than-s": "60"}}, "table.policy[orphan-files.older-than-s]"),
     ({"policy": {"scheduler.pull-interval-s": "0"}}, "table.policy[scheduler.pull-interval-s]"),
+    ({"policy": {"scheduler.pull-interval-s": "99999999999999999999"}},
+     "table.policy[scheduler.pull-interval-s]"),
+    ({"policy": {"compaction.min-small-files": "\u0665\u0660"}},
+     "table.policy[compaction.min-small-files]"),
+    ({"policy": {"compaction.enabled": "1"}}, "table.policy[compaction.enabled]"),
+    ({"policy": {"clustering.sort-order": "id\nDESC"}}, "table.policy[clustering.sort-order]"),
+    ({"policy": {"compaction.no-such-key": "1"}}, "table.policy[compaction.no-such-key]"),
 ])
 def test_validate(change: dict, field: str) -> None:
-    problems = IcebergFormat().validate(replace(SPEC, **change))
+    spec = replace(SPEC, **change)
+    problems = IcebergFormat().validate(spec) + IcebergFormat().check_policy(spec.policy)
     assert field in [f for f, _ in problems]
 
 
@@ -170,6 +178,7 @@ def test_validate_accepts_good_spec() -> None:
     good = replace(SPEC, policy={"clustering.sort-order": "id DESC NULLS LAST, kind",
                                  "scheduler.pull-interval-s": "60"})
     assert IcebergFormat().validate(good) == []
+    assert IcebergFormat().check_policy(good.policy) == []
 
 
 def _quiet(small: int, idle_s: float, **pol: str) -> Any:

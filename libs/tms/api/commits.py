@@ -22,7 +22,7 @@ def _event(p: v.Problems, prefix: str, req: tms_pb2.NotifyCommitRequest) -> Comm
     v.string(p, f"{prefix}commit_id", req.commit_id, v.MAX_COMMIT_ID_LEN, required=True)
     commit_time = None
     if req.HasField("commit_time"):
-        commit_time = v.timestamp(p, f"{prefix}commit_time", req.commit_time)
+        commit_time = v.recent_timestamp(p, f"{prefix}commit_time", req.commit_time)
     st = req.stats
     if st.files_added < 0:
         p.append((f"{prefix}stats.files_added", "must not be negative"))

@@ -19,7 +19,7 @@ from tms.api.base import (
 )
 from tms.api.errors import ApiError, invalid, not_found
 from tms.domain import Operation, OperationState, Table, TableState
-from tms.policy import max_attempts
+from tms.policy import effective_policy, max_attempts
 from tms.storage.roles import EnqueueParams, OperationListParams
 from tms.v1 import tms_pb2
 
@@ -128,6 +128,13 @@ class OperationsMixin(ServicerBase):
                                 f"{request.name} is {op.state.value}", "NOT_RETRYABLE",
                                 operation=request.name)
         self._check_active(table)
+        plugin = self.formats.get(table.format)
+        bad = plugin.check_params(op.action, {k: str(x) for k, x in op.work.params.items()}) \
+            if plugin else []
+        if bad:  # stored before the schema tightened: a retry would fail the same way
+            raise _precondition(f"{request.name} carries parameters no longer accepted: "
+                                + "; ".join(f"{f}: {w}" for f, w in bad), "INVALID_PARAMS",
+                                operation=request.name)
         new_id = self.store.operation_enqueue(EnqueueParams(
             table, op.action, "retry", f"retry of {op.name} (by {principal.name})",
             op.lease.max_attempts, op.priority, params=dict(op.work.params), retry_of=op.id))
@@ -159,6 +166,9 @@ class OperationsMixin(ServicerBase):
         if plugin is None or request.action not in plugin.actions:
             known = ", ".join(plugin.actions) if plugin else ""
             raise invalid([("action", f"{table.format} tables support: {known}")])
+        bad_params = plugin.check_params(request.action, request.params)
+        if bad_params:
+            raise invalid(bad_params)
         self._check_active(table)
         if request.request_id:
             earlier = self.replay(request.request_id, "TriggerOperation", request)
@@ -211,5 +221,11 @@ class OperationsMixin(ServicerBase):
             if e.active_state is not None:
                 item.active_state = tms_pb2.Operation.State.Value(e.active_state.value)
             out.append(item)
+        # the catalog's default policy joins here once tables name a catalog resource
+        policy = [tms_pb2.PolicyValue(key=e.key, value=e.value, source=e.source,
+                                      default=e.default, unit=e.unit, doc=e.doc)
+                  for e in effective_policy(plugin.policy_keys if plugin else {},
+                                            table.policy, {})]
         return tms_pb2.ExplainTableResponse(
-            table=request.name, state=tms_pb2.Table.State.Value(table.state.value), actions=out)
+            table=request.name, state=tms_pb2.Table.State.Value(table.state.value), actions=out,
+            policy=policy)

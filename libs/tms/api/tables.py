@@ -53,6 +53,7 @@ class TablesMixin(ServicerBase):
             p.append(("table.priority", f"must be between -1000 and 1000, got {s.priority}"))
         if plugin is not None and not p:
             p.extend(plugin.validate(s))
+            p.extend(plugin.check_policy(s.policy))
 
     def check_allowed(self, spec: TableSpec) -> None:
         problems = self.allowlist.check(spec)

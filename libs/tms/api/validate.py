@@ -9,6 +9,8 @@ from datetime import UTC, datetime
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from tms import strict
+
 MAX_STRING_LEN = 1024
 MAX_PATH_LEN = 4096
 MAX_OWNER_LEN = 256
@@ -59,8 +61,8 @@ def string_map(p: Problems, field: str, value: Mapping[str, str]) -> None:
     for k, v in value.items():
         if not k:
             p.append((field, "keys must not be empty"))
-        string(p, f"{field}[{k[:40]}]", k, MAX_MAP_KEY_LEN)
-        string(p, f"{field}[{k[:40]}]", v, MAX_MAP_VALUE_LEN)
+        string(p, f"{field}[{k[:MAX_MAP_KEY_LEN]}]", k, MAX_MAP_KEY_LEN)
+        string(p, f"{field}[{k[:MAX_MAP_KEY_LEN]}]", v, MAX_MAP_VALUE_LEN)
 
 
 def path(p: Problems, field: str, value: str) -> None:
@@ -77,6 +79,20 @@ def timestamp(p: Problems, field: str, ts: Timestamp) -> datetime | None:
     except (ValueError, OverflowError, OSError):
         p.append((field, "not a valid timestamp (years 1-9999)"))
         return None
+
+
+def recent_timestamp(p: Problems, field: str, ts: Timestamp) -> datetime | None:
+    """A time a client states about its own work (a commit time): within the window of
+    ``tms.strict.time_window`` (2000-01-01T00:00:00Z to one hour past the server's clock)."""
+    value = timestamp(p, field, ts)
+    if value is None:
+        return None
+    earliest, latest = strict.time_window(datetime.now(UTC))
+    if not earliest <= value <= latest:
+        p.append((field, f"must be from {strict.iso(earliest)} to one hour past the server's "
+                         f"clock ({strict.iso(latest)})"))
+        return None
+    return value
 
 
 def table_name(p: Problems, field: str, value: str) -> str:

@@ -9,6 +9,9 @@ conf (``spark.driver-memory``, ``spark.conf.spark.sql.shuffle.partitions``, ...)
 (master, deploy mode, jars) stays the operator's, per queue: see ``tms.policy``.
 
 A warm driver's resources are fixed when it starts, so a table that asks for its own runs cold.
+A table's resources are clamped to the caps of its queue (``[caps]``, ``[queues.X.caps]``,
+see ``tms.spark.caps``); its tuning conf is limited to the allowlist of ``tms.policy_spark``
+and checked again here, since a row stored before a rule tightened may carry anything.
 
     engine = "spark-submit"            # default engine: spark-submit, warm-spark or a plugin's
     [spark]                            # over the TMS_SPARK_* environment
@@ -19,6 +22,8 @@ A warm driver's resources are fixed when it starts, so a table that asks for its
     [queues.small.spark]
     driver_memory = "2g"
     conf = { "spark.sql.shuffle.partitions" = "8" }
+    [queues.small.caps]                # the most a table of this queue may ask for
+    executor_memory = "4g"
 """
 
 from __future__ import annotations
@@ -40,7 +45,9 @@ from tms.engines.base import (
     engine_names,
     unknown_engine,
 )
-from tms.policy import SPARK_CONF_PREFIX, SPARK_TABLE_KEYS
+from tms.policy import SPARK_CONF_KEYS, SPARK_CONF_PREFIX, SPARK_TABLE_KEYS
+from tms.policy_spark import conf_refusal
+from tms.spark.caps import ResourceCaps
 from tms.spark.settings import SparkSettings
 
 ENGINE_COLD = "spark-submit"  # entry-point names of the built-in engines
@@ -60,6 +67,7 @@ log = structlog.get_logger("tms.engines.profiles")
 class QueueProfile:
     engine: str
     settings: SparkSettings
+    caps: ResourceCaps = ResourceCaps()
 
 
 def _apply(settings: SparkSettings, raw: Any, where: str) -> SparkSettings:
@@ -94,19 +102,22 @@ def _engine(raw: Any, where: str) -> str:
 def parse_profiles(data: Mapping[str, Any], base: SparkSettings
                    ) -> tuple[QueueProfile, dict[str, QueueProfile]]:
     """(default profile, profiles by queue) from the parsed configuration file."""
-    unknown = set(data) - {"engine", "spark", "queues"}
+    unknown = set(data) - {"engine", "spark", "queues", "caps"}
     if unknown:
         raise ValueError(f"unknown top-level keys: {', '.join(sorted(unknown))}")
     default = QueueProfile(_engine(data.get("engine", ENGINE_COLD), "engine"),
-                           _apply(base, data.get("spark", {}), "spark"))
+                           _apply(base, data.get("spark", {}), "spark"),
+                           ResourceCaps.from_toml(data.get("caps", {}), ResourceCaps(), "caps"))
     queues: dict[str, QueueProfile] = {}
     for name, raw in (data.get("queues") or {}).items():
         where = f"queues.{name}"
-        if not isinstance(raw, dict) or set(raw) - {"engine", "spark"}:
-            raise ValueError(f"{where}: only 'engine' and 'spark' may be set")
+        if not isinstance(raw, dict) or set(raw) - {"engine", "spark", "caps"}:
+            raise ValueError(f"{where}: only 'engine', 'spark' and 'caps' may be set")
         queues[name] = QueueProfile(_engine(raw.get("engine", default.engine), f"{where}.engine"),
                                     _apply(default.settings, raw.get("spark", {}),
-                                           f"{where}.spark"))
+                                           f"{where}.spark"),
+                                    ResourceCaps.from_toml(raw.get("caps", {}), default.caps,
+                                                           f"{where}.caps"))
     return default, queues
 
 
@@ -122,20 +133,39 @@ def load_profiles(path: Path, base: SparkSettings
         raise ValueError(f"{path}: {e}") from None
 
 
-def table_settings(settings: SparkSettings, policy: Mapping[str, str]) -> SparkSettings | None:
-    """The settings with the table's own resources and conf, or None when it sets none.
-    Values were validated at registration; ValueError here means a stored value went bad."""
+def table_settings(settings: SparkSettings, policy: Mapping[str, str],
+                   caps: ResourceCaps | None = None) -> SparkSettings | None:
+    """The settings with the table's own resources and conf, or None when it sets none."""
+    return own_settings(settings, policy, caps or ResourceCaps())[0]
+
+
+def own_settings(settings: SparkSettings, policy: Mapping[str, str], caps: ResourceCaps
+                 ) -> tuple[SparkSettings | None, list[str]]:
+    """(the settings with the table's own resources, clamped to ``caps``, and tuning conf, or
+    None when it sets none; a note per clamped value). Every value is parsed again through the
+    schema: ValueError means a stored value went bad (bad configuration, not retried)."""
     changes: dict[str, Any] = {}
-    conf = {k[len(SPARK_CONF_PREFIX):]: v for k, v in policy.items()
-            if k.startswith(SPARK_CONF_PREFIX)}
+    notes: list[str] = []
+    conf: dict[str, str] = {}
+    for k, raw in policy.items():
+        if not k.startswith(SPARK_CONF_PREFIX):
+            continue
+        spec = SPARK_CONF_KEYS.get(k)
+        if spec is None:
+            raise ValueError(f"policy {k}: {conf_refusal(k)}")
+        spec.get(policy)
+        conf[k[len(SPARK_CONF_PREFIX):]] = raw
     for key, field_name in _TABLE_FIELD.items():
         if key in policy:
-            changes[field_name] = SPARK_TABLE_KEYS[key].get(policy)
+            value, note = caps.clamp(field_name, SPARK_TABLE_KEYS[key].get(policy))  # type: ignore[arg-type]
+            changes[field_name] = value
+            if note:
+                notes.append(note)
     if not changes and not conf:
-        return None
+        return None, notes
     if conf:
         changes["conf"] = {**settings.conf, **conf}
-    return replace(settings, **changes)
+    return replace(settings, **changes), notes
 
 
 def _factory(cls: EngineClass, state_dir: Path) -> EngineFactory:
@@ -173,10 +203,17 @@ class EngineRouter:
         return self.queues.get(queue, self.default)
 
     def engine_for(self, table: Table) -> ExecutionEngine:
+        return self.route(table)[0]
+
+    def route(self, table: Table) -> tuple[ExecutionEngine, list[str]]:
+        """(the engine, notes on the table's resources clamped to its queue's caps)."""
         profile = self.profile(table.queue)
-        own = table_settings(profile.settings, table.policy)
+        own, notes = own_settings(profile.settings, table.policy, profile.caps)
         if own is not None:
-            return self.factories[ENGINE_COLD](own)
+            return self.factories[ENGINE_COLD](own), notes
+        return self._kept(table, profile), notes
+
+    def _kept(self, table: Table, profile: QueueProfile) -> ExecutionEngine:
         key = table.queue if table.queue in self.queues else ""
         with self._lock:
             engine = self._engines.get(key)

@@ -188,8 +188,8 @@ class Executor:
                            retryable=False)
         try:
             job = plugin.build_job(table, op)
-            engine = (self.engine.engine_for(table) if isinstance(self.engine, EngineRouter)
-                      else self.engine)
+            engine, capped = (self.engine.route(table) if isinstance(self.engine, EngineRouter)
+                              else (self.engine, []))
         except ValueError as e:  # bad configuration: another attempt would fail the same way
             return Outcome(OperationState.FAILED, error=f"bad configuration: {e}"[:4000],
                            retryable=False)
@@ -210,7 +210,12 @@ class Executor:
         if res.succeeded:
             shutil.rmtree(workdir, ignore_errors=True)
         state = OperationState.SUCCEEDED if res.succeeded else OperationState.FAILED
-        return Outcome(state, result=res.result, error=res.error, log_tail=res.log_tail,
+        result, log_tail = res.result, res.log_tail
+        if capped:  # the table asked for more than its queue allows: say so where it is read
+            log.info("resources capped", operation=op.id, notes=capped)
+            result = {**(result or {}), "resource_caps": capped}
+            log_tail = "".join(f"[tms] {n}\n" for n in capped) + log_tail
+        return Outcome(state, result=result, error=res.error, log_tail=log_tail,
                        exit_code=res.exit_code, retryable=res.retryable)
 
     def _heartbeat(self, op: Operation, lost: threading.Event, cancelled: threading.Event,

@@ -15,6 +15,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from tms.domain import Decision, JobSpec, Operation, Table, TableSpec
+from tms.policy import validate_policy
+from tms.policy_types import PolicyKey, check_values
 
 if TYPE_CHECKING:
     from tms.catalogs import CatalogAccess
@@ -35,10 +37,28 @@ class DiscoveredTable:
 
 
 class TableFormatPlugin(abc.ABC):
-    """One table format. Instances are shared between threads: keep them stateless."""
+    """One table format. Instances are shared between threads: keep them stateless.
+
+    ``policy_keys`` are the format's own policy keys and ``action_params`` the parameters an
+    operation of each action may carry (what its policies emit and what a trigger may give),
+    both declared with the schema's types (``tms.policy_types``): the API refuses anything
+    else, and docs/policy.md, the CLI and ExplainTable show them."""
 
     name: str = ""
     actions: tuple[str, ...] = ()
+    policy_keys: Mapping[str, PolicyKey] = {}
+    action_params: Mapping[str, Mapping[str, PolicyKey]] = {}
+
+    def check_policy(self, policy: Mapping[str, str], field: str = "table.policy"
+                     ) -> list[tuple[str, str]]:
+        """Unknown keys and bad values of a table's policy, against the schema."""
+        return validate_policy(self.policy_keys, policy, field)
+
+    def check_params(self, action: str, params: Mapping[str, str], field: str = "params"
+                     ) -> list[tuple[str, str]]:
+        """Unknown and bad parameters of an operation of ``action``."""
+        return check_values(self.action_params.get(action, {}), params, field,
+                            f"unknown parameter of {action}")
 
     def validate(self, spec: TableSpec) -> list[tuple[str, str]]:
         """Format-specific checks of a registration: (field path, problem) pairs."""

@@ -13,17 +13,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import UTC, datetime, tzinfo
+from datetime import datetime
 from pathlib import PurePosixPath
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import urlsplit
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from tms.domain import Decision, JobSpec, Operation, Table, TableSpec
 from tms.formats.base import TableFormatPlugin
 from tms.formats.hudi_timeline import TimelineError, local_path, read_timeline
-from tms.policy import COMMON_KEYS, PolicyKey
+from tms.policy_types import PolicyKey, boolean, by_key, choice, integer, text, zone, zone_of
 
 DEFAULT_COMPACTION_DELTA_COMMITS = 5  # Hudi's hoodie.compact.inline.max.delta.commits
 DEFAULT_COMPACTION_DELTA_SECONDS = 3600  # Hudi's hoodie.compact.inline.max.delta.seconds
@@ -37,67 +35,39 @@ COMPACTOR = "org.apache.hudi.utilities.HoodieCompactor"
 CLUSTERING_JOB = "org.apache.hudi.utilities.HoodieClusteringJob"
 CLEANER = "org.apache.hudi.utilities.HoodieCleaner"
 MODES = ("scheduleAndExecute", "execute", "schedule")  # --mode of compactor and clustering job
-_INSTANT_RE = re.compile(r"\d{14,20}")
+_INSTANT_RE = re.compile(r"[0-9]{14,20}")
 _NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,127}")
 
 
-@dataclass(frozen=True)
-class ChoiceKey:
-    """A policy key naming one of a fixed set (PolicyKey covers int and bool only)."""
-
-    key: str
-    choices: tuple[str, ...]
-    default: str
-
-    def parse(self, raw: str) -> str:
-        value = raw.strip().upper()
-        if value not in self.choices:
-            raise ValueError(f"{self.key} must be one of {', '.join(self.choices)}, got {raw!r}")
-        return value
-
-    def get(self, overrides: Mapping[str, str]) -> str:
-        raw = overrides.get(self.key)
-        return self.default if raw is None else self.parse(raw)
-
-
-@dataclass(frozen=True)
-class ZoneKey:
-    """The IANA zone of the writers' clocks: Hudi writes instant times in local time."""
-
-    key: str
-    default: str = "UTC"
-
-    def parse(self, raw: str) -> tzinfo:
-        name = raw.strip()
-        if name.upper() == "UTC":
-            return UTC
-        try:
-            return ZoneInfo(name)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"{self.key} must be an IANA time zone such as UTC or "
-                             f"Europe/Berlin, got {raw!r}") from None
-
-    def get(self, overrides: Mapping[str, str]) -> tzinfo:
-        return self.parse(overrides.get(self.key, self.default))
-
-
-class _Parser(Protocol):
-    def parse(self, raw: str) -> object: ...
-
-
-STRATEGY = ChoiceKey("compaction.trigger-strategy", STRATEGIES, "NUM_COMMITS")
-TIMEZONE = ZoneKey("timeline.timezone")
-POLICY_KEYS: dict[str, PolicyKey] = {p.key: p for p in (
-    PolicyKey("compaction.enabled", bool, True),
-    PolicyKey("compaction.delta-commits", int, DEFAULT_COMPACTION_DELTA_COMMITS, 1),
-    PolicyKey("compaction.delta-seconds", int, DEFAULT_COMPACTION_DELTA_SECONDS, 1),
-    PolicyKey("clustering.enabled", bool, False),
-    PolicyKey("clustering.commits", int, DEFAULT_CLUSTERING_COMMITS, 1),
-    PolicyKey("clean.enabled", bool, True),
-    PolicyKey("clean.commits", int, DEFAULT_CLEAN_COMMITS, 1),
-)}
-ALL_KEYS: dict[str, _Parser] = {**COMMON_KEYS, **POLICY_KEYS, STRATEGY.key: STRATEGY,
-                                TIMEZONE.key: TIMEZONE}
+FORMAT = ("hudi",)
+MAX_COMMITS = 100_000
+MAX_SECONDS = 30 * 86_400
+STRATEGY = choice("compaction.trigger-strategy", STRATEGIES, "NUM_COMMITS",
+                  "Hudi's compaction trigger: count, time, both or either", FORMAT)
+TIMEZONE = zone("timeline.timezone", "UTC", "the zone of the writers' clocks (Hudi instant "
+                "times are local time)", FORMAT)
+POLICY_KEYS: dict[str, PolicyKey] = by_key((
+    boolean("compaction.enabled", True, "compact MERGE_ON_READ tables", FORMAT),
+    integer("compaction.delta-commits", DEFAULT_COMPACTION_DELTA_COMMITS, 1, MAX_COMMITS,
+            "count", "delta commits that trigger a compaction (NUM_* strategies)", FORMAT),
+    integer("compaction.delta-seconds", DEFAULT_COMPACTION_DELTA_SECONDS, 1, MAX_SECONDS, "s",
+            "time since the last compaction that triggers one (*_TIME strategies)", FORMAT),
+    boolean("clustering.enabled", False, "cluster the table (Hudi's clustering job)", FORMAT),
+    integer("clustering.commits", DEFAULT_CLUSTERING_COMMITS, 1, MAX_COMMITS, "count",
+            "commits since the last clustering that trigger the next", FORMAT),
+    boolean("clean.enabled", True, "clean old file versions", FORMAT),
+    integer("clean.commits", DEFAULT_CLEAN_COMMITS, 1, MAX_COMMITS, "count",
+            "commits since the last clean that trigger the next", FORMAT),
+    STRATEGY, TIMEZONE,
+))
+_PLAN_PARAMS = by_key((
+    choice("mode", MODES, None, "schedule and execute a plan, or execute the pending one",
+           FORMAT),
+    text("instant", None, _INSTANT_RE.pattern, "a Hudi instant time (14-20 digits)",
+         "the pending plan to execute (mode execute)", FORMAT),
+))
+PARAMS: dict[str, dict[str, PolicyKey]] = {"compaction": _PLAN_PARAMS,
+                                           "clustering": _PLAN_PARAMS, "clean": {}}
 
 
 def _int(key: str, policy: Mapping[str, str]) -> int:
@@ -111,6 +81,8 @@ def _on(key: str, policy: Mapping[str, str]) -> bool:
 class HudiFormat(TableFormatPlugin):
     name = "hudi"
     actions = ("compaction", "clustering", "clean")
+    policy_keys = POLICY_KEYS
+    action_params = PARAMS
 
     def validate(self, spec: TableSpec) -> list[tuple[str, str]]:
         problems: list[tuple[str, str]] = []
@@ -122,18 +94,10 @@ class HudiFormat(TableFormatPlugin):
             problems.append(("table.base_path", str(e)))
         if spec.table_name and not _NAME_RE.fullmatch(spec.table_name):
             problems.append(("table.table_name", "letters, digits, _ - (max 128)"))
-        for k, v in spec.policy.items():
-            parser = ALL_KEYS.get(k)
-            try:
-                if parser is None:
-                    raise ValueError(f"unknown policy key; known: {', '.join(sorted(ALL_KEYS))}")
-                parser.parse(v)
-            except ValueError as e:
-                problems.append((f"table.policy[{k}]", str(e)))
         return problems
 
     def inspect(self, table: Table) -> dict[str, Any]:
-        return read_timeline(table.base_path, TIMEZONE.get(table.policy)).metrics()
+        return read_timeline(table.base_path, zone_of(TIMEZONE.as_str(table.policy))).metrics()
 
     def evaluate(self, table: Table, metrics: Mapping[str, Any],
                  last_runs: Mapping[str, Operation | None], now: datetime
@@ -189,7 +153,7 @@ def _compaction(policy: Mapping[str, str], m: Mapping[str, Any], now: datetime) 
         since = "since the first delta commit (no compaction on the active timeline)"
     if n == 0:
         return False, f"0 delta commits {since}; nothing to compact", {}
-    strategy = STRATEGY.get(policy)
+    strategy = STRATEGY.as_str(policy)
     max_n, max_s = _int("compaction.delta-commits", policy), _int("compaction.delta-seconds",
                                                                   policy)
     clock = m["last_compaction_time"]

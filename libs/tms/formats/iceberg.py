@@ -16,8 +16,8 @@ from typing import Any
 
 from tms.domain import Decision, JobSpec, Operation, Table, TableSpec
 from tms.formats.base import TableFormatPlugin
+from tms.formats.iceberg_params import PARAMS
 from tms.formats.iceberg_policy import RULES, K
-from tms.policy import validate_policy
 
 POLICY_KEYS = K
 DEFAULT_MIN_SMALL_FILES = K["compaction.min-small-files"].as_int({})
@@ -32,6 +32,8 @@ def _job_app() -> str:
 class IcebergFormat(TableFormatPlugin):
     name = "iceberg"
     actions = tuple(RULES)
+    policy_keys = K
+    action_params = PARAMS
 
     def __init__(self) -> None:
         self._catalogs: dict[tuple[str, tuple[tuple[str, str], ...]], Any] = {}
@@ -52,7 +54,6 @@ class IcebergFormat(TableFormatPlugin):
         if "type" not in spec.catalog_properties and "uri" not in spec.catalog_properties:
             problems.append(("table.catalog_properties",
                              "iceberg needs the catalog's 'type' or 'uri'"))
-        problems += validate_policy(POLICY_KEYS, spec.policy)
         return problems
 
     # inspection -----------------------------------------------------------------------------

@@ -16,43 +16,76 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tms.domain import Decision, Operation
-from tms.policy import PolicyKey
+from tms.policy_types import PolicyKey, boolean, by_key, integer, text
 
+KIB = 1024
 MIB = 1024 * 1024
+GIB = 1024 * MIB
 DAY_S = 86_400
-_COLUMNS = r"[A-Za-z_][A-Za-z0-9_]*(\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*"
-_SORT = (r"[A-Za-z_][A-Za-z0-9_]*(\s+(ASC|DESC))?(\s+NULLS\s+(FIRST|LAST))?"
-         r"(\s*,\s*[A-Za-z_][A-Za-z0-9_]*(\s+(ASC|DESC))?(\s+NULLS\s+(FIRST|LAST))?)*")
+MAX_INTERVAL_S = 30 * DAY_S
+MAX_FILE_BYTES = 16 * GIB
+MAX_COUNT = 1_000_000
+FORMAT = ("iceberg",)
+# Column names only, separated by ", " (spaces, not tabs or newlines): they reach Spark SQL
+_COLUMN = r"[A-Za-z_][A-Za-z0-9_]{0,127}"
+COLUMNS = rf"{_COLUMN}( ?, ?{_COLUMN}){{0,31}}"
+_TERM = rf"{_COLUMN}( (ASC|DESC))?( NULLS (FIRST|LAST))?"
+SORT = rf"{_TERM}( ?, ?{_TERM}){{0,31}}"
 
-K = {p.key: p for p in (
-    PolicyKey("compaction.enabled", bool, True),
-    PolicyKey("compaction.target-file-size-bytes", int, 128 * MIB, 1),
-    PolicyKey("compaction.small-file-bytes", int, 16 * MIB, 1),
-    PolicyKey("compaction.min-small-files", int, 12, 2),
-    PolicyKey("compaction.min-interval-s", int, 60, 0),
-    # a table whose writers went quiet this long is tidied even below min-small-files (0: off)
-    PolicyKey("compaction.quiet-s", int, 3600, 0),
-    PolicyKey("clustering.enabled", bool, False),
-    PolicyKey("clustering.sort-order", str, "", pattern=_SORT,
-              what="columns with optional ASC/DESC and NULLS FIRST/LAST"),
-    PolicyKey("clustering.zorder-columns", str, "", pattern=_COLUMNS,
-              what="comma-separated column names"),
-    PolicyKey("clustering.min-new-snapshots", int, 10, 1),
-    PolicyKey("clustering.min-interval-s", int, DAY_S, 0),
-    PolicyKey("expire-snapshots.enabled", bool, True),
-    PolicyKey("expire-snapshots.max-age-s", int, 5 * DAY_S, 0),
-    PolicyKey("expire-snapshots.retain-last", int, 1, 1),
-    PolicyKey("expire-snapshots.min-interval-s", int, 3600, 0),
-    PolicyKey("orphan-files.enabled", bool, False),
-    PolicyKey("orphan-files.older-than-s", int, 3 * DAY_S, DAY_S),
-    PolicyKey("orphan-files.interval-s", int, DAY_S, 0),
-    PolicyKey("manifests.enabled", bool, True),
-    PolicyKey("manifests.max-count", int, 100, 2),
-    PolicyKey("manifests.min-interval-s", int, 3600, 0),
-    PolicyKey("position-deletes.enabled", bool, True),
-    PolicyKey("position-deletes.max-files", int, 20, 1),
-    PolicyKey("position-deletes.min-interval-s", int, 600, 0),
-)}
+
+def _int(key: str, default: int, minimum: int, maximum: int, unit: str, doc: str
+         ) -> PolicyKey:
+    return integer(key, default, minimum, maximum, unit, doc, FORMAT)
+
+
+def _on(key: str, default: bool, doc: str) -> PolicyKey:
+    return boolean(key, default, doc, FORMAT)
+
+
+K = by_key((
+    _on("compaction.enabled", True, "bin-pack small data files"),
+    _int("compaction.target-file-size-bytes", 128 * MIB, KIB, MAX_FILE_BYTES, "bytes",
+         "size of the files compaction and clustering write"),
+    _int("compaction.small-file-bytes", 16 * MIB, KIB, MAX_FILE_BYTES, "bytes",
+         "a data file below this size counts as small"),
+    _int("compaction.min-small-files", 12, 2, MAX_COUNT, "count",
+         "small files that trigger a compaction"),
+    _int("compaction.min-interval-s", 60, 0, MAX_INTERVAL_S, "s",
+         "least time between two compactions"),
+    _int("compaction.quiet-s", 3600, 0, MAX_INTERVAL_S, "s",
+         "a table without commits this long is compacted from 2 small files (0: off)"),
+    _on("clustering.enabled", False, "sort or z-order data files (needs a sort order)"),
+    text("clustering.sort-order", "", SORT, "columns with optional ASC/DESC and NULLS "
+         "FIRST/LAST, comma-separated", "sort order of clustering", FORMAT),
+    text("clustering.zorder-columns", "", COLUMNS, "comma-separated column names",
+         "columns to z-order by (instead of a sort order)", FORMAT),
+    _int("clustering.min-new-snapshots", 10, 1, MAX_COUNT, "count",
+         "new snapshots since the last clustering that trigger the next"),
+    _int("clustering.min-interval-s", DAY_S, 0, MAX_INTERVAL_S, "s",
+         "least time between two clusterings"),
+    _on("expire-snapshots.enabled", True, "expire old snapshots"),
+    _int("expire-snapshots.max-age-s", 5 * DAY_S, 0, 3650 * DAY_S, "s",
+         "snapshots older than this may expire"),
+    _int("expire-snapshots.retain-last", 1, 1, 100_000, "count",
+         "snapshots always kept, whatever their age"),
+    _int("expire-snapshots.min-interval-s", 3600, 0, MAX_INTERVAL_S, "s",
+         "least time between two expiries"),
+    _on("orphan-files.enabled", False, "delete files no snapshot references"),
+    _int("orphan-files.older-than-s", 3 * DAY_S, DAY_S, 365 * DAY_S, "s",
+         "only files older than this are orphan candidates"),
+    _int("orphan-files.interval-s", DAY_S, 0, MAX_INTERVAL_S, "s",
+         "least time between two orphan-file removals"),
+    _on("manifests.enabled", True, "rewrite manifests when there are many"),
+    _int("manifests.max-count", 100, 2, MAX_COUNT, "count",
+         "manifests in the current snapshot that trigger a rewrite"),
+    _int("manifests.min-interval-s", 3600, 0, MAX_INTERVAL_S, "s",
+         "least time between two manifest rewrites"),
+    _on("position-deletes.enabled", True, "compact position delete files"),
+    _int("position-deletes.max-files", 20, 1, MAX_COUNT, "count",
+         "delete files that trigger a rewrite"),
+    _int("position-deletes.min-interval-s", 600, 0, MAX_INTERVAL_S, "s",
+         "least time between two position-delete rewrites"),
+))
 
 QUIET_MIN_SMALL_FILES = 2  # a quiet table is worth a rewrite from two small files on
 Rule = Callable[[Mapping[str, str], Mapping[str, Any], Operation | None, datetime],

@@ -185,7 +185,7 @@ def _row_dict(row: Any) -> dict[str, Any]:
 # from a parsed ``datetime``.
 
 _COLUMN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,254}(\.[A-Za-z_][A-Za-z0-9_]{0,254})*$")
-_POSITIVE_INT_RE = re.compile(r"^[1-9][0-9]{0,9}$")
+_UNSIGNED_RE = re.compile(r"0|[1-9][0-9]{0,18}")
 _DIRECTIONS = ("ASC", "DESC")
 _NULL_ORDERS = ("FIRST", "LAST")
 MAX_INT = 2**31 - 1
@@ -233,18 +233,61 @@ def _only_options(spec: MaintenanceRequest, allowed: tuple[str, ...]) -> None:
 
 
 def parse_bool(key: str, raw: str) -> bool:
-    value = raw.strip().lower()
-    if value not in ("true", "false"):
+    """Exactly ``true`` or ``false``: the same strict rule as the API's (tms.strict)."""
+    if raw not in ("true", "false"):
         raise SpecError(f"option {key!r}: expected 'true' or 'false', got {raw[:50]!r}")
-    return value == "true"
+    return raw == "true"
+
+
+def parse_int(key: str, raw: str, minimum: int, maximum: int) -> int:
+    """ASCII digits only (no sign, spaces, '_' or leading zeros), within the range."""
+    if not _UNSIGNED_RE.fullmatch(raw) or not minimum <= int(raw) <= maximum:
+        raise SpecError(f"option {key!r}: expected an integer from {minimum} to {maximum}, "
+                        f"got {raw[:50]!r}")
+    return int(raw)
 
 
 def parse_positive_int(key: str, raw: str) -> int:
-    value = raw.strip()
-    if not _POSITIVE_INT_RE.fullmatch(value) or int(value) > MAX_INT:
-        raise SpecError(f"option {key!r}: expected an integer from 1 to {MAX_INT}, "
-                        f"got {raw[:50]!r}")
-    return int(value)
+    return parse_int(key, raw, 1, MAX_INT)
+
+
+# The options of the procedures that take an options map, with their ranges (None: a boolean).
+# Kept in step with the API's schema (tms.formats.iceberg_params) by a unit test; repeated
+# here because this file ships alone and must refuse a bad spec whoever wrote it.
+KIB = 1024
+GIB = 1024 ** 3
+MAX_FILE_BYTES = 16 * GIB
+REWRITE_OPTIONS: dict[str, tuple[int, int] | None] = {
+    "target-file-size-bytes": (KIB, MAX_FILE_BYTES),
+    "min-file-size-bytes": (0, MAX_FILE_BYTES),
+    "max-file-size-bytes": (KIB, MAX_FILE_BYTES),
+    "min-input-files": (1, 100_000),
+    "rewrite-all": None,
+    "max-file-group-size-bytes": (KIB, 1024 * GIB),
+    "max-concurrent-file-group-rewrites": (1, 1000),
+    "partial-progress.enabled": None,
+    "partial-progress.max-commits": (1, 1000),
+}
+DATA_REWRITE_OPTIONS: dict[str, tuple[int, int] | None] = {
+    **REWRITE_OPTIONS, "delete-file-threshold": (1, MAX_INT),
+    "use-starting-sequence-number": None}
+
+
+def parse_options(action: str, options: Mapping[str, str],
+                  allowed: Mapping[str, tuple[int, int] | None]) -> dict[str, str]:
+    """The options map of a procedure: known names only, each value typed and in range,
+    re-rendered from the parsed value."""
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise SpecError(f"{action}: unknown option(s) {unknown}; accepted: {sorted(allowed)}")
+    out = {}
+    for key, raw in options.items():
+        bounds = allowed[key]
+        if bounds is None:
+            out[key] = "true" if parse_bool(key, raw) else "false"
+        else:
+            out[key] = str(parse_int(key, raw, *bounds))
+    return out
 
 
 def parse_timestamp(key: str, raw: str) -> datetime:
@@ -301,8 +344,9 @@ def parse_zorder(raw: str) -> str:
 def plan_compaction(spec: MaintenanceRequest) -> ProcedureCall:
     """Bin-pack small data files (``rewrite_data_files``, strategy binpack)."""
     args = [_table_arg(spec), "strategy => 'binpack'"]
-    if spec.options:
-        args.append(_options_map(spec.options))
+    options = parse_options(spec.action, spec.options, DATA_REWRITE_OPTIONS)
+    if options:
+        args.append(_options_map(options))
     return ProcedureCall("rewrite_data_files", tuple(args))
 
 
@@ -310,10 +354,11 @@ def plan_clustering(spec: MaintenanceRequest) -> ProcedureCall:
     """Rewrite data files sorted (``sort-order``) or Z-ordered (``zorder-columns``).
 
     Every other option is a ``rewrite_data_files`` option (``rewrite-all``,
-    ``target-file-size-bytes``, ...) and is passed through in the options map.
+    ``target-file-size-bytes``, ...), checked against ``DATA_REWRITE_OPTIONS``.
     """
     options = dict(spec.options)
     sort_order, zorder = options.pop("sort-order", None), options.pop("zorder-columns", None)
+    options = parse_options(spec.action, options, DATA_REWRITE_OPTIONS)
     if sort_order is not None and zorder is None:
         order = parse_sort_order(sort_order)
     elif zorder is not None and sort_order is None:
@@ -386,11 +431,12 @@ def plan_rewrite_manifests(spec: MaintenanceRequest) -> ProcedureCall:
 def plan_rewrite_position_deletes(spec: MaintenanceRequest) -> ProcedureCall:
     """Compact position delete files, dropping dangling deletes (``rewrite_position_delete_files``).
 
-    Options are passed through as the procedure's options map (``rewrite-all``, ...).
+    Options (``rewrite-all``, ...) are checked against ``REWRITE_OPTIONS``.
     """
     args = [_table_arg(spec)]
-    if spec.options:
-        args.append(_options_map(spec.options))
+    options = parse_options(spec.action, spec.options, REWRITE_OPTIONS)
+    if options:
+        args.append(_options_map(options))
     return ProcedureCall("rewrite_position_delete_files", tuple(args))
 
 

@@ -13,7 +13,7 @@ import structlog
 from tms.coordination import Coordinator
 from tms.domain import Decision, Operation, Table
 from tms.formats.base import TableFormatPlugin
-from tms.policy import DEFAULT_MAX_ATTEMPTS, PULL_INTERVAL_KEY, max_attempts
+from tms.policy import DEFAULT_MAX_ATTEMPTS, max_attempts, pull_interval_s
 from tms.storage.roles import DecisionStore, EnqueueParams
 from tms.telemetry import instruments
 from tms.tracing import context_from, current_traceparent, tracer
@@ -63,10 +63,24 @@ class DecisionMaker:
                 instruments().decisions.add(1, {"action": a, "outcome": "inspection_failed"})
             return [(replace(failed, action=a), None) for a in plugin.actions], \
                 INSPECT_FAILURE_RETRY_S
+        try:
+            decisions = plugin.evaluate(table, metrics, dict(last_runs), now)
+        except Exception as e:  # e.g. a stored policy value that no longer parses
+            bound.warning("policy evaluation failed", error=str(e))
+            seen = {k: v for k, v in metrics.items() if not k.startswith("_")}
+            failed = Decision("", False, f"policy evaluation failed: {e}"[:2000], seen)
+            return [(replace(failed, action=a), None) for a in plugin.actions], \
+                INSPECT_FAILURE_RETRY_S
         taken: list[tuple[Decision, int | None]] = []
-        for decision in plugin.evaluate(table, metrics, dict(last_runs), now):
+        for decision in decisions:
             op_id = None
             outcome = "not_needed"
+            bad = plugin.check_params(decision.action, {
+                k: str(v) for k, v in decision.params.items()}) if decision.should_run else []
+            if bad:  # the policy made parameters the job would refuse: say so, queue nothing
+                outcome = "invalid_params"
+                decision = Decision(decision.action, False, f"{decision.reason}; not queued: "
+                                    + "; ".join(f"{f}: {w}" for f, w in bad), decision.metrics)
             if decision.should_run:
                 if not self.coordinator.healthy:
                     raise ZooKeeperLost("session lost mid-decision; not queueing")
@@ -99,10 +113,6 @@ class DecisionMaker:
                             self.max_attempts_by_action.get(action, DEFAULT_MAX_ATTEMPTS))
 
     def pull_interval(self, table: Table) -> float:
-        """The table's own heartbeat timeout if it sets one, else the scheduler's default."""
-        if PULL_INTERVAL_KEY.key in table.policy:
-            try:
-                return float(PULL_INTERVAL_KEY.get(table.policy))
-            except ValueError:  # validated at registration; a bad value must not stop us
-                log.warning("bad pull interval", table=table.table_id)
-        return self.pull_interval_s
+        """The table's own heartbeat timeout if it sets a valid one, else the scheduler's
+        default; clamped to the key's range whatever is stored."""
+        return pull_interval_s(table.policy, self.pull_interval_s)

@@ -21,7 +21,9 @@ from tms.domain import Decision, TableState
 from tms.formats.base import TableFormatPlugin
 from tms.policy import DEFAULT_PULL_INTERVAL_S
 from tms.scheduler.decide import (
+    INSPECT_FAILURE_RETRY_S,
     DecisionMaker,
+    ZooKeeperLost,
     decision_span,
 )
 from tms.scheduler.retention import PRUNE_INTERVAL_S, Retention
@@ -99,8 +101,14 @@ class Scheduler(DecisionMaker):
             for due in batch:
                 table = due.table
                 if table.state is TableState.ACTIVE:
-                    with decision_span(table, due.traceparent):
-                        taken, next_s = self._evaluate(table, now, last.get(table.pk, {}))
+                    try:
+                        with decision_span(table, due.traceparent):
+                            taken, next_s = self._evaluate(table, now, last.get(table.pk, {}))
+                    except ZooKeeperLost:
+                        raise
+                    except Exception:  # one table's fault must not stop its batch
+                        log.exception("decision failed", table=table.table_id)
+                        taken, next_s = [], INSPECT_FAILURE_RETRY_S
                     decisions += [(table.pk, d, op) for d, op in taken]
                     checks.append((table.pk, next_s))
                 done += 1

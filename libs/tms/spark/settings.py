@@ -43,7 +43,7 @@ ENV_CONF = "TMS_SPARK_CONF"
 _MASTER_RE = re.compile(
     r"^(local(\[(\*|[1-9]\d*)(,[1-9]\d*)?\])?|yarn|(spark|k8s|mesos)://[^\s,]+)$"
 )
-_MEMORY_RE = re.compile(r"^[1-9]\d*[kmgtKMGT]?$")
+_MEMORY_RE = re.compile(r"^[1-9][0-9]*[kmgtKMGT]?$")
 _MAVEN_PART = r"[A-Za-z0-9_.\-]+"
 _PACKAGE_RE = re.compile(rf"^{_MAVEN_PART}:{_MAVEN_PART}:{_MAVEN_PART}$")
 _CONF_KEY_RE = re.compile(r"^[A-Za-z0-9_.\-\[\]]+$")

@@ -10,6 +10,7 @@ from psycopg.types.json import Jsonb
 
 from tms.domain import Attempt, Decision, DueTable, Explanation, Operation, QueueInfo
 from tms.domain import OperationState as S
+from tms.policy import MAX_PULL_INTERVAL_S
 from tms.storage.postgres import rows
 from tms.storage.postgres.db import Db
 from tms.storage.roles import EnqueueParams, OperationListParams, TableGone
@@ -91,6 +92,7 @@ class OperationsMixin(Db):
             "operation_ids": [op for _, _, op in decisions],
             "check_pks": [pk for pk, _ in next_checks],
             "next_check_s": [float(s) for _, s in next_checks],
+            "max_next_check_s": float(MAX_PULL_INTERVAL_S),
         }
         try:
             self._write("decision_finish_batch", params)

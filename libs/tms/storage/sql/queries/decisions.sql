@@ -39,7 +39,10 @@ WITH d AS (
         reason = excluded.reason, metrics = excluded.metrics,
         operation_id = excluded.operation_id, scheduler_id = excluded.scheduler_id
 )
-UPDATE tms_tables t SET next_check_at = now() + make_interval(secs => n.next_check_s)
+-- clamped: no value can push a check out of the calendar and fail the whole batch
+UPDATE tms_tables t
+SET next_check_at = now() + make_interval(
+        secs => LEAST(GREATEST(n.next_check_s, 0), %(max_next_check_s)s::float8))
 FROM unnest(%(check_pks)s::bigint[], %(next_check_s)s::float8[]) AS n(pk, next_check_s)
 WHERE t.id = n.pk;
 

@@ -7,11 +7,17 @@
 
 -- name: operation_insert
 -- The partial unique index refuses a second active operation for (table, action): a
--- duplicate decision, even from a split-brain scheduler, inserts nothing.
+-- duplicate decision, even from a split-brain scheduler, inserts nothing. The NOT EXISTS
+-- guard skips the insert (and so the id sequence) in the common case of an operation
+-- already active; the index still decides a race.
 INSERT INTO tms_operations (table_pk, action, priority, trigger, reason, params, metrics,
                             max_attempts, queue, retry_of, traceparent)
-VALUES (%(table_pk)s, %(action)s, %(priority)s, %(trigger)s, %(reason)s, %(params)s,
-        %(metrics)s, %(max_attempts)s, %(queue)s, %(retry_of)s, %(traceparent)s)
+SELECT %(table_pk)s::bigint, %(action)s::text, %(priority)s::int, %(trigger)s::text,
+       %(reason)s::text, %(params)s::jsonb, %(metrics)s::jsonb, %(max_attempts)s::int,
+       %(queue)s::text, %(retry_of)s::bigint, %(traceparent)s::text
+WHERE NOT EXISTS (SELECT 1 FROM tms_operations
+                  WHERE table_pk = %(table_pk)s AND action = %(action)s
+                    AND state IN ('QUEUED', 'RUNNING'))
 ON CONFLICT (table_pk, action) WHERE state IN ('QUEUED', 'RUNNING') DO NOTHING
 RETURNING id;
 
