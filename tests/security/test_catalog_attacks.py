@@ -249,7 +249,7 @@ def _serving(address: str) -> bool:
 
 
 @pytest.fixture
-def api_process(db_dsn: str, tmp_path: Path) -> Iterator[tuple[str, Path]]:
+def secret_api(db_dsn: str, tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """The real tms-api process with the secrets in its environment and secret directory;
     its whole output (the log) goes to a file."""
     secret_dir = tmp_path / "secrets"
@@ -345,9 +345,9 @@ def _cli_texts(address: str, capsys: pytest.CaptureFixture[str]) -> list[str]:
     return texts
 
 
-def test_no_secret_value_in_any_response_cli_output_or_log(api_process, db_dsn: str,
+def test_no_secret_value_in_any_response_cli_output_or_log(secret_api, db_dsn: str,
                                                            capsys) -> None:
-    address, log_path = api_process
+    address, log_path = secret_api
     texts = _rpc_texts(address, db_dsn) + _cli_texts(address, capsys)
     blob = "\n".join(texts)
     assert "catalogs/lake" in blob and "env:TMS_SECRET_LAKE_PG" in blob  # the views ran

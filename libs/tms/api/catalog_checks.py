@@ -20,9 +20,7 @@ by reference only, are in :mod:`tms.api.catalog_maps`):
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
 from urllib.parse import urlsplit
 
 from tms.api import catalog_maps as maps
@@ -32,6 +30,7 @@ from tms.domain.catalogs import MAX_DISCOVERY_INTERVAL_S, MIN_DISCOVERY_INTERVAL
 from tms.formats.base import TableFormatPlugin
 from tms.jobs import locations
 from tms.policy import validate_policy
+from tms.policy_types import PolicyKey
 
 CATALOG_ID_RE = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 CATALOG_ID_WHAT = "1-63 of a-z 0-9 _ starting with a letter"
@@ -163,22 +162,13 @@ def _discovery(p: Problems, field: str, d: CatalogDiscovery) -> None:
                                          f"got {d.interval_s}"))
 
 
-def format_policy_keys(plugin: TableFormatPlugin) -> Mapping[str, Any]:
-    """A plugin's own policy keys (``TableFormatPlugin.policy_keys``; for plugins from before
-    that attribute, their module's ``POLICY_KEYS``)."""
-    keys = getattr(plugin, "policy_keys", None)
-    if keys is None:
-        keys = getattr(sys.modules.get(type(plugin).__module__), "POLICY_KEYS", {})
-    return dict(keys)
-
-
 def default_policy_problems(formats: Mapping[str, TableFormatPlugin],
                             policy: Mapping[str, str], field: str) -> Problems:
     """A catalog's default policy applies to its tables of every format: a key is known when
     any registered format (or the common schema) knows it."""
-    keys: dict[str, Any] = {}
+    keys: dict[str, PolicyKey] = {}
     for plugin in formats.values():
-        keys.update(format_policy_keys(plugin))
+        keys.update(plugin.policy_keys)
     return validate_policy(keys, policy, field=field)
 
 
