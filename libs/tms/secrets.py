@@ -29,8 +29,9 @@ _FILE_REF_RE = re.compile(r"^file:([A-Za-z0-9_][A-Za-z0-9._-]{0,127})$")
 # Property names whose values must be given by reference. Deliberately broad: a false
 # positive costs an operator one reference, a false negative leaks a credential.
 _SECRET_KEY_RE = re.compile(
-    r"pass(word|wd|phrase)?|secret|token|credential|private|access[-_.]?key|api[-_.]?key|"
-    r"session[-_.]?key|sas|signature|auth", re.IGNORECASE)
+    r"pass(word|wd|phrase)?|pwd|secret|token|credential|private|access[-_.]?key|api[-_.]?key|"
+    r"session[-_.]?key|account[-_.]?key|keytab|(^|[-_.])key($|[-_.])|sas|signature|auth",
+    re.IGNORECASE)
 
 
 class SecretError(ValueError):

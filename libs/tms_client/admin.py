@@ -1,5 +1,5 @@
 """The operator's side of the API on :class:`tms_client.TmsClient`: update, deregister, pause
-and resume tables, cancel and retry operations, queue limits, and raw calls.
+and resume tables, cancel and retry operations, queue limits, catalogs, and raw calls.
 
 Kept apart from the writer's methods in :mod:`tms_client.client` so that module stays what a
 writer reads. ``call`` sends any method of the service by name, with the client's token, TLS,
@@ -127,3 +127,61 @@ class AdminMethods:
                      retry: RetryPolicy | None = None) -> tms_pb2.Queue:
         """Limits how many operations of the queue run at once; None removes the limit."""
         return self._invoke(calls.update_queue(queue, max_running), deadline_s, retry)
+
+    # --- catalogs (unscoped admin tokens only) ------------------------------------------------
+
+    def create_catalog(self, catalog_id: str, catalog: tms_pb2.Catalog, *,
+                       deadline_s: float | None = None,
+                       retry: RetryPolicy | None = None) -> tms_pb2.Catalog:
+        """Creates ``catalogs/{catalog_id}``; secrets go in ``catalog.secrets`` as references
+        (``env:TMS_SECRET_<NAME>`` or ``file:<name>``), never as values. Never sent twice."""
+        return self._invoke(calls.create_catalog(catalog_id, catalog), deadline_s, retry)
+
+    def get_catalog(self, catalog: str, *, deadline_s: float | None = None,
+                    retry: RetryPolicy | None = None) -> tms_pb2.Catalog:
+        """By id (``lake``) or name (``catalogs/lake``)."""
+        return self._invoke(calls.get_catalog(catalog), deadline_s, retry)
+
+    def list_catalogs(self, *, page_size: int = 0, page_token: str = "",
+                      deadline_s: float | None = None,
+                      retry: RetryPolicy | None = None) -> tms_pb2.ListCatalogsResponse:
+        """One page of catalogs, ordered by id."""
+        return self._invoke(calls.list_catalogs(page_size, page_token), deadline_s, retry)
+
+    def update_catalog(self, catalog: str, *, properties: Mapping[str, str] | None = None,
+                       secrets: Mapping[str, str] | None = None,
+                       storage_options: Mapping[str, str] | None = None,
+                       allowed_locations: Sequence[str] | None = None,
+                       allowed_owners: Sequence[str] | None = None,
+                       allowed_tokens: Sequence[str] | None = None,
+                       discovery: tms_pb2.CatalogDiscovery | None = None,
+                       default_policy: Mapping[str, str] | None = None,
+                       deadline_s: float | None = None,
+                       retry: RetryPolicy | None = None) -> tms_pb2.Catalog:
+        """Changes only the fields given (a field mask); a map or list given replaces it
+        whole, and so does ``discovery``."""
+        spec = tms_pb2.Catalog(name=calls.catalog_name(catalog))
+        paths: list[str] = []
+        for path, mapping in (("properties", properties), ("secrets", secrets),
+                              ("storage_options", storage_options),
+                              ("default_policy", default_policy)):
+            if mapping is not None:
+                getattr(spec, path).update(mapping)
+                paths.append(path)
+        for path, items in (("allowed_locations", allowed_locations),
+                            ("allowed_owners", allowed_owners),
+                            ("allowed_tokens", allowed_tokens)):
+            if items is not None:
+                getattr(spec, path).extend(items)
+                paths.append(path)
+        if discovery is not None:
+            spec.discovery.CopyFrom(discovery)
+            paths.append("discovery")
+        if not paths:
+            raise ValueError("give at least one field to update")
+        return self._invoke(calls.update_catalog(spec, paths), deadline_s, retry)
+
+    def delete_catalog(self, catalog: str, *, deadline_s: float | None = None,
+                       retry: RetryPolicy | None = None) -> None:
+        """Removes a catalog no table uses (FailedPreconditionError while tables do)."""
+        self._invoke(calls.delete_catalog(catalog), deadline_s, retry)

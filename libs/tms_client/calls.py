@@ -146,3 +146,43 @@ def update_queue(queue: str, max_running: int | None) -> Call:
     if max_running is not None:
         req.max_running = max_running
     return Call("UpdateQueue", req, Safety.SAFE)
+
+
+# --- catalogs (tms_client.admin) -----------------------------------------------------------
+
+CATALOG_PREFIX = "catalogs/"
+
+
+def catalog_name(catalog: str) -> str:
+    """``lake`` or ``catalogs/lake`` → ``catalogs/lake``."""
+    return catalog if catalog.startswith(CATALOG_PREFIX) else CATALOG_PREFIX + catalog
+
+
+def create_catalog(catalog_id: str, catalog: tms_pb2.Catalog) -> Call:
+    # A replay after a lost answer would report ALREADY_EXISTS for the catalog it created.
+    req = tms_pb2.CreateCatalogRequest(catalog_id=catalog_id.removeprefix(CATALOG_PREFIX),
+                                       catalog=catalog)
+    return Call("CreateCatalog", req, Safety.UNSAFE)
+
+
+def get_catalog(catalog: str) -> Call:
+    return Call("GetCatalog", tms_pb2.GetCatalogRequest(name=catalog_name(catalog)),
+                Safety.SAFE)
+
+
+def list_catalogs(page_size: int, page_token: str) -> Call:
+    return Call("ListCatalogs", tms_pb2.ListCatalogsRequest(page_size=page_size,
+                                                            page_token=page_token), Safety.SAFE)
+
+
+def update_catalog(catalog: tms_pb2.Catalog, paths: Sequence[str]) -> Call:
+    # Absolute values under a field mask: sending the same update twice ends in the same state.
+    req = tms_pb2.UpdateCatalogRequest(catalog=catalog)
+    req.update_mask.paths.extend(paths)
+    return Call("UpdateCatalog", req, Safety.SAFE)
+
+
+def delete_catalog(catalog: str) -> Call:
+    # A replay after a lost answer would report NOT_FOUND for a catalog that was deleted.
+    return Call("DeleteCatalog", tms_pb2.DeleteCatalogRequest(name=catalog_name(catalog)),
+                Safety.UNSAFE)

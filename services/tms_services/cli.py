@@ -26,6 +26,12 @@ Usage::
     tms commits notify sales.orders 4385830383911 [--files-added 3] [--operation append]
     tms queues list;  tms queues set batch --max-running 2;  tms queues set batch --unlimited
     tms watch [--table T] [--state RUNNING] [--interval-s 2] [--once | --iterations N]
+    tms catalogs create lake --type sql --property uri=postgresql+psycopg://tms@pg/lake \
+        --secret jdbc.password=env:TMS_SECRET_LAKE_PG --allowed-location s3://lake/warehouse \
+        --property warehouse=s3://lake/warehouse --discover --include 'sales.*'
+    tms catalogs list;  tms catalogs get lake;  tms catalogs delete lake [--yes]
+    tms catalogs update lake --unset-property warehouse --allowed-location s3://lake/more \
+        --secret jdbc.password=file:lake-pg --no-discover   # only the flags given change
 
 Operations are always printed by their full name, ``tables/{table}/operations/{id}``; input
 may use the short ``{table}/{id}``. Enum flags (``--state``) take any case. Counts print as
@@ -56,6 +62,7 @@ from typing import NoReturn
 
 from tms_client import TmsError
 from tms_services import (
+    cli_catalogs,
     cli_commits,
     cli_explain,
     cli_operations,
@@ -130,6 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_operations.add_parsers(sub, common)
     cli_commits.add_parsers(sub, common)
     cli_queues.add_parsers(sub, common)
+    cli_catalogs.add_parsers(sub, common)
     cli_watch.add_parsers(sub, common)
     return p
 

@@ -584,6 +584,102 @@ def gen_update_queue(g: Gen) -> Message:
         name=name, max_running=int(g.pick([0, 1, 5, -1, 10_001, 2**31 - 1, -(2**31)])))
 
 
+# catalogs -----------------------------------------------------------------------------------
+CATALOG_NAMES = ("catalogs/fzc", "catalogs/", "catalogs", "catalogs/Bad", "catalogs/a-b",
+                 "catalogs/a/b", "catalogs/fzc\n", "catalogs/" + "c" * 70, "tables/fz0",
+                 "catalogs/\u0130", "catalogs/fzc/", "catalogs/-", "catalogs/fz%63")
+CATALOG_MASK_PATHS = ("properties", "secrets", "storage_options", "allowed_locations",
+                      "allowed_owners", "allowed_tokens", "discovery", "default_policy", "type",
+                      "name", "table_count", "discovery.enabled", "", "*", "properties.uri")
+LOCATIONS = ("s3://lake/wh", "s3://lake/../x", "s3://lake/%252e%252e/x", "file://localhost/x",
+             "file://evil/x", "/abs", "rel", "s3://u:p@lake/x", "http://x/y", "")
+SECRET_VALUES = ("env:TMS_SECRET_FZ", "env:PATH", "file:fz", "file:../x", "file:/etc/shadow",
+                 "hunter2", "env:TMS_SECRET_", "file:a/b", "env:TMS_SECRET_DIR")
+
+
+def gen_catalog_name(g: Gen) -> str:
+    return g.short_text(CATALOG_NAMES,
+                        valid=("catalogs/fzc", f"catalogs/fzc{g.rng.randint(0, 5)}"))
+
+
+def gen_strings(g: Gen, valid: Sequence[str], typical: Sequence[str]) -> list[str]:
+    if not g.bad():
+        return list(valid)
+    n = int(g.pick([0, 1, 2, 5, 65, 300]))
+    return [g.text(typical) for _ in range(n)]
+
+
+def gen_catalog(g: Gen) -> tms_pb2.Catalog:
+    """A valid sql catalog with a few fields replaced by hostile values."""
+    c = tms_pb2.Catalog(type="sql", properties={"uri": "postgresql+psycopg://tms@db/lake"},
+                        secrets={"jdbc.password": "env:TMS_SECRET_FZ"},
+                        allowed_locations=["s3://lake/wh"])
+    d = c.discovery
+    mutations: dict[str, Callable[[], object]] = {
+        "type": lambda: setattr(c, "type", g.short_text(("sql", "rest", "hadoop", "SQL", "x"))),
+        "properties": lambda: (c.properties.clear(), c.properties.update(g.string_map(
+            {"uri": "postgresql+psycopg://tms@db/lake"},
+            ("uri", "warehouse", "type", "password", "jdbc.user"),
+            ("postgresql://u:p@h/d", "s3://lake/../x", "jdbc:postgresql://h/d", "x?pwd=1")))),
+        "secrets": lambda: (c.secrets.clear(), c.secrets.update(g.string_map(
+            {"jdbc.password": "env:TMS_SECRET_FZ"}, ("jdbc.password", "uri", "type"),
+            SECRET_VALUES))),
+        "storage_options": lambda: c.storage_options.update(g.string_map(
+            {"s3.region": "eu"}, ("fs.x", "s3.secret-access-key", "spark.x", "hadoop.x"))),
+        "allowed_locations": lambda: (c.ClearField("allowed_locations"),
+                                      c.allowed_locations.extend(gen_strings(
+                                          g, ("s3://lake/wh",), LOCATIONS))),
+        "allowed_owners": lambda: c.allowed_owners.extend(gen_strings(g, ("team-a",), ())),
+        "allowed_tokens": lambda: c.allowed_tokens.extend(gen_strings(g, ("ops",), ())),
+        "include": lambda: d.include.extend(gen_strings(g, ("a.*",), ("[", "a b", "*"))),
+        "exclude": lambda: d.exclude.extend(gen_strings(g, ("tmp.*",), ("]", "../x"))),
+        "discovery": lambda: (setattr(d, "enabled", g.chance(0.5)),
+                              setattr(d, "queue", g.short_text(("default", "Q!")))),
+        "discovery_owner": lambda: setattr(d, "owner", g.text(("team-a",))),
+        "priority": lambda: setattr(d, "priority", g.int32((-1000, 1000, 1001))),
+        "interval_s": lambda: setattr(d, "interval_s", g.int32((0, 9, 10, 86400, 86401))),
+        "last_run_time": lambda: d.last_run_time.CopyFrom(g.timestamp()),
+        "default_policy": lambda: (c.default_policy.clear(),
+                                   c.default_policy.update(g.policy())),
+        "create_time": lambda: c.create_time.CopyFrom(g.timestamp()),
+        "table_count": lambda: setattr(c, "table_count", g.int64()),
+    }
+    n = g.rng.randint(1, 4) if g.bad() else 0
+    for key in g.rng.sample(sorted(mutations), n):
+        mutations[key]()
+    return c
+
+
+def gen_create_catalog(g: Gen) -> Message:
+    req = tms_pb2.CreateCatalogRequest(catalog_id=g.short_text(
+        ("fzc", "Bad", "a-b", "a" * 64, "1a", "fzc\n"), valid=(f"fzc{g.rng.randint(0, 9)}",)))
+    if g.chance(0.95):
+        req.catalog.CopyFrom(gen_catalog(g))
+    return req
+
+
+def gen_get_catalog(g: Gen) -> Message:
+    return tms_pb2.GetCatalogRequest(name=gen_catalog_name(g))
+
+
+def gen_list_catalogs(g: Gen) -> Message:
+    return tms_pb2.ListCatalogsRequest(page_size=g.int32((0, 1, 2, 1000, 1001, -1)),
+                                       page_token=g.page_token({"m": "catalogs"}, str))
+
+
+def gen_update_catalog(g: Gen) -> Message:
+    c = gen_catalog(g)
+    c.name = gen_catalog_name(g)
+    paths = (g.rng.sample(CATALOG_MASK_PATHS[:8], g.rng.randint(1, 8)) if not g.bad()
+             else [g.pick(CATALOG_MASK_PATHS) for _ in range(g.rng.randint(0, 4))])
+    return tms_pb2.UpdateCatalogRequest(catalog=c,
+                                        update_mask=field_mask_pb2.FieldMask(paths=paths))
+
+
+def gen_delete_catalog(g: Gen) -> Message:
+    return tms_pb2.DeleteCatalogRequest(name=gen_catalog_name(g))
+
+
 GENERATORS: dict[str, Callable[[Gen], Message]] = {
     "RegisterTable": gen_register, "GetTable": gen_get_table, "ListTables": gen_list_tables,
     "UpdateTable": gen_update, "DeregisterTable": gen_deregister, "PauseTable": gen_pause,
@@ -591,8 +687,12 @@ GENERATORS: dict[str, Callable[[Gen], Message]] = {
     "GetOperation": gen_get_op, "ListOperations": gen_list_ops, "CancelOperation": gen_cancel,
     "RetryOperation": gen_retry, "TriggerOperation": gen_trigger, "ExplainTable": gen_explain,
     "ListQueues": gen_list_queues, "UpdateQueue": gen_update_queue,
+    "CreateCatalog": gen_create_catalog, "GetCatalog": gen_get_catalog,
+    "ListCatalogs": gen_list_catalogs, "UpdateCatalog": gen_update_catalog,
+    "DeleteCatalog": gen_delete_catalog,
 }
-WEIGHTS = {"DeregisterTable": 0.3, "PauseTable": 0.5, "ResumeTable": 0.5, "NotifyCommits": 0.7}
+WEIGHTS = {"DeregisterTable": 0.3, "PauseTable": 0.5, "ResumeTable": 0.5, "NotifyCommits": 0.7,
+           "DeleteCatalog": 0.3}
 
 
 # metadata -------------------------------------------------------------------------------------
@@ -763,6 +863,8 @@ def iceberg(**over: Any) -> tms_pb2.Table:
 def seed_world(stub: tms_pb2_grpc.TableManagementServiceStub) -> World:
     admin = bearer(TOKENS["admin"])
     ops: list[str] = []
+    stub.CreateCatalog(tms_pb2.CreateCatalogRequest(catalog_id="fzc", catalog=tms_pb2.Catalog(
+        type="hadoop", allowed_locations=["s3://lake/wh"])), metadata=admin)
     for table_id, owner, paused in SEED_TABLES:
         stub.RegisterTable(tms_pb2.RegisterTableRequest(
             table_id=table_id, table=iceberg(owner=owner)), metadata=admin)

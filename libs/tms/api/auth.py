@@ -49,6 +49,8 @@ METHOD_ROLES: dict[str, Role] = {
     "RegisterTable": Role.ADMIN, "UpdateTable": Role.ADMIN, "DeregisterTable": Role.ADMIN,
     "PauseTable": Role.ADMIN, "ResumeTable": Role.ADMIN, "CancelOperation": Role.ADMIN,
     "RetryOperation": Role.ADMIN, "TriggerOperation": Role.ADMIN, "UpdateQueue": Role.ADMIN,
+    "CreateCatalog": Role.ADMIN, "GetCatalog": Role.ADMIN, "ListCatalogs": Role.ADMIN,
+    "UpdateCatalog": Role.ADMIN, "DeleteCatalog": Role.ADMIN,
 }
 
 

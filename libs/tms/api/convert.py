@@ -9,7 +9,7 @@ from typing import Any
 from google.protobuf.struct_pb2 import Struct
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from tms.domain import Attempt, Operation, OperationState, QueueInfo, TableView
+from tms.domain import Attempt, Catalog, Operation, OperationState, QueueInfo, TableView
 from tms.v1 import tms_pb2
 
 REDACTED = "****"
@@ -47,6 +47,24 @@ def table_to_pb(view: TableView) -> tms_pb2.Table:
         last_commit_id=stats.last_commit_id or "", last_commit_time=_ts(stats.last_commit_time),
         commit_count=stats.commit_count, create_time=_ts(t.created_at),
         update_time=_ts(t.updated_at),
+    )
+
+
+def catalog_to_pb(c: Catalog) -> tms_pb2.Catalog:
+    """A catalog as every RPC shows it: secrets as their references (the values are never
+    stored, so they cannot be shown)."""
+    s, d, st = c.spec, c.spec.discovery, c.status
+    return tms_pb2.Catalog(
+        name=c.name, type=s.type.value, properties=s.properties, secrets=s.secrets,
+        storage_options=s.storage_options, allowed_locations=list(s.allowed_locations),
+        allowed_owners=list(s.allowed_owners), allowed_tokens=list(s.allowed_tokens),
+        discovery=tms_pb2.CatalogDiscovery(
+            enabled=d.enabled, include=list(d.include), exclude=list(d.exclude), queue=d.queue,
+            owner=d.owner, priority=d.priority, interval_s=d.interval_s,
+            last_run_time=_ts(st.last_at), last_error=st.last_error or "",
+            last_registered=st.last_registered or 0, last_missing=st.last_missing or 0),
+        default_policy=s.default_policy, create_time=_ts(c.created_at),
+        update_time=_ts(c.updated_at), table_count=c.table_count,
     )
 
 

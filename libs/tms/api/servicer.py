@@ -1,4 +1,5 @@
-"""The TableManagementService servicer, composed of its table, commit and operation parts.
+"""The TableManagementService servicer, composed of its catalog, table, commit, operation
+and queue parts.
 
 Every handler runs inside :func:`tms.api.base.rpc`: authentication, authorization by method,
 ApiError to status, a lost database to UNAVAILABLE, so a client never sees INTERNAL for
@@ -7,6 +8,7 @@ something it or the network did.
 
 from __future__ import annotations
 
+from tms.api.catalogs import CatalogsMixin
 from tms.api.commits import CommitsMixin
 from tms.api.operations import OperationsMixin
 from tms.api.queues import QueuesMixin
@@ -14,6 +16,6 @@ from tms.api.tables import TablesMixin
 from tms.v1 import tms_pb2_grpc
 
 
-class TableManagementServicer(TablesMixin, CommitsMixin, OperationsMixin, QueuesMixin,
-                              tms_pb2_grpc.TableManagementServiceServicer):
+class TableManagementServicer(CatalogsMixin, TablesMixin, CommitsMixin, OperationsMixin,
+                              QueuesMixin, tms_pb2_grpc.TableManagementServiceServicer):
     pass
