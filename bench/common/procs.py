@@ -18,8 +18,10 @@ from typing import IO, Any
 import grpc
 
 from bench.common import TMS_HOME, say
+from tms.domain import CatalogSpec, CatalogType
 from tms.local import iceberg_data
 from tms.local.stack import LocalStack
+from tms.storage.postgres import PostgresStore
 from tms.v1 import tms_pb2_grpc
 
 STOP_GRACE_S = 10.0  # SIGTERM, then this long, then SIGKILL
@@ -102,12 +104,29 @@ def local_stack(directory: Path, **kwargs: Any) -> Iterator[LocalStack]:
 
 def iceberg_catalog(stack: LocalStack, name: str, warehouse: Path | None = None
                     ) -> tuple[Any, dict[str, str]]:
-    """A SQL Iceberg catalog in a database of the stack's PostgreSQL, and its properties."""
+    """A SQL Iceberg catalog in a database of the stack's PostgreSQL, and its properties.
+    The catalog is also created in TMS (``catalogs/{name}``, the warehouse its allowed
+    location), so tables made in it register as ``catalog=name``."""
     assert stack.postgres is not None, "start the stack's servers first"
     dsn = stack.postgres.create_database(ICEBERG_CATALOG_DB)
     where = warehouse or stack.state_dir / "warehouse"
+    where.mkdir(parents=True, exist_ok=True)
     props = iceberg_data.catalog_properties(dsn, where.as_uri())
+    create_catalog(stack.database_url, CatalogSpec(
+        name, CatalogType.SQL, properties={k: v for k, v in props.items() if k != "type"},
+        allowed_locations=(str(where),)))
     return iceberg_data.load_catalog(name, props), props
+
+
+def create_catalog(database_url: str, spec: CatalogSpec) -> None:
+    """Create a catalog in TMS's own database (what an operator's CreateCatalog does);
+    nothing when one of that id exists."""
+    store = PostgresStore(database_url, min_size=1, max_size=1)
+    try:
+        if store.catalog_get(spec.catalog_id) is None:
+            store.catalog_create(spec)
+    finally:
+        store.close()
 
 
 def stub_for(stack: LocalStack) -> tms_pb2_grpc.TableManagementServiceStub:
