@@ -10,8 +10,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from bench.common.procs import constant_catalog, stub_for
 from bench.common.procs import iceberg_catalog as _iceberg_catalog
-from bench.common.procs import stub_for
 from tms.domain import Catalog, CatalogSpec, CatalogType
 from tms.local import iceberg_data
 from tms.local.stack import LocalStack
@@ -105,5 +105,5 @@ def sql_catalog(store: CatalogStore, dsn: str, warehouse: Path, catalog_id: str 
     return SqlCatalog(catalog_id, props, warehouse, spec)
 
 
-__all__ = ["SqlCatalog", "iceberg_catalog", "sql_catalog", "stub_for", "store_catalog",
+__all__ = ["SqlCatalog", "constant_catalog", "iceberg_catalog", "sql_catalog", "stub_for", "store_catalog",
            "wait_for"]

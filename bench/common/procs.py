@@ -118,6 +118,17 @@ def iceberg_catalog(stack: LocalStack, name: str, warehouse: Path | None = None
     return iceberg_data.load_catalog(name, props), props
 
 
+CONSTANT_CATALOG = "const"
+CONSTANT_ROOT = "/tms-constant"  # nothing is read or written there: the plugin reads nothing
+
+
+def constant_catalog(database_url: str, catalog_id: str = CONSTANT_CATALOG) -> str:
+    """The catalog the test plugin's ``constant`` tables are registered in; its id."""
+    create_catalog(database_url, CatalogSpec(catalog_id, CatalogType.HADOOP,
+                                             allowed_locations=(CONSTANT_ROOT,)))
+    return catalog_id
+
+
 def create_catalog(database_url: str, spec: CatalogSpec) -> None:
     """Create a catalog in TMS's own database (what an operator's CreateCatalog does);
     nothing when one of that id exists."""
