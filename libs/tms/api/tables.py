@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import grpc
 from google.protobuf import empty_pb2
+from google.protobuf.unknown_fields import UnknownFieldSet
 
 from tms.api import convert, pagination
 from tms.api import validate as v
@@ -27,6 +28,19 @@ from tms.v1 import tms_pb2
 
 UPDATABLE_PATHS = ("owner", "queue", "priority", "policy")
 CATALOG_ID_RE = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+REMOVED_TABLE_FIELDS = {7: "catalog_properties"}  # reserved in the proto
+
+
+def _removed_fields(p: v.Problems, table: tms_pb2.Table) -> None:
+    """An old client's inline catalog properties arrive as an unknown field: refused, not
+    silently dropped, so nobody believes they still choose a table's connection."""
+    for f in UnknownFieldSet(table):
+        name = REMOVED_TABLE_FIELDS.get(f.field_number)
+        if name:
+            p.append((f"table.{name}", "no longer accepted: a table names a catalog (a "
+                                       "Catalog resource an admin creates) and its namespace "
+                                       "and table_name"))
+            return
 
 
 def _spec_of(t: Table) -> TableSpec:
@@ -77,6 +91,7 @@ class TablesMixin(RegistrationMixin, ServicerBase):
         if not request.HasField("table"):
             raise invalid([*p, ("table", "required")])
         t = request.table
+        _removed_fields(p, t)
         spec = TableSpec(
             table_id=request.table_id, format=t.format, catalog=t.catalog,
             namespace=t.namespace, table_name=t.table_name, base_path=t.base_path,
