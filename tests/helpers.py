@@ -95,7 +95,7 @@ def sql_catalog(store: CatalogStore, dsn: str, warehouse: Path, catalog_id: str 
     """Create (in TMS, through the store) a SQL catalog whose Iceberg tables live in the
     PostgreSQL database ``dsn`` and under ``warehouse``."""
     warehouse.mkdir(parents=True, exist_ok=True)
-    props = iceberg_data.catalog_properties(dsn, warehouse.as_uri())
+    props = iceberg_data.sql_catalog_properties(dsn, warehouse.as_uri())
     spec = CatalogSpec(catalog_id, CatalogType.SQL,
                        properties={k: v for k, v in props.items() if k != "type"},
                        allowed_locations=(str(warehouse),))
@@ -105,5 +105,5 @@ def sql_catalog(store: CatalogStore, dsn: str, warehouse: Path, catalog_id: str 
     return SqlCatalog(catalog_id, props, warehouse, spec)
 
 
-__all__ = ["SqlCatalog", "constant_catalog", "iceberg_catalog", "sql_catalog", "stub_for", "store_catalog",
-           "wait_for"]
+__all__ = ["SqlCatalog", "constant_catalog", "iceberg_catalog", "sql_catalog", "store_catalog",
+           "stub_for", "wait_for"]

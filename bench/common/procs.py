@@ -111,7 +111,7 @@ def iceberg_catalog(stack: LocalStack, name: str, warehouse: Path | None = None
     dsn = stack.postgres.create_database(ICEBERG_CATALOG_DB)
     where = warehouse or stack.state_dir / "warehouse"
     where.mkdir(parents=True, exist_ok=True)
-    props = iceberg_data.catalog_properties(dsn, where.as_uri())
+    props = iceberg_data.sql_catalog_properties(dsn, where.as_uri())
     create_catalog(stack.database_url, CatalogSpec(
         name, CatalogType.SQL, properties={k: v for k, v in props.items() if k != "type"},
         allowed_locations=(str(where),)))
@@ -126,6 +126,20 @@ def constant_catalog(database_url: str, catalog_id: str = CONSTANT_CATALOG) -> s
     """The catalog the test plugin's ``constant`` tables are registered in; its id."""
     create_catalog(database_url, CatalogSpec(catalog_id, CatalogType.HADOOP,
                                              allowed_locations=(CONSTANT_ROOT,)))
+    return catalog_id
+
+
+def hudi_catalog(database_url: str, root: Path, names: list[str],
+                 catalog_id: str = "files") -> str:
+    """A file-system catalog allowing ``root`` and, under it, one directory per name that
+    holds a Hudi table as far as registration looks (``.hoodie/hoodie.properties``): tables
+    to register cheaply when what they hold does not matter. Returns the catalog id."""
+    for name in names:
+        meta = root / name / ".hoodie"
+        meta.mkdir(parents=True, exist_ok=True)
+        (meta / "hoodie.properties").write_text(f"hoodie.table.name={name}\n")
+    create_catalog(database_url, CatalogSpec(catalog_id, CatalogType.HADOOP,
+                                             allowed_locations=(str(root),)))
     return catalog_id
 
 

@@ -56,7 +56,7 @@ def test_api_node_killed_mid_burst(make_stack, constant_plugin: None, fault_repo
     first = api_node(stack, "api-0")
     second = api_node(stack, "api-1")
     stub = tms_pb2_grpc.TableManagementServiceStub(grpc.insecure_channel(second.address))
-    names, _ = constant_tables(stub, "ak")
+    names, _ = constant_tables(stub, stack.database_url, "ak")
     ledger = Ledger()
     notifier = Notifier([first.address, second.address], ledger)
     burst = Burst(notifier, names, API_KILL_BURST, f"ak{round_}", BURST_THREADS, BURST_BATCH)

@@ -63,7 +63,7 @@ class World:
 
 
 def _sql_props(dsn: str, warehouse: Path) -> dict[str, str]:
-    return iceberg_data.catalog_properties(dsn, warehouse.as_uri())
+    return iceberg_data.sql_catalog_properties(dsn, warehouse.as_uri())
 
 
 @pytest.fixture(scope="module")
