@@ -33,6 +33,9 @@ def _get(stub, name: str) -> tms_pb2.Operation:
 def _rename_database(stack, old: str, new: str) -> None:
     assert stack.postgres is not None
     with psycopg.connect(stack.postgres.dsn(), autocommit=True) as conn:
+        # the API keeps a connection to the catalog it looked the table up in: cut it
+        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                     "WHERE datname = %s AND pid <> pg_backend_pid()", (old,))
         conn.execute(sql.SQL("ALTER DATABASE {} RENAME TO {}").format(
             sql.Identifier(old), sql.Identifier(new)))
 
