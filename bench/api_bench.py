@@ -68,7 +68,7 @@ if __package__ in (None, ""):  # run as a file: make the bench package importabl
 
 from bench.common import BenchError, say, sigterm_as_interrupt  # noqa: E402
 from bench.common.cpu import CpuProbe, CpuSample, postgres_pids  # noqa: E402
-from bench.common.procs import Children  # noqa: E402
+from bench.common.procs import Children, hudi_catalog  # noqa: E402
 from bench.common.stats import percentile  # noqa: E402
 
 NOTIFY_PATH = f"/{SERVICE_NAME}/NotifyCommit"
@@ -442,20 +442,22 @@ def start_api(children: Children, workdir: Path, dsn: str
     return target, proc
 
 
-def register_tables(target: str, count: int) -> tuple[str, ...]:
+def register_tables(target: str, count: int, dsn: str, root: Path) -> tuple[str, ...]:
+    """``count`` tables in a file-system catalog (only NotifyCommit is measured: what the
+    tables hold does not matter)."""
+    ids = [f"bench_{i:04d}" for i in range(count)]
+    catalog = hudi_catalog(dsn, root, ids, CATALOG)
     names = []
     with grpc.insecure_channel(target) as channel:
         register = channel.unary_unary(
             f"/{SERVICE_NAME}/RegisterTable",
             request_serializer=tms_pb2.RegisterTableRequest.SerializeToString,
             response_deserializer=tms_pb2.Table.FromString)
-        for i in range(count):
-            table_id = f"bench_{i:04d}"
+        for table_id in ids:
             table = register(tms_pb2.RegisterTableRequest(
                 table_id=table_id,
-                table=tms_pb2.Table(format="iceberg", catalog=CATALOG, namespace=NAMESPACE,
-                                    table_name=table_id,
-                                    catalog_properties={"type": "sql", "uri": "x"})),
+                table=tms_pb2.Table(format="hudi", catalog=catalog,
+                                    base_path=str(root / table_id))),
                 timeout=CALL_TIMEOUT_S)
             names.append(table.name)
     return tuple(names)
@@ -800,7 +802,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             env["api_target"], api = start_api(children, tmp, dsn)
             env["api"] = api
             say(f"registering {args.tables} tables")
-            env["tables"] = register_tables(env["api_target"], args.tables)
+            env["tables"] = register_tables(env["api_target"], args.tables, dsn,
+                                            tmp / "tables")
             env["api_groups"] = {"server": lambda: [api.pid],
                                  "postgres": postgres_pids(pg.data_dir)}
         for r in range(args.rounds):

@@ -150,7 +150,7 @@ def _run(args: argparse.Namespace, settings: Any, tmp: Path) -> dict[str, Any]:
     from tms.engines.spark_submit import SparkSubmitEngine
     from tms.engines.warm import WarmSparkEngine
     from tms.engines.warm_process import group_members
-    from tms.local.iceberg_data import catalog_properties, load_catalog
+    from tms.local.iceberg_data import load_catalog, sql_catalog_properties
     from tms.local.postgres import LocalPostgres
 
     pg = LocalPostgres(tmp / "pg")
@@ -158,7 +158,7 @@ def _run(args: argparse.Namespace, settings: Any, tmp: Path) -> dict[str, Any]:
     try:
         say("starting PostgreSQL")
         pg.start()
-        props = catalog_properties(pg.create_database(CATALOG_DB), (tmp / "warehouse").as_uri())
+        props = sql_catalog_properties(pg.create_database(CATALOG_DB), (tmp / "warehouse").as_uri())
         catalog = load_catalog(CATALOG, props)
         say(f"writing 2 x {args.tables} + 1 tables, {args.commits} commits of {args.rows} rows")
         warm_tables = make_tables(catalog, "warm", args.tables, args.commits, args.rows)

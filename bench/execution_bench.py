@@ -112,8 +112,8 @@ def run(rounds: int, files: int, state_dir: Path) -> list[tuple[float, float]]:
                 t = iceberg_data.create_table(catalog, NAMESPACE, name)
                 iceberg_data.append_batches(t, files, rows_per_commit=ROWS_PER_FILE)
             stub.RegisterTable(tms_pb2.RegisterTableRequest(table_id=names[1], table=tms_pb2.Table(
-                format="iceberg", catalog=CATALOG, namespace=NAMESPACE, table_name=names[1],
-                catalog_properties=props)), timeout=10)
+                format="iceberg", catalog=CATALOG, namespace=NAMESPACE, table_name=names[1])),
+                timeout=10)
             order = ("hand", "tms") if r % 2 == 0 else ("tms", "hand")
             times: dict[str, float] = {}
             for which in order:

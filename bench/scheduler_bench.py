@@ -64,7 +64,9 @@ from bench.common import (  # noqa: E402
 )
 from bench.common.cpu import CLK_TCK, CpuProbe, loadavg, postgres_pids  # noqa: E402
 from bench.common.cpu import CpuSample as CpuWindow  # noqa: E402
+from bench.common.procs import constant_catalog, create_catalog  # noqa: E402
 from bench.common.stats import percentile  # noqa: E402
+from tms.domain import CatalogSpec, CatalogType  # noqa: E402
 
 GOAL_LATENCY_P99_MS = 1000.0
 GOAL_CPU_MS_PER_DECISION = 1.0
@@ -72,6 +74,7 @@ LONG_PULL_S = 3600.0
 CATALOG = "bench"
 NAMESPACE = "bench_ns"
 CATALOG_DB = "iceberg_catalog"
+FILES_KEY = "constant.files"  # the test plugin's file count, a table policy key
 DISTURBED_PCT = 10.0
 
 
@@ -158,14 +161,16 @@ def insert_constant_tables(dsn: str, count: int, files: int, settled: int) -> li
     """Registration is not measured: one INSERT ... SELECT, rows as RegisterTable makes them.
     All but the first ``count - settled`` rows are inserted already decided (a decision row
     and a next check an hour ahead), as if the schedulers had taken their first decision."""
+    catalog = constant_catalog(dsn)
     with psycopg.connect(dsn, autocommit=True) as conn:
         rows = conn.execute(
-            "INSERT INTO tms_tables (table_id, format, table_name, catalog_properties, "
+            "INSERT INTO tms_tables (table_id, format, catalog, table_name, policy, "
             "next_check_at) "
-            "SELECT 'c' || lpad(g::text, 7, '0'), 'constant', 'c' || lpad(g::text, 7, '0'), "
+            "SELECT 'c' || lpad(g::text, 7, '0'), 'constant', %s, 'c' || lpad(g::text, 7, '0'), "
             "%s, CASE WHEN g <= %s THEN now() ELSE now() + make_interval(secs => %s) END "
             "FROM generate_series(1, %s) g RETURNING id, next_check_at > now()",
-            (Jsonb({"files": str(files)}), count - settled, LONG_PULL_S, count)).fetchall()
+            (catalog, Jsonb({FILES_KEY: str(files)}), count - settled, LONG_PULL_S,
+             count)).fetchall()
         decided = [int(r[0]) for r in rows if r[1]]
         conn.execute(
             "INSERT INTO tms_decisions (table_pk, action, should_run, reason, metrics, "
@@ -287,8 +292,8 @@ def phase_latency(args: argparse.Namespace, stack: Any, pks: list[int],
     sample = pks[::step][:args.sample]
     ids = _table_ids(dsn, sample)
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("UPDATE tms_tables SET catalog_properties = %s WHERE id = ANY(%s)",
-                     (Jsonb({"files": "20"}), sample))
+        conn.execute("UPDATE tms_tables SET policy = %s WHERE id = ANY(%s)",
+                     (Jsonb({FILES_KEY: "20"}), sample))
     say(f"sending {len(sample)} NotifyCommit at {args.rate:g}/s")
     sent_at: dict[str, float] = {}
     probe.begin()
@@ -381,25 +386,28 @@ def pull_loop_shards(name: str, scheduler: Any, pks: list[int], seconds: float,
 def make_iceberg_tables(dsn: str, pg: Any, tmp: Path, count: int, commits: int) -> list[int]:
     from tms.local.iceberg_data import (
         append_batches,
-        catalog_properties,
         create_table,
         load_catalog,
+        sql_catalog_properties,
     )
 
     cat_dsn = pg.create_database(CATALOG_DB)
     warehouse = tmp / "warehouse"
     warehouse.mkdir(parents=True, exist_ok=True)
-    props = catalog_properties(cat_dsn, f"file://{warehouse}")
+    props = sql_catalog_properties(cat_dsn, f"file://{warehouse}")
     catalog = load_catalog(CATALOG, props)
+    create_catalog(dsn, CatalogSpec(CATALOG, CatalogType.SQL,
+                                    properties={k: v for k, v in props.items() if k != "type"},
+                                    allowed_locations=(str(warehouse),)))
     names = [f"ice_{i:03d}" for i in range(count)]
     for name in names:
         append_batches(create_table(catalog, NAMESPACE, name), commits)
     with psycopg.connect(dsn, autocommit=True) as conn:
-        rows = conn.execute(
-            "INSERT INTO tms_tables (table_id, format, catalog, namespace, table_name, "
-            "catalog_properties) SELECT 'ice-' || n, 'iceberg', %s, %s, n, %s "
+        rows = conn.execute(  # locations are read and checked at the first decision
+            "INSERT INTO tms_tables (table_id, format, catalog, namespace, table_name) "
+            "SELECT 'ice-' || n, 'iceberg', %s, %s, n "
             "FROM unnest(%s::text[]) n RETURNING id",
-            (CATALOG, NAMESPACE, Jsonb(props), names)).fetchall()
+            (CATALOG, NAMESPACE, names)).fetchall()
     return sorted(int(r[0]) for r in rows)
 
 

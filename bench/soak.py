@@ -252,8 +252,9 @@ def _run(args: argparse.Namespace, report: FaultReport, stack: Any, tmp: Path) -
                            ["--id", f"executor-{i}", "--workdir", str(stack.workdir(i)),
                             *EXECUTOR_ARGS])
         stub = stub_for(stack)
-        names, needy = constant_tables(stub, "soak", args.constant_tables, args.needy_every)
-        catalog, props = iceberg_catalog(stack, ICEBERG_CATALOG)
+        names, needy = constant_tables(stub, stack.database_url, "soak", args.constant_tables,
+                                       args.needy_every)
+        catalog, _ = iceberg_catalog(stack, ICEBERG_CATALOG)
         ledger = Ledger()
         notifier = Notifier([stack.api_address], ledger)
         iceberg: list[IcebergWriter] = []
@@ -262,7 +263,7 @@ def _run(args: argparse.Namespace, report: FaultReport, stack: Any, tmp: Path) -
             table = iceberg_data.create_table(catalog, ICEBERG_NAMESPACE, f"t{i}")
             stub.RegisterTable(tms_pb2.RegisterTableRequest(table_id=table_id, table=tms_pb2.Table(
                 format="iceberg", catalog=ICEBERG_CATALOG, namespace=ICEBERG_NAMESPACE,
-                table_name=f"t{i}", catalog_properties=props, queue=ICEBERG_QUEUE,
+                table_name=f"t{i}", queue=ICEBERG_QUEUE,
                 priority=100, policy=ICEBERG_POLICY)), timeout=10)
             iceberg.append(IcebergWriter(table, table_id, notifier, args.append_interval_s))
         with report.fault("soak", (

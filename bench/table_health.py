@@ -144,7 +144,7 @@ def run(args: argparse.Namespace, state_dir: Path) -> None:
         stub = stub_for(stack)
         stub.RegisterTable(tms_pb2.RegisterTableRequest(table_id="maintained", table=tms_pb2.Table(
             format="iceberg", catalog=CATALOG, namespace=NAMESPACE, table_name="maintained",
-            catalog_properties=props, policy=POLICY)), timeout=10)
+            policy=POLICY)), timeout=10)
         print(f"writing {args.commits} commits of {args.rows} rows to both tables", flush=True)
         t0 = time.monotonic()
         for i in range(args.commits):

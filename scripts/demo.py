@@ -18,8 +18,10 @@ from pathlib import Path
 
 import grpc
 
+from tms.domain import CatalogSpec, CatalogType
 from tms.local import iceberg_data
 from tms.local.stack import LocalStack
+from tms.storage.postgres import PostgresStore
 from tms.v1 import tms_pb2, tms_pb2_grpc
 from tms_services.cli_format import struct_text
 
@@ -98,8 +100,19 @@ def run(commits: int, state_dir: Path) -> int:
         assert stack.postgres is not None
         say(f"api on {stack.api_address}; logs in {state_dir / 'logs'}")
         catalog_dsn = stack.postgres.create_database("iceberg_catalog")
-        props = iceberg_data.catalog_properties(catalog_dsn, f"file://{state_dir / 'warehouse'}")
+        warehouse = state_dir / "warehouse"
+        warehouse.mkdir()
+        props = iceberg_data.sql_catalog_properties(catalog_dsn, warehouse.as_uri())
         catalog = iceberg_data.load_catalog(CATALOG_NAME, props)
+        # what an operator does once per catalog (tms catalogs create): the connection, and
+        # the locations its tables may live in
+        store = PostgresStore(stack.database_url, max_size=1)
+        store.catalog_create(CatalogSpec(
+            CATALOG_NAME, CatalogType.SQL,
+            properties={k: v for k, v in props.items() if k != "type"},
+            allowed_locations=(str(warehouse),)))
+        store.close()
+        say(f"catalog catalogs/{CATALOG_NAME} created, tables allowed under {warehouse}")
         table = iceberg_data.create_table(catalog, "demo", "events")
         t0 = time.monotonic()
         snapshot_ids = iceberg_data.append_batches(table, commits)
@@ -110,7 +123,7 @@ def run(commits: int, state_dir: Path) -> int:
         stub = tms_pb2_grpc.TableManagementServiceStub(channel)
         stub.RegisterTable(tms_pb2.RegisterTableRequest(table_id=TABLE_ID, table=tms_pb2.Table(
             format="iceberg", catalog=CATALOG_NAME, namespace="demo", table_name="events",
-            catalog_properties=props, owner="demo")), timeout=10)
+            owner="demo")), timeout=10)
         t0 = time.monotonic()
         for sid in snapshot_ids:
             stub.NotifyCommit(tms_pb2.NotifyCommitRequest(

@@ -1,14 +1,22 @@
-"""Small helpers shared by the integration and end-to-end tests."""
+"""Small helpers shared by the integration and end-to-end tests, among them the one way tests
+make a catalog and a table in it (tables are registered by catalog + identifier, and the
+catalog must really hold them)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, TypeVar
 
+from bench.common.procs import constant_catalog, stub_for
 from bench.common.procs import iceberg_catalog as _iceberg_catalog
-from bench.common.procs import stub_for
+from tms.domain import Catalog, CatalogSpec, CatalogType
+from tms.local import iceberg_data
 from tms.local.stack import LocalStack
+from tms.storage.roles import CatalogStore
+from tms.v1 import tms_pb2
 
 T = TypeVar("T")
 WAIT_TIMEOUT_S = 240.0
@@ -29,8 +37,73 @@ def wait_for(probe: Callable[[], T | None], what: str, timeout_s: float = WAIT_T
 
 
 def iceberg_catalog(stack: LocalStack, name: str = "tms_e2e") -> tuple[object, dict[str, str]]:
-    """A SQL Iceberg catalog on the stack's PostgreSQL (the benchmarks' helper)."""
+    """A SQL Iceberg catalog on the stack's PostgreSQL, created in TMS too (the benchmarks'
+    helper): tables made in it can be registered as ``catalog=name``."""
     return _iceberg_catalog(stack, name)
 
 
-__all__ = ["iceberg_catalog", "stub_for", "wait_for"]
+def store_catalog(store: CatalogStore, catalog_id: str = "c",
+                  type: CatalogType = CatalogType.SQL, **fields: Any) -> Catalog:
+    """A catalog row for storage tests that never open it (created once, then reused)."""
+    found = store.catalog_get(catalog_id)
+    if found is not None:
+        return found
+    created = store.catalog_create(CatalogSpec(catalog_id, type, **fields))
+    assert created is not None
+    return created
+
+
+@dataclass
+class SqlCatalog:
+    """A real pyiceberg SQL catalog in a PostgreSQL database, known to TMS as
+    ``catalogs/{catalog_id}`` with its warehouse as the allowed location."""
+
+    catalog_id: str
+    properties: dict[str, str]
+    warehouse: Path
+    spec: CatalogSpec
+    _pyiceberg: Any = field(default=None, repr=False)
+
+    @property
+    def pyiceberg(self) -> Any:
+        if self._pyiceberg is None:
+            self._pyiceberg = iceberg_data.load_catalog(self.catalog_id, self.properties)
+        return self._pyiceberg
+
+    def table(self, namespace: str = "ns", name: str = "events") -> Any:
+        """The pyiceberg table ``namespace.name``, created (empty) when missing."""
+        cat = self.pyiceberg
+        ident = f"{namespace}.{name}"
+        if cat.table_exists(ident):
+            return cat.load_table(ident)
+        return iceberg_data.create_table(cat, namespace, name)
+
+    def pb(self, namespace: str = "ns", name: str = "events", create: bool = True,
+           **over: Any) -> tms_pb2.Table:
+        """A RegisterTable body for ``namespace.name`` of this catalog (the table created
+        first unless ``create`` is false)."""
+        if create:
+            self.table(namespace, name)
+        fields: dict[str, Any] = dict(format="iceberg", catalog=self.catalog_id,
+                                      namespace=namespace, table_name=name)
+        fields.update(over)
+        return tms_pb2.Table(**fields)
+
+
+def sql_catalog(store: CatalogStore, dsn: str, warehouse: Path, catalog_id: str = "cat",
+                **spec_fields: Any) -> SqlCatalog:
+    """Create (in TMS, through the store) a SQL catalog whose Iceberg tables live in the
+    PostgreSQL database ``dsn`` and under ``warehouse``."""
+    warehouse.mkdir(parents=True, exist_ok=True)
+    props = iceberg_data.sql_catalog_properties(dsn, warehouse.as_uri())
+    spec = CatalogSpec(catalog_id, CatalogType.SQL,
+                       properties={k: v for k, v in props.items() if k != "type"},
+                       allowed_locations=(str(warehouse),))
+    spec = replace(spec, **spec_fields)
+    if store.catalog_get(catalog_id) is None:
+        assert store.catalog_create(spec) is not None
+    return SqlCatalog(catalog_id, props, warehouse, spec)
+
+
+__all__ = ["SqlCatalog", "constant_catalog", "iceberg_catalog", "sql_catalog", "store_catalog",
+           "stub_for", "wait_for"]

@@ -18,8 +18,10 @@ from typing import IO, Any
 import grpc
 
 from bench.common import TMS_HOME, say
+from tms.domain import CatalogSpec, CatalogType
 from tms.local import iceberg_data
 from tms.local.stack import LocalStack
+from tms.storage.postgres import PostgresStore
 from tms.v1 import tms_pb2_grpc
 
 STOP_GRACE_S = 10.0  # SIGTERM, then this long, then SIGKILL
@@ -102,12 +104,54 @@ def local_stack(directory: Path, **kwargs: Any) -> Iterator[LocalStack]:
 
 def iceberg_catalog(stack: LocalStack, name: str, warehouse: Path | None = None
                     ) -> tuple[Any, dict[str, str]]:
-    """A SQL Iceberg catalog in a database of the stack's PostgreSQL, and its properties."""
+    """A SQL Iceberg catalog in a database of the stack's PostgreSQL, and its properties.
+    The catalog is also created in TMS (``catalogs/{name}``, the warehouse its allowed
+    location), so tables made in it register as ``catalog=name``."""
     assert stack.postgres is not None, "start the stack's servers first"
     dsn = stack.postgres.create_database(ICEBERG_CATALOG_DB)
     where = warehouse or stack.state_dir / "warehouse"
-    props = iceberg_data.catalog_properties(dsn, where.as_uri())
+    where.mkdir(parents=True, exist_ok=True)
+    props = iceberg_data.sql_catalog_properties(dsn, where.as_uri())
+    create_catalog(stack.database_url, CatalogSpec(
+        name, CatalogType.SQL, properties={k: v for k, v in props.items() if k != "type"},
+        allowed_locations=(str(where),)))
     return iceberg_data.load_catalog(name, props), props
+
+
+CONSTANT_CATALOG = "const"
+CONSTANT_ROOT = "/tms-constant"  # nothing is read or written there: the plugin reads nothing
+
+
+def constant_catalog(database_url: str, catalog_id: str = CONSTANT_CATALOG) -> str:
+    """The catalog the test plugin's ``constant`` tables are registered in; its id."""
+    create_catalog(database_url, CatalogSpec(catalog_id, CatalogType.HADOOP,
+                                             allowed_locations=(CONSTANT_ROOT,)))
+    return catalog_id
+
+
+def hudi_catalog(database_url: str, root: Path, names: list[str],
+                 catalog_id: str = "files") -> str:
+    """A file-system catalog allowing ``root`` and, under it, one directory per name that
+    holds a Hudi table as far as registration looks (``.hoodie/hoodie.properties``): tables
+    to register cheaply when what they hold does not matter. Returns the catalog id."""
+    for name in names:
+        meta = root / name / ".hoodie"
+        meta.mkdir(parents=True, exist_ok=True)
+        (meta / "hoodie.properties").write_text(f"hoodie.table.name={name}\n")
+    create_catalog(database_url, CatalogSpec(catalog_id, CatalogType.HADOOP,
+                                             allowed_locations=(str(root),)))
+    return catalog_id
+
+
+def create_catalog(database_url: str, spec: CatalogSpec) -> None:
+    """Create a catalog in TMS's own database (what an operator's CreateCatalog does);
+    nothing when one of that id exists."""
+    store = PostgresStore(database_url, min_size=1, max_size=1)
+    try:
+        if store.catalog_get(spec.catalog_id) is None:
+            store.catalog_create(spec)
+    finally:
+        store.close()
 
 
 def stub_for(stack: LocalStack) -> tms_pb2_grpc.TableManagementServiceStub:

@@ -17,6 +17,7 @@ from typing import TypeAlias
 import psycopg
 from google.protobuf.field_mask_pb2 import FieldMask
 
+from bench.common.procs import constant_catalog
 from tms.v1 import tms_pb2, tms_pb2_grpc
 
 CONSTANT_TABLES = 60  # "constant" plugin tables the writers spread commits over
@@ -26,33 +27,37 @@ NEEDY_FILES = "20"  # >= the plugin's threshold of 10: compaction is due
 TIDY_FILES = "3"
 CONSTANT_QUEUE = "constant"  # no executor serves it: operations stay QUEUED, countable
 RPC_TIMEOUT_S = 10.0
+FILES_KEY = "constant.files"  # the test plugin's file count
 POLL_STEP_S = 0.1
 
 Stub: TypeAlias = tms_pb2_grpc.TableManagementServiceStub
 
 
-def register_constant(stub: Stub, table_id: str, files: str) -> None:
+def register_constant(stub: Stub, database_url: str, table_id: str, files: str) -> None:
+    """A constant table with ``files`` files, in the constant catalog (made when missing in
+    the TMS database at ``database_url``)."""
     stub.RegisterTable(tms_pb2.RegisterTableRequest(table_id=table_id, table=tms_pb2.Table(
-        format="constant", table_name=table_id, queue=CONSTANT_QUEUE,
-        catalog_properties={"files": files})), timeout=RPC_TIMEOUT_S)
+        format="constant", catalog=constant_catalog(database_url), table_name=table_id,
+        queue=CONSTANT_QUEUE, policy={FILES_KEY: files})), timeout=RPC_TIMEOUT_S)
 
 
-def constant_tables(stub: Stub, prefix: str, count: int = CONSTANT_TABLES,
+def constant_tables(stub: Stub, database_url: str, prefix: str, count: int = CONSTANT_TABLES,
                     needy_every: int = NEEDY_EVERY) -> tuple[list[str], set[str]]:
     """Register ``count`` constant tables; every ``needy_every``-th needs compaction.
     Returns all names and the needy ones."""
     names = [f"{prefix}{i:04d}" for i in range(count)]
     needy = {n for i, n in enumerate(names) if i % needy_every == 0}
+    constant_catalog(database_url)
     for n in names:
-        register_constant(stub, n, NEEDY_FILES if n in needy else TIDY_FILES)
+        register_constant(stub, database_url, n, NEEDY_FILES if n in needy else TIDY_FILES)
     return names, needy
 
 
 def make_needy(stub: Stub, table_id: str) -> None:
     """The table now has 20 files: its next decision queues a compaction."""
     stub.UpdateTable(tms_pb2.UpdateTableRequest(
-        table=tms_pb2.Table(name=f"tables/{table_id}", catalog_properties={"files": NEEDY_FILES}),
-        update_mask=FieldMask(paths=["catalog_properties"])), timeout=RPC_TIMEOUT_S)
+        table=tms_pb2.Table(name=f"tables/{table_id}", policy={FILES_KEY: NEEDY_FILES}),
+        update_mask=FieldMask(paths=["policy"])), timeout=RPC_TIMEOUT_S)
 
 
 def all_decided(dsn: str) -> bool:

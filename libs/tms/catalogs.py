@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,9 @@ from tms.domain import Catalog, CatalogType
 from tms.secrets import resolve_all
 
 PASSWORD_SECRET = "jdbc.password"
+MASK = "****"
+# user:password@ in a URI's authority (also after a jdbc: prefix)
+_URI_PASSWORD_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^/?#@\s:]*:)[^/?#\s]*@")
 USER_PROPERTY = "jdbc.user"
 _PG_JDBC_PREFIX = "jdbc:postgresql:"
 _PG_SQLALCHEMY_SCHEME = "postgresql+psycopg"
@@ -51,6 +56,15 @@ class CatalogAccess:
     storage_options: dict[str, str] = field(repr=False)  # secrets included
     allowed_locations: tuple[str, ...] = ()
     default_policy: dict[str, str] = field(default_factory=dict)
+    secret_values: tuple[str, ...] = field(default=(), repr=False)
+
+    def scrub(self, text: str) -> str:
+        """``text`` (an error from a catalog client, say) with this catalog's secret values
+        and any URI password masked, so it can be logged or returned."""
+        for value in sorted(self.secret_values, key=len, reverse=True):
+            if value:
+                text = text.replace(value, MASK)
+        return _URI_PASSWORD_RE.sub(r"\1" + MASK + "@", text)
 
     def fingerprint(self) -> str:
         """A digest of everything that makes a connection (for caches); reveals nothing."""
@@ -73,7 +87,7 @@ def access(catalog: Catalog, environ: Mapping[str, str] | None = None,
         else:
             props[key] = value
     return CatalogAccess(spec.catalog_id, spec.type, props, storage, spec.allowed_locations,
-                         dict(spec.default_policy))
+                         dict(spec.default_policy), tuple(values.values()))
 
 
 def _with_password(uri: str, user: str | None, password: str | None) -> str:
@@ -151,3 +165,32 @@ class PyicebergCatalogs:
                 self._open = {k: v for k, v in self._open.items() if k[0] != cat.catalog_id}
                 self._open[key] = found
             return found
+
+
+CATALOG_CACHE_TTL_S = 10.0  # a changed catalog (locations, secrets) is seen within this
+
+
+class CatalogCache:
+    """Catalogs by id, read through ``fetch`` (a store's ``catalog_get``) and kept for
+    ``ttl_s``: the scheduler and the executor look a table's catalog up at every use without a
+    query per table. Holds references only, never resolved secrets. Thread-safe."""
+
+    def __init__(self, fetch: Callable[[str], Catalog | None],
+                 ttl_s: float = CATALOG_CACHE_TTL_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._fetch = fetch
+        self._ttl_s = ttl_s
+        self._clock = clock
+        self._found: dict[str, tuple[float, Catalog | None]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, catalog_id: str) -> Catalog | None:
+        now = self._clock()
+        with self._lock:
+            hit = self._found.get(catalog_id)
+        if hit is not None and now - hit[0] < self._ttl_s:
+            return hit[1]
+        catalog = self._fetch(catalog_id)
+        with self._lock:
+            self._found[catalog_id] = (now, catalog)
+        return catalog

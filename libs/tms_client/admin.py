@@ -73,21 +73,19 @@ class AdminMethods:
 
     def update_table(self, table: str, *, owner: str | None = None, queue: str | None = None,
                      priority: int | None = None, policy: Mapping[str, str] | None = None,
-                     catalog_properties: Mapping[str, str] | None = None,
                      deadline_s: float | None = None,
                      retry: RetryPolicy | None = None) -> tms_pb2.Table:
         """Changes only the fields given (a field mask); a map given replaces the whole map.
-        A catalog property echoed back redacted (``****``) keeps its stored value."""
+        Catalog connections are Catalog resources (admin), not table fields."""
         spec = tms_pb2.Table(name=calls.table_name(table))
         paths: list[str] = []
         for path, value in (("owner", owner), ("queue", queue), ("priority", priority)):
             if value is not None:
                 setattr(spec, path, value)
                 paths.append(path)
-        for path, mapping in (("policy", policy), ("catalog_properties", catalog_properties)):
-            if mapping is not None:
-                getattr(spec, path).update(mapping)
-                paths.append(path)
+        if policy is not None:
+            spec.policy.update(policy)
+            paths.append("policy")
         if not paths:
             raise ValueError("give at least one field to update")
         return self._invoke(calls.update_table(spec, paths), deadline_s, retry)

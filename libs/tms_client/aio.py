@@ -76,9 +76,9 @@ class AsyncTmsClient:
 
     async def list_tables(self, *, page_size: int = 0, page_token: str = "", format: str = "",
                           state: int = 0, owner: str = "", queue: str = "",
-                          deadline_s: float | None = None,
+                          catalog: str = "", deadline_s: float | None = None,
                           retry: RetryPolicy | None = None) -> tms_pb2.ListTablesResponse:
-        call = calls.list_tables(page_size, page_token, format, state, owner, queue)
+        call = calls.list_tables(page_size, page_token, format, state, owner, queue, catalog)
         return await self._invoke(call, deadline_s, retry)
 
     async def iter_tables(self, **filters: Any) -> AsyncIterator[tms_pb2.Table]:

@@ -48,10 +48,10 @@ def get_table(table: str) -> Call:
 
 
 def list_tables(page_size: int, page_token: str, format: str, state: int, owner: str,
-                queue: str) -> Call:
+                queue: str, catalog: str = "") -> Call:
     req = tms_pb2.ListTablesRequest(page_size=page_size, page_token=page_token, format=format,
                                     state=state,  # type: ignore[arg-type]
-                                    owner=owner, queue=queue)
+                                    owner=owner, queue=queue, catalog=catalog)
     return Call("ListTables", req, Safety.SAFE)
 
 

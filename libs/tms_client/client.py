@@ -101,10 +101,10 @@ class TmsClient(AdminMethods):
 
     def list_tables(self, *, page_size: int = 0, page_token: str = "", format: str = "",
                     state: int = 0, owner: str = "", queue: str = "",
-                    deadline_s: float | None = None,
+                    catalog: str = "", deadline_s: float | None = None,
                     retry: RetryPolicy | None = None) -> tms_pb2.ListTablesResponse:
         """One page of tables (ordered by id); see :meth:`iter_tables` for all of them."""
-        call = calls.list_tables(page_size, page_token, format, state, owner, queue)
+        call = calls.list_tables(page_size, page_token, format, state, owner, queue, catalog)
         return self._invoke(call, deadline_s, retry)
 
     def iter_tables(self, **filters: Any) -> Iterator[tms_pb2.Table]:

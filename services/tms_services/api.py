@@ -15,6 +15,7 @@ from tms.api.allowlist import RegistrationAllowlist
 from tms.api.auth import Authenticator
 from tms.api.server import ApiServer, TlsConfig
 from tms.formats.registry import load_formats
+from tms.jobs import locations
 from tms.observability import configure_logging
 from tms.storage.postgres import PostgresStore
 from tms.telemetry import parse_listen
@@ -44,6 +45,14 @@ def _csv(raw: str | None) -> list[str]:
     return [x.strip() for x in (raw or "").split(",") if x.strip()]
 
 
+def _location_problem(prefix: str) -> str | None:
+    try:
+        locations.parse(prefix)
+    except locations.LocationError as e:
+        return str(e)
+    return None
+
+
 def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, argparse.ArgumentParser]:
     parser = base_parser("TMS API server")
     parser.add_argument("--listen", default=os.environ.get("TMS_API_LISTEN", DEFAULT_LISTEN))
@@ -55,15 +64,14 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, argparse.Arg
     parser.add_argument("--tls-key", default=_env("TMS_TLS_KEY"))
     parser.add_argument("--tls-client-ca", default=_env("TMS_TLS_CLIENT_CA"),
                         help="require client certificates signed by this CA (mutual TLS)")
-    parser.add_argument("--allowed-catalogs", default=_env("TMS_ALLOWED_CATALOGS"),
-                        help="comma-separated catalog names tables may be registered in")
     parser.add_argument("--workers", type=int,
                         default=int(os.environ.get("TMS_API_WORKERS", "1")),
                         help="server processes sharing the port (SO_REUSEPORT): one Python "
                              "process is bound by its interpreter lock, a node has cores")
     parser.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--allowed-locations", default=_env("TMS_ALLOWED_LOCATIONS"),
-                        help="comma-separated location prefixes for base paths / warehouses")
+                        help="comma-separated location prefixes: the outer bound of every "
+                             "catalog's allowed locations and every table's real location")
     args = parser.parse_args(argv)
     require(args, parser, "database_url")
     if bool(args.tls_cert) != bool(args.tls_key):
@@ -124,8 +132,11 @@ def main(argv: list[str] | None = None) -> None:
     tls = (TlsConfig(Path(args.tls_cert), Path(args.tls_key),
                      Path(args.tls_client_ca) if args.tls_client_ca else None)
            if args.tls_cert else None)
-    allowlist = RegistrationAllowlist(frozenset(_csv(args.allowed_catalogs)),
-                                      tuple(_csv(args.allowed_locations)))
+    allowlist = RegistrationAllowlist(tuple(_csv(args.allowed_locations)))
+    for prefix in allowlist.locations:
+        problem = _location_problem(prefix)
+        if problem:
+            parser.error(f"--allowed-locations: {problem}")
     stop = stop_event_on_signals()
     store = PostgresStore(args.database_url, max_size=API_POOL_SIZE,
                           timeout_s=API_POOL_TIMEOUT_S)

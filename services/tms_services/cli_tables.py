@@ -48,8 +48,9 @@ def table_text(t: tms_pb2.Table) -> str:
     return block([
         ("name", t.name), ("state", tms_pb2.Table.State.Name(t.state)), ("format", t.format),
         ("catalog", t.catalog), ("namespace", t.namespace), ("table_name", t.table_name),
-        ("base_path", t.base_path), ("owner", t.owner), ("queue", t.queue),
-        ("priority", t.priority), ("catalog_properties", pairs(t.catalog_properties)),
+        ("base_path", t.base_path), ("location", t.location or NONE),
+        ("discovered", "yes" if t.discovered else "no"), ("owner", t.owner),
+        ("queue", t.queue), ("priority", t.priority),
         ("policy", pairs(t.policy)), ("commit_count", t.commit_count),
         ("last_commit", last), ("create_time", when(t.create_time)),
         ("update_time", when(t.update_time)),
@@ -61,7 +62,8 @@ def _list(c: Client, args: argparse.Namespace) -> int:
 
     def page(size: int, token: str) -> tms_pb2.ListTablesResponse:
         return c.tms.list_tables(page_size=size, page_token=token, format=args.format,
-                                 state=state, owner=args.owner, queue=args.queue)
+                                 state=state, owner=args.owner, queue=args.queue,
+                                 catalog=args.catalog)
 
     tables, token = collect(page, "tables", limit_of(args))
     emit(args, tms_pb2.ListTablesResponse(tables=tables, next_page_token=token),
@@ -78,8 +80,7 @@ def _show(c: Client, args: argparse.Namespace) -> int:
 def _register(c: Client, args: argparse.Namespace) -> int:
     spec = tms_pb2.Table(
         format=args.format, catalog=args.catalog, namespace=args.namespace,
-        table_name=args.name, base_path=args.base_path,
-        catalog_properties=dict(args.catalog_property), policy=dict(args.policy),
+        table_name=args.name, base_path=args.base_path, policy=dict(args.policy),
         owner=args.owner, queue=args.queue, priority=args.priority)
     t = c.tms.register_table(args.table.removeprefix("tables/"), spec,
                              request_id=args.request_id or None)
@@ -97,22 +98,17 @@ def _edited(current: Any, sets: list[tuple[str, str]], unsets: list[str]) -> dic
 
 
 def _update(c: Client, args: argparse.Namespace) -> int:
-    """A field mask of exactly the flags given. Setting or unsetting single policy keys or
-    catalog properties reads the table first (the API replaces a map whole); catalog
-    properties come back redacted, and the API keeps the stored value of a redacted echo."""
-    maps = (args.policy, args.unset_policy, args.catalog_property, args.unset_catalog_property)
+    """A field mask of exactly the flags given. Setting or unsetting single policy keys
+    reads the table first (the API replaces a map whole)."""
+    maps = (args.policy, args.unset_policy)
     if all(v is None for v in (args.owner, args.queue, args.priority)) and not any(maps):
         raise usage_error("tms tables update: give at least one field to change")
-    policy = props = None
+    policy = None
     if any(maps):
         current = c.tms.get_table(args.table)
-        if args.policy or args.unset_policy:
-            policy = _edited(current.policy, args.policy, args.unset_policy)
-        if args.catalog_property or args.unset_catalog_property:
-            props = _edited(current.catalog_properties, args.catalog_property,
-                            args.unset_catalog_property)
+        policy = _edited(current.policy, args.policy, args.unset_policy)
     t = c.tms.update_table(args.table, owner=args.owner, queue=args.queue,
-                           priority=args.priority, policy=policy, catalog_properties=props)
+                           priority=args.priority, policy=policy)
     emit(args, t, table_text)
     return 0
 
@@ -165,6 +161,7 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
                     help="only tables in this state (any case)")
     ls.add_argument("--owner", default="", help="only tables of this owner")
     ls.add_argument("--queue", default="", help="only tables of this queue")
+    ls.add_argument("--catalog", default="", help="only tables of this catalog")
     add_limit_options(ls)
     ls.set_defaults(fn=_list)
 
@@ -180,12 +177,13 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     r.add_argument("table", metavar="TABLE_ID", help="the id: 1-63 of a-z 0-9 _ . -")
     r.add_argument("--format", type=lower, default=DEFAULT_FORMAT,
                    help=f"table-format plugin (default {DEFAULT_FORMAT})")
-    r.add_argument("--catalog", default="", help="catalog name as the engines know it")
+    r.add_argument("--catalog", default="",
+                   help="the catalog id (tms catalogs list) the table lives in")
     r.add_argument("--namespace", default="", help="namespace, dot separated")
     r.add_argument("--name", default="", help="table name in the namespace")
-    r.add_argument("--base-path", default="", help="storage location (Hudi, path tables)")
-    r.add_argument("--catalog-property", type=key_value, action="append", default=[],
-                   metavar="K=V", help="catalog connection property (repeatable)")
+    r.add_argument("--base-path", default="",
+                   help="storage location (Hudi, path tables), inside the catalog's allowed "
+                        "locations")
     r.add_argument("--policy", type=key_value, action="append", default=[], metavar="K=V",
                    help=f"e.g. compaction.min-small-files=50: {POLICY_HELP}")
     r.add_argument("--owner", default="", help="owning team")
@@ -196,14 +194,13 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     r.set_defaults(fn=_register)
 
     u = ts.add_parser("update", parents=[common],
-                      help="change a table's owner, queue, priority, policy or catalog "
-                           "properties; only the flags given change")
+                      help="change a table's owner, queue, priority or policy; only the "
+                           "flags given change")
     u.add_argument("table", metavar="TABLE", help="table id or tables/{id}")
     u.add_argument("--owner", help="new owning team")
     u.add_argument("--queue", help="new executor queue ('' for the server default)")
     u.add_argument("--priority", type=int, help="new priority, -1000..1000")
     _map_flags(u, "policy", "policy key", f"; {POLICY_HELP}")
-    _map_flags(u, "catalog-property", "catalog property")
     u.set_defaults(fn=_update)
 
     add_policy_keys_parser(ts, common)

@@ -21,9 +21,10 @@ from tms_client.channel import CHANNEL_OPTIONS
 RESTART_DELAY_S = 1.0
 
 
-def iceberg_table(namespace: str = "ns", name: str = "events") -> tms_pb2.Table:
-    return tms_pb2.Table(format="iceberg", catalog="cat", namespace=namespace, table_name=name,
-                         catalog_properties={"type": "sql", "uri": "postgresql+psycopg://x/y"})
+def iceberg_table(api: Api, namespace: str = "ns", name: str = "events") -> tms_pb2.Table:
+    """``namespace.name`` of the API fixture's catalog, created there first (unless the
+    identifier is empty: a request meant to be refused)."""
+    return api.catalog.pb(namespace, name, create=bool(namespace and name))
 
 
 def _method(details: Any) -> str:

@@ -38,7 +38,7 @@ def counted_client(address: str, retry: RetryPolicy) -> tuple[AsyncTmsClient, Ai
 def test_async_basics(api: Api) -> None:
     async def run() -> None:
         async with AsyncTmsClient(api.address) as client:
-            await client.register_table("ns.events", iceberg_table(), request_id="r")
+            await client.register_table("ns.events", iceberg_table(api), request_id="r")
             assert (await client.get_table("ns.events")).name == "tables/ns.events"
             assert [t.name async for t in client.iter_tables()] == ["tables/ns.events"]
             assert not (await client.notify_commit("ns.events", "1")).duplicate
@@ -60,7 +60,7 @@ def test_async_basics(api: Api) -> None:
 def test_async_retries_through_restart_but_not_refusals(api: Api) -> None:
     async def run() -> None:
         client, counter = counted_client(api.address, PATIENT)
-        await client.register_table("ns.events", iceberg_table())
+        await client.register_table("ns.events", iceberg_table(api))
         start = time.monotonic()
         with restarted_later(api):
             assert not (await client.notify_commit("ns.events", "after")).duplicate
@@ -84,7 +84,7 @@ def test_async_refusal_is_sent_once_and_unkeyed_write_not_retried(api: Api) -> N
         assert counter.calls["NotifyCommits"] == 1
         api.server.stop(0)
         with pytest.raises(UnavailableError):
-            await client.register_table("ns.events", iceberg_table())
+            await client.register_table("ns.events", iceberg_table(api))
         assert counter.calls["RegisterTable"] == 1
         with pytest.raises(UnavailableError):
             await client.get_table("ns.events")

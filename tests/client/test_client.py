@@ -48,12 +48,12 @@ SHORT = RetryPolicy(max_attempts=5, initial_backoff_s=0.05, max_backoff_s=0.1,
 def test_every_method_round_trips(api: Api, db_dsn: str) -> None:
     channel, counter = counted_channel(api.address)
     with TmsClient(api.address, channel=channel) as client:
-        first = client.register_table("ns.events", iceberg_table(), request_id="reg-1")
-        again = client.register_table("ns.events", iceberg_table(), request_id="reg-1")
+        first = client.register_table("ns.events", iceberg_table(api), request_id="reg-1")
+        again = client.register_table("ns.events", iceberg_table(api), request_id="reg-1")
         assert first.name == again.name == "tables/ns.events"
         with pytest.raises(AlreadyExistsError):
-            client.register_table("ns.events", iceberg_table())
-        client.register_table("ns.other", iceberg_table(name="other"))
+            client.register_table("ns.events", iceberg_table(api))
+        client.register_table("ns.other", iceberg_table(api, name="other"))
         assert client.get_table("tables/ns.events").format == "iceberg"
         assert [t.name for t in client.iter_tables(page_size=1)] == [
             "tables/ns.events", "tables/ns.other"]
@@ -87,13 +87,12 @@ def test_operator_methods_and_raw_calls(api: Api) -> None:
     """The operator's calls the CLI is built on: field-mask updates, deregistration, queue
     limits, cancel / retry, a raw call by method name and a cancellable pending call."""
     with TmsClient(api.address) as client:
-        client.register_table("ns.events", iceberg_table())
+        client.register_table("ns.events", iceberg_table(api))
         policy = {"compaction.min-small-files": "9"}
         t = client.update_table("ns.events", owner="team-b", policy=policy)
         assert (t.owner, dict(t.policy), t.queue) == ("team-b", policy, "default")
-        t = client.update_table("tables/ns.events", priority=5,
-                                catalog_properties={**t.catalog_properties, "extra": "x"})
-        assert t.owner == "team-b" and t.priority == 5 and t.catalog_properties["extra"] == "x"
+        t = client.update_table("tables/ns.events", priority=5)
+        assert t.owner == "team-b" and t.priority == 5
         with pytest.raises(ValueError):
             client.update_table("ns.events")
         assert client.pause_table("ns.events").state == tms_pb2.Table.PAUSED
@@ -143,7 +142,7 @@ def test_retries_through_a_server_restart(api: Api) -> None:
     """The server goes away and a new one comes up on the same port: the calls succeed."""
     channel, counter = counted_channel(api.address)
     client = TmsClient(api.address, channel=channel, retry=PATIENT)
-    client.register_table("ns.events", iceberg_table())
+    client.register_table("ns.events", iceberg_table(api))
     start = time.monotonic()
     with restarted_later(api):
         assert not client.notify_commit("ns.events", "during-restart").duplicate
@@ -153,7 +152,7 @@ def test_retries_through_a_server_restart(api: Api) -> None:
     assert counter.calls["NotifyCommit"] > 1  # ... by retrying
     # Registration with a request id is retried too (the API replays it).
     with restarted_later(api):
-        client.register_table("ns.keyed", iceberg_table(name="keyed"), request_id="k-1")
+        client.register_table("ns.keyed", iceberg_table(api, name="keyed"), request_id="k-1")
     assert counter.calls["RegisterTable"] > 2
     client.close()
 
@@ -164,14 +163,14 @@ def test_unkeyed_registration_is_never_retried(make_api: Callable[..., Api]) -> 
     client = TmsClient(api.address, channel=channel, retry=SHORT)
     api.server.stop(0)
     with pytest.raises(UnavailableError):
-        client.register_table("ns.events", iceberg_table())
+        client.register_table("ns.events", iceberg_table(api))
     assert counter.calls["RegisterTable"] == 1
     with pytest.raises(UnavailableError):
         client.trigger_operation("ns.events", "compaction")
     assert counter.calls["TriggerOperation"] == 1
     start = time.monotonic()
     with pytest.raises(UnavailableError):  # keyed: retried, within the total budget
-        client.register_table("ns.events", iceberg_table(), request_id="r-1")
+        client.register_table("ns.events", iceberg_table(api), request_id="r-1")
     assert 1 < counter.calls["RegisterTable"] - 1 <= SHORT.max_attempts
     assert time.monotonic() - start < SHORT.total_timeout_s + 1.0
 
@@ -192,7 +191,7 @@ def test_refusals_are_not_retried_and_name_the_field(api: Api) -> None:
         client.get_table("ns.nope")
     assert counter.calls["GetTable"] == 1 and nf.value.metadata["resource"] == "tables/ns.nope"
     with pytest.raises(InvalidArgumentError) as info:
-        client.register_table("ns.bad", iceberg_table(namespace="", name=""))
+        client.register_table("ns.bad", iceberg_table(api, namespace="", name=""))
     assert counter.calls["RegisterTable"] == 1 and info.value.violations
 
 
@@ -204,7 +203,7 @@ def test_token_and_mutual_tls(make_api: Callable[..., Api], tmp_path: Path) -> N
     api = make_api(auth=auth, tls=TlsConfig(server.cert, server.key, ca.cert))
     tls = TlsOptions.from_files(ca.cert, client_pair.cert, client_pair.key)
     with TmsClient(api.address, token="admin-secret", tls=tls) as admin:
-        admin.register_table("ns.events", iceberg_table())
+        admin.register_table("ns.events", iceberg_table(api))
     with TmsClient.from_tls_files(api.address, ca.cert, client_pair.cert, client_pair.key,
                                   token="writer-secret") as writer:
         assert not writer.notify_commit("ns.events", "1").duplicate

@@ -9,10 +9,10 @@ from types import ModuleType
 import pytest
 
 from tests.conftest import REPO
+from tests.helpers import sql_catalog
 from tests.integration.conftest import Api
 from tms.local import iceberg_data
 from tms.local.postgres import LocalPostgres
-from tms.v1 import tms_pb2
 from tms_client import CommitNotifier, TmsClient
 
 pytestmark = pytest.mark.integration
@@ -34,13 +34,10 @@ def test_pyiceberg_append_notifies_the_snapshot(api: Api, pg_server: LocalPostgr
                                                 tmp_path: Path) -> None:
     example = load_example("pyiceberg_append")
     dsn = pg_server.create_database(f"ice_{tmp_path.name.lower()}"[:60])
-    props = iceberg_data.catalog_properties(dsn, f"file://{tmp_path / 'warehouse'}")
-    catalog = iceberg_data.load_catalog("lake", props)
-    table = iceberg_data.create_table(catalog, "demo", "events")
+    lake = sql_catalog(api.store, dsn, tmp_path / "warehouse", "lake")
+    table = lake.table("demo", "events")
     client = TmsClient(api.address)
-    client.register_table("demo.events", tms_pb2.Table(
-        format="iceberg", catalog="lake", namespace="demo", table_name="events",
-        catalog_properties=props))
+    client.register_table("demo.events", lake.pb("demo", "events"))
     notifier = CommitNotifier(client)
     ids = [example.append_and_notify(table, iceberg_data.batch(i * 10, 10), notifier,
                                      "demo.events") for i in range(3)]

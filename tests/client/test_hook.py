@@ -29,7 +29,7 @@ PROCESS_STOP_TIMEOUT_S = 10.0
 
 def test_hook_on_a_notifier_never_raises(api: Api, db_dsn: str) -> None:
     client = TmsClient(api.address)
-    client.register_table("wh1.sales.orders", iceberg_table("sales", "orders"))
+    client.register_table("wh1.sales.orders", iceberg_table(api, "sales", "orders"))
     notifier = CommitNotifier(client)
     hook = CommitHook(notifier, EventMapping(table_id_template="{warehouse}.{namespace}.{name}"))
     # a metaserver's own event dict, and a catalog's CloudEvent (warehouse from its attribute)
@@ -85,7 +85,7 @@ def receiver_process(api: Api, tmp_path: Path) -> Iterator[int]:
 
 def test_receiver_process(api: Api, receiver_process: int) -> None:
     client = TmsClient(api.address)
-    client.register_table("lake.orders", iceberg_table("lake", "orders"))
+    client.register_table("lake.orders", iceberg_table(api, "lake", "orders"))
     start = time.monotonic()
     status, body = post(receiver_process,
                         [update_table(["lake"], "orders", [snapshot(1), snapshot(2)], "p")],

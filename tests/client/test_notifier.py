@@ -25,7 +25,7 @@ FAST_GIVE_UP = RetryPolicy(max_attempts=3, initial_backoff_s=0.05, max_backoff_s
 def test_commits_go_out_in_batches(api: Api, db_dsn: str) -> None:
     channel, counter = counted_channel(api.address)
     client = TmsClient(api.address, channel=channel)
-    client.register_table("ns.events", iceberg_table())
+    client.register_table("ns.events", iceberg_table(api))
     with CommitNotifier(client, batch_size=400) as notifier:
         for i in range(1200):
             assert notifier.notify("ns.events", f"{i:05}", files_added=1, operation="append")
@@ -42,7 +42,7 @@ def test_tms_down_then_back(api: Api, caplog: pytest.LogCaptureFixture) -> None:
     """While TMS is down notify() stays fast and quiet and drops are counted; once TMS is
     back, later commits arrive."""
     client = TmsClient(api.address, retry=FAST_GIVE_UP)
-    client.register_table("ns.events", iceberg_table())
+    client.register_table("ns.events", iceberg_table(api))
     api.server.stop(0)
     notifier = CommitNotifier(client, queue_size=20, batch_size=5, retry=FAST_GIVE_UP)
     slowest_s = 0.0
@@ -76,7 +76,7 @@ def test_tms_down_then_back(api: Api, caplog: pytest.LogCaptureFixture) -> None:
 
 def test_bad_entries_do_not_poison_a_batch(api: Api, db_dsn: str) -> None:
     client = TmsClient(api.address)
-    client.register_table("ns.events", iceberg_table())
+    client.register_table("ns.events", iceberg_table(api))
     notifier = CommitNotifier(client, linger_s=0.5)
     assert not notifier.notify("Not A Table", "1")
     assert not notifier.notify("ns.events", "")

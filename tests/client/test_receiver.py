@@ -40,7 +40,7 @@ def register(api: Api, *table_ids: str) -> TmsClient:
     client = TmsClient(api.address)
     for tid in table_ids:
         namespace, name = tid.rsplit(".", 1)
-        client.register_table(tid, iceberg_table(namespace, name))
+        client.register_table(tid, iceberg_table(api, namespace, name))
     return client
 
 

@@ -15,11 +15,9 @@ CATALOG = "tms_e2e"
 COMMITS = 15
 
 
-def _register_and_notify(stub, props: dict[str, str], table_id: str, name: str,
-                         snapshot_ids: list[int]) -> None:
+def _register_and_notify(stub, table_id: str, name: str, snapshot_ids: list[int]) -> None:
     stub.RegisterTable(tms_pb2.RegisterTableRequest(table_id=table_id, table=tms_pb2.Table(
-        format="iceberg", catalog=CATALOG, namespace="e2e", table_name=name,
-        catalog_properties=props)), timeout=10)
+        format="iceberg", catalog=CATALOG, namespace="e2e", table_name=name)), timeout=10)
     for sid in snapshot_ids:
         stub.NotifyCommit(tms_pb2.NotifyCommitRequest(table=f"tables/{table_id}",
                                                       commit_id=str(sid)), timeout=10)
@@ -36,13 +34,13 @@ def test_commit_to_compaction(make_stack) -> None:
     stack = make_stack()
     stack.start_api()
     stack.start_scheduler()
-    catalog, props = iceberg_catalog(stack, CATALOG)
+    catalog, _ = iceberg_catalog(stack, CATALOG)
     table = iceberg_data.create_table(catalog, "e2e", "events")
     snapshot_ids = iceberg_data.append_batches(table, COMMITS)
     before = iceberg_data.stats(table)
     assert before["data_files"] == COMMITS
     stub = stub_for(stack)
-    _register_and_notify(stub, props, "e2e.events", "events", snapshot_ids)
+    _register_and_notify(stub, "e2e.events", "events", snapshot_ids)
 
     queued = wait_for(lambda: _only_operation(stub, "e2e.events", tms_pb2.Operation.QUEUED),
                       "the scheduler to queue a compaction")
@@ -65,11 +63,11 @@ def test_failing_spark_job_ends_failed_with_log(make_stack) -> None:
     stack = make_stack()
     stack.start_api()
     stack.start_scheduler()
-    catalog, props = iceberg_catalog(stack, CATALOG)
+    catalog, _ = iceberg_catalog(stack, CATALOG)
     table = iceberg_data.create_table(catalog, "e2e", "doomed")
     snapshot_ids = iceberg_data.append_batches(table, COMMITS, rows_per_commit=5)
     stub = stub_for(stack)
-    _register_and_notify(stub, props, "e2e.doomed", "doomed", snapshot_ids)
+    _register_and_notify(stub, "e2e.doomed", "doomed", snapshot_ids)
     wait_for(lambda: _only_operation(stub, "e2e.doomed", tms_pb2.Operation.QUEUED),
              "the scheduler to queue a compaction")
     catalog.drop_table("e2e.doomed")  # the table vanishes before the job runs

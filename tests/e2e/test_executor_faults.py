@@ -36,14 +36,13 @@ def test_kill_9_executor_mid_compaction(make_stack, round_: int) -> None:
     stack = make_stack(executor_args=FAST_LEASE)
     stack.start_api()
     stack.start_scheduler()
-    catalog, props = iceberg_catalog(stack, CATALOG)
+    catalog, _ = iceberg_catalog(stack, CATALOG)
     table = iceberg_data.create_table(catalog, "it", "killed")
     snaps = iceberg_data.append_batches(table, 14, rows_per_commit=7)
     before = iceberg_data.stats(table)
     stub = stub_for(stack)
     stub.RegisterTable(tms_pb2.RegisterTableRequest(table_id="killed", table=tms_pb2.Table(
-        format="iceberg", catalog=CATALOG, namespace="it", table_name="killed",
-        catalog_properties=props)), timeout=10)
+        format="iceberg", catalog=CATALOG, namespace="it", table_name="killed")), timeout=10)
     for s in snaps:
         stub.NotifyCommit(tms_pb2.NotifyCommitRequest(table="tables/killed", commit_id=str(s)))
 
@@ -71,14 +70,13 @@ def test_kill_9_executor_mid_compaction(make_stack, round_: int) -> None:
 def test_cancel_running_compaction_stops_spark(make_stack) -> None:
     stack = make_stack(executor_args=FAST_LEASE)
     stack.start_api()
-    catalog, props = iceberg_catalog(stack, CATALOG)
+    catalog, _ = iceberg_catalog(stack, CATALOG)
     table = iceberg_data.create_table(catalog, "it", "killed")
     iceberg_data.append_batches(table, 3, rows_per_commit=7)
     before = iceberg_data.stats(table)
     stub = stub_for(stack)
     stub.RegisterTable(tms_pb2.RegisterTableRequest(table_id="killed", table=tms_pb2.Table(
-        format="iceberg", catalog=CATALOG, namespace="it", table_name="killed",
-        catalog_properties=props)), timeout=10)
+        format="iceberg", catalog=CATALOG, namespace="it", table_name="killed")), timeout=10)
     op = stub.TriggerOperation(tms_pb2.TriggerOperationRequest(
         parent="tables/killed", action="compaction", reason="cancel test"), timeout=10)
     stack.start_executor(0)

@@ -26,7 +26,7 @@ def test_warm_queue_runs_in_one_driver(make_stack, tmp_path) -> None:
     stack = make_stack(executor_args=["--engine-config", str(config), "--poll-interval-s",
                                       "0.2", "--lease-s", "30", "--heartbeat-s", "2"])
     stack.start_api()
-    catalog, props = iceberg_catalog(stack, CATALOG)
+    catalog, _ = iceberg_catalog(stack, CATALOG)
     stub = stub_for(stack)
     tables = {"warm_a": "small", "warm_b": "small", "cold_c": "default"}
     before = {}
@@ -35,8 +35,8 @@ def test_warm_queue_runs_in_one_driver(make_stack, tmp_path) -> None:
         iceberg_data.append_batches(t, 5, rows_per_commit=9)
         before[name] = iceberg_data.stats(t)
         stub.RegisterTable(tms_pb2.RegisterTableRequest(table_id=name, table=tms_pb2.Table(
-            format="iceberg", catalog=CATALOG, namespace="wq", table_name=name, queue=queue,
-            catalog_properties=props)), timeout=10)
+            format="iceberg", catalog=CATALOG, namespace="wq", table_name=name, queue=queue)),
+            timeout=10)
     ops = {name: stub.TriggerOperation(tms_pb2.TriggerOperationRequest(
         parent=f"tables/{name}", action="compaction"), timeout=10) for name in tables}
     stack.start_executor(0)

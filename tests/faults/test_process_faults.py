@@ -56,7 +56,7 @@ def test_api_node_killed_mid_burst(make_stack, constant_plugin: None, fault_repo
     first = api_node(stack, "api-0")
     second = api_node(stack, "api-1")
     stub = tms_pb2_grpc.TableManagementServiceStub(grpc.insecure_channel(second.address))
-    names, _ = constant_tables(stub, "ak")
+    names, _ = constant_tables(stub, stack.database_url, "ak")
     ledger = Ledger()
     notifier = Notifier([first.address, second.address], ledger)
     burst = Burst(notifier, names, API_KILL_BURST, f"ak{round_}", BURST_THREADS, BURST_BATCH)
@@ -121,14 +121,14 @@ def test_executor_killed_mid_compaction(make_stack, fault_report, round_: int) -
     stack = make_stack(executor_args=FAST_LEASE, scheduler_args=["--poll-interval-s", "0.2"])
     stack.start_api()
     stack.start_scheduler()
-    catalog, props = iceberg_catalog(stack, ICEBERG_CATALOG)
+    catalog, _ = iceberg_catalog(stack, ICEBERG_CATALOG)
     table = iceberg_data.create_table(catalog, "faults", "killed")
     snaps = iceberg_data.append_batches(table, ICEBERG_COMMITS, ICEBERG_ROWS_PER_COMMIT)
     before = iceberg_data.stats(table)
     stub = stub_for(stack)
     stub.RegisterTable(tms_pb2.RegisterTableRequest(table_id="killed", table=tms_pb2.Table(
-        format="iceberg", catalog=ICEBERG_CATALOG, namespace="faults", table_name="killed",
-        catalog_properties=props)), timeout=10)
+        format="iceberg", catalog=ICEBERG_CATALOG, namespace="faults", table_name="killed")),
+        timeout=10)
     ledger = Ledger()
     notifier = Notifier([stack.api_address], ledger)
     with fault_report.fault(

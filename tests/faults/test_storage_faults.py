@@ -60,9 +60,9 @@ def test_postgres_restart_under_load(make_stack, constant_plugin: None, fault_re
     for i in range(SCHEDULERS):
         stack.start_scheduler(i)
     stub = stub_for(stack)
-    names, needy = constant_tables(stub, "pg")
+    names, needy = constant_tables(stub, stack.database_url, "pg")
     flip = "flip-after-restart"
-    register_constant(stub, flip, TIDY_FILES)
+    register_constant(stub, stack.database_url, flip, TIDY_FILES)
     ledger = Ledger()
     notifier = Notifier([stack.api_address], ledger)
     assert stack.postgres is not None
@@ -123,7 +123,7 @@ def test_write_commits_but_reply_is_lost(make_stack, constant_plugin: None, faul
     proxy = lost_reply_proxy(stack.postgres.port)
     node = api_node(stack, "api-behind-proxy", proxy.dsn("tms"))
     stub = tms_pb2_grpc.TableManagementServiceStub(grpc.insecure_channel(node.address))
-    names, _ = constant_tables(stub, "lr")
+    names, _ = constant_tables(stub, stack.database_url, "lr")
     ledger = Ledger()
     notifier = Notifier([node.address], ledger)
     what = ("closes the connection at once (the API sees it lost: UNAVAILABLE)"

@@ -65,10 +65,10 @@ def test_zookeeper_restart_while_scheduling(make_stack, constant_plugin: None, f
     stack.start_api()
     schedulers = [stack.start_scheduler(i) for i in range(SCHEDULERS)]
     stub = stub_for(stack)
-    names, needy = constant_tables(stub, "zk")
+    names, needy = constant_tables(stub, stack.database_url, "zk")
     flips = [f"zk-flip-{i}" for i in range(FLIPS)]
     for f in flips:
-        register_constant(stub, f, TIDY_FILES)
+        register_constant(stub, stack.database_url, f, TIDY_FILES)
     dsn = stack.database_url
     ledger = Ledger()
     notifier = Notifier([stack.api_address], ledger)

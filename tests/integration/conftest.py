@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
 
+from tests.helpers import SqlCatalog, sql_catalog
 from tms.api.server import ApiServer
 from tms.formats.registry import load_formats
 from tms.local.ports import free_port
@@ -21,14 +23,18 @@ class Api:
     server: ApiServer
     store: PostgresStore
     address: str
+    catalog: SqlCatalog  # catalogs/cat: a real SQL catalog on the test database
 
     def stub(self, channel: grpc.Channel | None = None) -> tms_pb2_grpc.TableManagementServiceStub:
-        return tms_pb2_grpc.TableManagementServiceStub(
+        """A stub that also carries ``catalog`` (for helpers that make tables in it)."""
+        stub = tms_pb2_grpc.TableManagementServiceStub(
             channel or grpc.insecure_channel(self.address))
+        stub.catalog = self.catalog  # type: ignore[attr-defined]
+        return stub
 
 
 @pytest.fixture
-def make_api(db_dsn: str) -> Iterator[Callable[..., Api]]:
+def make_api(db_dsn: str, tmp_path: Path) -> Iterator[Callable[..., Api]]:
     started: list[Api] = []
 
     def factory(**kwargs: Any) -> Api:
@@ -36,7 +42,7 @@ def make_api(db_dsn: str) -> Iterator[Callable[..., Api]]:
         address = f"127.0.0.1:{free_port()}"
         server = ApiServer(store, load_formats(), address, **kwargs)
         server.start()
-        api = Api(server, store, address)
+        api = Api(server, store, address, sql_catalog(store, db_dsn, tmp_path / "warehouse"))
         started.append(api)
         return api
 

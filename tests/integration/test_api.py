@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import grpc
 import pytest
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
+from tests.helpers import sql_catalog
 from tms.api.server import ApiServer
 from tms.formats.registry import load_formats
 from tms.local.ports import free_port
@@ -20,27 +22,27 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def stub(db_dsn: str) -> Iterator[tms_pb2_grpc.TableManagementServiceStub]:
+def stub(db_dsn: str, tmp_path: Path) -> Iterator[tms_pb2_grpc.TableManagementServiceStub]:
     store = PostgresStore(db_dsn)
     server = ApiServer(store, load_formats(), f"127.0.0.1:{free_port()}")
     server.start()
     channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")
-    yield tms_pb2_grpc.TableManagementServiceStub(channel)
+    stub = tms_pb2_grpc.TableManagementServiceStub(channel)
+    stub.catalog = sql_catalog(store, db_dsn, tmp_path / "warehouse")  # type: ignore[attr-defined]
+    stub.catalog_store = store  # type: ignore[attr-defined]
+    yield stub
     channel.close()
     server.stop(0)
     store.close()
 
 
-def iceberg_table(**over: object) -> tms_pb2.Table:
-    fields: dict = dict(format="iceberg", catalog="cat", namespace="ns", table_name="events",
-                        catalog_properties={"type": "sql", "uri": "postgresql+psycopg://x/y"})
-    fields.update(over)
-    return tms_pb2.Table(**fields)
-
-
-def register(stub, table_id: str = "events", **over: object) -> tms_pb2.Table:
-    return stub.RegisterTable(tms_pb2.RegisterTableRequest(table_id=table_id,
-                                                           table=iceberg_table(**over)))
+def register(stub, table_id: str = "events", create: bool = True,
+             **over: object) -> tms_pb2.Table:
+    """Register ``ns.events`` (or the table_name given) of the fixture's catalog, the table
+    created in the catalog first unless ``create`` is false."""
+    ns, name = str(over.pop("namespace", "ns")), str(over.pop("table_name", "events"))
+    return stub.RegisterTable(tms_pb2.RegisterTableRequest(
+        table_id=table_id, table=stub.catalog.pb(ns, name, create=create, **over)))
 
 
 def error_of(call) -> tuple[grpc.StatusCode, list[str]]:
@@ -60,9 +62,9 @@ def error_of(call) -> tuple[grpc.StatusCode, list[str]]:
 
 
 def test_register_get_list(stub) -> None:
-    t = register(stub, catalog_properties={"type": "sql", "uri": "u", "jdbc.password": "s3cr3t"})
+    t = register(stub)
     assert t.name == "tables/events" and t.state == tms_pb2.Table.ACTIVE
-    assert t.catalog_properties["jdbc.password"] == "****"
+    assert t.location == str(stub.catalog.warehouse / "ns" / "events")  # from the catalog
     got = stub.GetTable(tms_pb2.GetTableRequest(name="tables/events"))
     assert got.table_name == "events" and got.queue == "default"
     for i in range(5):
@@ -100,10 +102,11 @@ def test_register_conflict(stub) -> None:
     ("ok", {"policy": {"compaction.min-small-files": "lots"}},
      "table.policy[compaction.min-small-files]"),
     ("ok", {"policy": {"no.such.key": "1"}}, "table.policy[no.such.key]"),
-    ("ok", {"catalog_properties": {}}, "table.catalog_properties"),
+    ("ok", {"catalog": ""}, "table.catalog"),
+    ("ok", {"catalog": "Cat-1"}, "table.catalog"),
 ])
 def test_register_invalid(stub, table_id: str, over: dict, field: str) -> None:
-    code, fields = error_of(lambda: register(stub, table_id, **over))
+    code, fields = error_of(lambda: register(stub, table_id, create=False, **over))
     assert code == grpc.StatusCode.INVALID_ARGUMENT
     assert field in fields
 
@@ -233,8 +236,55 @@ def test_tms_migrate_command(pg) -> None:
 
 @pytest.mark.parametrize("table_id", ["events\n", "Events", "e" * 64, "é"])
 def test_trailing_newline_and_lookalikes_are_invalid(stub, table_id: str) -> None:
-    code, fields = error_of(lambda: register(stub, table_id))
+    code, fields = error_of(lambda: register(stub, table_id, create=False))
     assert code == grpc.StatusCode.INVALID_ARGUMENT and "table_id" in fields
     code, fields = error_of(lambda: stub.GetTable(tms_pb2.GetTableRequest(
         name=f"tables/{table_id}")))
     assert code == grpc.StatusCode.INVALID_ARGUMENT and "name" in fields
+
+
+def _catalog(stub, catalog_id: str, **fields: object) -> None:
+    from dataclasses import replace
+
+    store = stub.catalog_store
+    spec = replace(stub.catalog.spec, catalog_id=catalog_id, **fields)
+    assert store.catalog_create(spec) is not None
+
+
+def test_registration_goes_through_the_catalog(stub) -> None:
+    """NOT_FOUND for an unknown catalog, INVALID_ARGUMENT for a catalog of the wrong type,
+    FAILED_PRECONDITION when the catalog does not hold the table or cannot be opened (the
+    reference named, never a value), UNAVAILABLE when it cannot be reached."""
+    from tms.domain import CatalogType
+
+    code, _ = error_of(lambda: register(stub, "a", catalog="nope", create=False))
+    assert code == grpc.StatusCode.NOT_FOUND
+    _catalog(stub, "files", type=CatalogType.HADOOP)
+    code, fields = error_of(lambda: register(stub, "a", catalog="files"))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and fields == ["table.catalog"]
+    with pytest.raises(grpc.RpcError) as info:
+        register(stub, "a", table_name="never_created", create=False)
+    assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "does not hold 'ns.never_created'" in info.value.details()
+    _catalog(stub, "locked", secrets={"jdbc.password": "env:TMS_SECRET_NOT_SET_HERE"})
+    with pytest.raises(grpc.RpcError) as info:
+        register(stub, "a", catalog="locked")
+    assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "env:TMS_SECRET_NOT_SET_HERE" in info.value.details()
+    dead = f"postgresql+psycopg://nobody:pw-in-uri@127.0.0.1:{free_port()}/none"
+    _catalog(stub, "dead", properties={"uri": dead, "warehouse": "/tmp"})
+    with pytest.raises(grpc.RpcError) as info:
+        register(stub, "a", catalog="dead", create=False)
+    assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert "catalogs/dead cannot be reached" in info.value.details()
+    assert "pw-in-uri" not in info.value.details()
+    assert stub.ListTables(tms_pb2.ListTablesRequest()).tables == []  # nothing half done
+
+
+def test_list_tables_of_one_catalog(stub) -> None:
+    register(stub, "a", table_name="a")
+    page = stub.ListTables(tms_pb2.ListTablesRequest(catalog="cat"))
+    assert [t.name for t in page.tables] == ["tables/a"]
+    assert stub.ListTables(tms_pb2.ListTablesRequest(catalog="other")).tables == []
+    code, fields = error_of(lambda: stub.ListTables(tms_pb2.ListTablesRequest(catalog="X!")))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and fields == ["catalog"]

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -35,7 +36,7 @@ from google.protobuf import field_mask_pb2, text_format, timestamp_pb2
 from google.protobuf.message import DecodeError, Message
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from tests.helpers import wait_for
+from tests.helpers import SqlCatalog, sql_catalog, wait_for
 from tms.api import pagination
 from tms.api.auth import Authenticator
 from tms.api.server import ApiServer
@@ -116,7 +117,9 @@ POLICY_VALUES = ("true", "false", "yes", "0", "1", "2", "12", "-1", "lots", "", 
                  "0x10", "NaN", "TRUE", "\u0130", "2\x00")
 MASK_PATHS = ("owner", "queue", "priority", "policy", "catalog_properties", "name", "format",
               "state", "table.owner", "", "owner.x", "*", "policy.compaction.enabled",
-              "catalog_properties.uri", "OWNER", "owner ", "update_mask")
+              "catalog_properties.uri", "OWNER", "owner ", "update_mask", "catalog",
+              "location", "base_path")
+VALID_MASK_PATHS = MASK_PATHS[:4]
 
 
 @dataclass
@@ -335,15 +338,10 @@ class Gen:
         valid = {"compaction.min-small-files": "50"} if self.chance(0.5) else {}
         return self.string_map(valid, KNOWN_POLICY_KEYS + ("no.such.key",), POLICY_VALUES)
 
-    def catalog_properties(self) -> dict[str, str]:
-        return self.string_map({"type": "sql", "uri": "postgresql+psycopg://x/y"},
-                               ("type", "uri", "warehouse", "jdbc.password", "token"),
-                               ("sql", "rest", "****", "s3://lake/../x", "file:///"))
-
     def field_mask(self) -> field_mask_pb2.FieldMask:
         if not self.bad():
-            return field_mask_pb2.FieldMask(paths=self.rng.sample(MASK_PATHS[:5],
-                                                                  self.rng.randint(1, 5)))
+            return field_mask_pb2.FieldMask(paths=self.rng.sample(
+                VALID_MASK_PATHS, self.rng.randint(1, len(VALID_MASK_PATHS))))
         r = self.rng.random()
         if r < 0.1:
             return field_mask_pb2.FieldMask()
@@ -355,19 +353,18 @@ class Gen:
 
     def table(self) -> tms_pb2.Table:
         """A valid iceberg table with a few fields replaced by hostile values."""
-        t = tms_pb2.Table(format="iceberg", catalog="cat", namespace="ns", table_name="events",
-                          catalog_properties={"type": "sql", "uri": "postgresql+psycopg://x/y"},
+        t = tms_pb2.Table(format="iceberg", catalog="cat", namespace="ns",
+                          table_name=self.pick(["events", "fz0", "fz1", "absent"]),
                           owner=self.pick(["", "team-a", "team-b"]))
         mutations: dict[str, Callable[[], object]] = {
             "name": lambda: setattr(t, "name", self.table_name()),
             "format": lambda: setattr(t, "format", self.short_text(("iceberg", "hudi", "delta"))),
-            "catalog": lambda: setattr(t, "catalog", self.text(("cat", "_c", "9c"))),
+            "catalog": lambda: setattr(t, "catalog", self.text(("cat", "_c", "9c", "nope",
+                                                                "Cat", "cat\n"))),
             "namespace": lambda: setattr(t, "namespace", self.text(("a.b", "a..b", ".a"))),
             "table_name": lambda: setattr(t, "table_name", self.text(("events",))),
             "base_path": lambda: setattr(t, "base_path", self.text(
                 ("s3://b/t", "s3://b/../etc", "/a/..\\b", "%2e%2e/x"))),
-            "catalog_properties": lambda: (t.catalog_properties.clear(),
-                                           t.catalog_properties.update(self.catalog_properties())),
             "owner": lambda: setattr(t, "owner", self.text(("team-a", "team-b"))),
             "queue": lambda: setattr(t, "queue", self.short_text(("default", "q1", "Q!"))),
             "priority": lambda: setattr(t, "priority", self.int32((-1000, 1000, 1001, -1001))),
@@ -835,39 +832,35 @@ class Target:
     server: ApiServer
     channel: grpc.Channel
     stub: tms_pb2_grpc.TableManagementServiceStub
+    catalog: SqlCatalog
 
 
 @pytest.fixture
-def target(db_dsn: str) -> Iterator[Target]:
+def target(db_dsn: str, tmp_path: Path) -> Iterator[Target]:
     store = PostgresStore(db_dsn)
+    catalog = sql_catalog(store, db_dsn, tmp_path / "warehouse")
     server = ApiServer(store, load_formats(), f"127.0.0.1:{free_port()}",
                        auth=Authenticator.from_config(AUTH_CONFIG))
     server.start()
     channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")
     try:
-        yield Target(server, channel, tms_pb2_grpc.TableManagementServiceStub(channel))
+        yield Target(server, channel, tms_pb2_grpc.TableManagementServiceStub(channel),
+                     catalog)
     finally:
         channel.close()
         server.stop(0)
         store.close()
 
 
-def iceberg(**over: Any) -> tms_pb2.Table:
-    fields: dict[str, Any] = dict(
-        format="iceberg", catalog="cat", namespace="ns", table_name="events",
-        catalog_properties={"type": "sql", "uri": "postgresql+psycopg://x/y"})
-    fields.update(over)
-    return tms_pb2.Table(**fields)
-
-
-def seed_world(stub: tms_pb2_grpc.TableManagementServiceStub) -> World:
+def seed_world(stub: tms_pb2_grpc.TableManagementServiceStub, catalog: SqlCatalog) -> World:
     admin = bearer(TOKENS["admin"])
     ops: list[str] = []
     stub.CreateCatalog(tms_pb2.CreateCatalogRequest(catalog_id="fzc", catalog=tms_pb2.Catalog(
         type="hadoop", allowed_locations=["s3://lake/wh"])), metadata=admin)
     for table_id, owner, paused in SEED_TABLES:
         stub.RegisterTable(tms_pb2.RegisterTableRequest(
-            table_id=table_id, table=iceberg(owner=owner)), metadata=admin)
+            table_id=table_id, table=catalog.pb("ns", table_id.replace(".", "_"), owner=owner)),
+            metadata=admin)
         stub.NotifyCommit(tms_pb2.NotifyCommitRequest(table=f"tables/{table_id}",
                                                       commit_id="seed"), metadata=admin)
         op = stub.TriggerOperation(tms_pb2.TriggerOperationRequest(
@@ -940,7 +933,7 @@ def test_api_survives_fuzzing(target: Target) -> None:
         return reply.status == health_pb2.HealthCheckResponse.SERVING
 
     wait_for(serving, "the API to report SERVING", timeout_s=30)
-    world = seed_world(target.stub)
+    world = seed_world(target.stub, target.catalog)
     assert set(GENERATORS) == set(METHODS), "every RPC of the service must be fuzzed"
 
     start = time.monotonic()
@@ -961,7 +954,8 @@ def test_api_survives_fuzzing(target: Target) -> None:
     admin = bearer(TOKENS["admin"])
     table_id = f"final.check-{seed}"
     got = target.stub.RegisterTable(tms_pb2.RegisterTableRequest(
-        table_id=table_id, table=iceberg()), metadata=admin, timeout=CALL_TIMEOUT_S)
+        table_id=table_id, table=target.catalog.pb("ns", f"final_{seed}")), metadata=admin,
+        timeout=CALL_TIMEOUT_S)
     assert got.name == f"tables/{table_id}"
     ack = target.stub.NotifyCommit(tms_pb2.NotifyCommitRequest(
         table=got.name, commit_id="after-fuzz"), metadata=admin, timeout=CALL_TIMEOUT_S)

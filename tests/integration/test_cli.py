@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import structlog
 
+from tests.helpers import SqlCatalog
 from tests.integration.certs import make_pki
 from tms.api.auth import Authenticator
 from tms.api.server import TlsConfig
@@ -28,8 +29,7 @@ pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 RETRY_DELAY_S = 3600.0  # a retry backoff long enough to stay pending for the whole test
 PROC_TIMEOUT_S = 60
-CATALOG = ["--catalog", "cat", "--namespace", "ns", "--catalog-property", "type=sql",
-           "--catalog-property", "uri=postgresql+psycopg://x/y"]
+CATALOG = ["--catalog", "cat", "--namespace", "ns"]  # the make_api fixture's catalog
 
 
 @pytest.fixture(autouse=True)
@@ -52,8 +52,9 @@ class Cli:
     """Runs `main` in-process against one server; returns (exit code, stdout, stderr)."""
 
     def __init__(self, capsys: pytest.CaptureFixture[str], address: str,
-                 extra: tuple[str, ...] = ()) -> None:
+                 extra: tuple[str, ...] = (), catalog: SqlCatalog | None = None) -> None:
         self.capsys, self.address, self.extra = capsys, address, extra
+        self.catalog = catalog  # where `register` makes its tables
 
     def __call__(self, *argv: str) -> tuple[int, str, str]:
         self.capsys.readouterr()
@@ -76,12 +77,15 @@ class Cli:
 
 @pytest.fixture
 def tms(api, capsys) -> Cli:
-    return Cli(capsys, api.address)
+    return Cli(capsys, api.address, catalog=api.catalog)
 
 
 def register(tms: Cli, table_id: str, *more: str) -> None:
-    tms.ok("tables", "register", table_id, *CATALOG, "--name", table_id.replace(".", "_"),
-           *more)
+    """Make ``ns.<table_id>`` in the catalog and register it."""
+    name = table_id.replace(".", "_")
+    assert tms.catalog is not None
+    tms.catalog.table("ns", name)
+    tms.ok("tables", "register", table_id, *CATALOG, "--name", name, *more)
 
 
 def op_id(name: str) -> int:
@@ -98,8 +102,8 @@ def row(out: str, first: str) -> list[str]:
 
 
 def test_tables_human_and_json(tms: Cli) -> None:
-    orders = ["tables", "register", "sales.orders", *CATALOG, "--name", "orders",
-              "--catalog-property", "jdbc.password=s3cret", "--policy",
+    tms.catalog.table("ns", "orders")
+    orders = ["tables", "register", "sales.orders", *CATALOG, "--name", "orders", "--policy",
               "compaction.min-small-files=50", "--owner", "team-a", "--queue", "batch",
               "--priority", "7", "--request-id", "req-1"]
     assert tms.ok(*orders).strip() == (
@@ -121,7 +125,8 @@ def test_tables_human_and_json(tms: Cli) -> None:
     assert code == 0 and "--all" in err and len(out.splitlines()) == 2
 
     shown = tms.ok("tables", "show", "sales.orders")
-    assert "catalog_properties:" in shown and "jdbc.password=****" in shown
+    assert row(shown, "location:")[1].endswith("/warehouse/ns/orders")
+    assert row(shown, "catalog:")[1] == "cat"
     assert "policy:" in shown and "compaction.min-small-files=50" in shown
     assert " UTC" in row(shown, "create_time:")[1]
     assert tms.json("tables", "show", "tables/sales.orders")["policy"] == {
@@ -264,7 +269,7 @@ def test_tokens(make_api, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
         {"name": "ops", "token": "admin-secret", "roles": ["admin"]},
         {"name": "dash", "token": "reader-secret", "roles": ["reader"]}]})
     api = make_api(auth=auth)
-    admin = Cli(capsys, api.address, ("--token", "admin-secret"))
+    admin = Cli(capsys, api.address, ("--token", "admin-secret"), api.catalog)
     reader = Cli(capsys, api.address, ("--token", "reader-secret"))
     anonymous = Cli(capsys, api.address)
     register(admin, "events")

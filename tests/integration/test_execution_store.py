@@ -9,6 +9,7 @@ from dataclasses import replace
 import psycopg
 import pytest
 
+from tests.helpers import store_catalog
 from tms.domain import (
     Attempt,
     AttemptState,
@@ -28,6 +29,7 @@ FAIL = Outcome(OperationState.FAILED, error="x")
 
 
 def _table(store: PostgresStore, table_id: str = "t1", queue: str = "default") -> Table:
+    store_catalog(store, "c")
     view = store.table_register(TableSpec(table_id=table_id, format="iceberg", catalog="c",
                                           namespace="ns", table_name=table_id, queue=queue))
     assert view is not None

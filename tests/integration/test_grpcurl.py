@@ -38,9 +38,9 @@ def test_grpcurl_admin_session(make_api) -> None:
     described = grpcurl(api.address, "describe", SERVICE)
     assert "rpc NotifyCommits" in described.stdout and "rpc ExplainTable" in described.stdout
 
+    api.catalog.table("sales", "orders")
     body = {"table_id": "sales.orders", "table": {
-        "format": "iceberg", "catalog": "lake", "namespace": "sales", "table_name": "orders",
-        "catalog_properties": {"type": "rest", "uri": "http://catalog:8181"}}}
+        "format": "iceberg", "catalog": "cat", "namespace": "sales", "table_name": "orders"}}
     reg = grpcurl(api.address, f"{SERVICE}/RegisterTable", data=body, token="s3cret")
     assert reg.returncode == 0, reg.stderr
     assert json.loads(reg.stdout)["name"] == "tables/sales.orders"

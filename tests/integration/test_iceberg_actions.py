@@ -29,7 +29,7 @@ from pyiceberg.table import Table
 
 from tms.jobs import ICEBERG_MAINTENANCE_APP
 from tms.jobs.iceberg_maintenance import ICEBERG_EXTENSIONS, catalog_conf
-from tms.local.iceberg_data import append_batches, catalog_properties, create_table
+from tms.local.iceberg_data import append_batches, create_table, sql_catalog_properties
 from tms.spark.provision import ICEBERG_RUNTIME_JAR
 from tms.spark.settings import SparkSettings
 
@@ -62,7 +62,7 @@ class Env:
         warehouse = tmp_path / "warehouse"
         warehouse.mkdir()
         self.tmp_path = tmp_path
-        self.props = catalog_properties(pg.dsn, warehouse.as_uri())
+        self.props = sql_catalog_properties(pg.dsn, warehouse.as_uri())
         self.catalog = SqlCatalog(CATALOG_NAME, **self.props)
         self.namespace = f"it_{uuid.uuid4().hex[:8]}"
         self.identifier = f"{self.namespace}.events"

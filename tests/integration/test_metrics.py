@@ -12,7 +12,7 @@ import grpc
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.helpers import stub_for, wait_for
+from tests.helpers import constant_catalog, stub_for, wait_for
 from tms.local.ports import free_port
 from tms.v1 import tms_pb2
 
@@ -62,8 +62,8 @@ def test_metrics_of_every_process(make_stack, monkeypatch: pytest.MonkeyPatch) -
     stack.start_scheduler(0)
     stub = stub_for(stack)
     stub.RegisterTable(tms_pb2.RegisterTableRequest(table_id="m1", table=tms_pb2.Table(
-        format="constant", table_name="m1", catalog_properties={"files": "20"},
-        policy={"execution.max-attempts": "1"})), timeout=10)
+        format="constant", catalog=constant_catalog(stack.database_url), table_name="m1",
+        policy={"constant.files": "20", "execution.max-attempts": "1"})), timeout=10)
     stub.NotifyCommit(tms_pb2.NotifyCommitRequest(table="tables/m1", commit_id="c1"), timeout=10)
     stub.NotifyCommit(tms_pb2.NotifyCommitRequest(table="tables/m1", commit_id="c1"), timeout=10)
     with pytest.raises(grpc.RpcError):

@@ -14,7 +14,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.helpers import stub_for, wait_for
+from tests.helpers import constant_catalog, stub_for, wait_for
 from tms.v1 import tms_pb2
 
 pytestmark = pytest.mark.integration
@@ -45,12 +45,13 @@ def test_three_schedulers_one_session_expired(make_stack, plugin_path: None) -> 
     stack.start_api()
     schedulers = [stack.start_scheduler(i) for i in range(3)]
     stub = stub_for(stack)
+    catalog = constant_catalog(stack.database_url)
     needs = {f"t{i:03d}" for i in range(0, TABLES, 2)}  # every other table: 20 files
     for i in range(TABLES):
         name = f"t{i:03d}"
         stub.RegisterTable(tms_pb2.RegisterTableRequest(table_id=name, table=tms_pb2.Table(
-            format="constant", table_name=name,
-            catalog_properties={"files": "20" if name in needs else "3"})), timeout=10)
+            format="constant", catalog=catalog, table_name=name,
+            policy={"constant.files": "20" if name in needs else "3"})), timeout=10)
 
     def batch(k: int) -> None:
         commits = [tms_pb2.NotifyCommitRequest(table=f"tables/t{(k * 10 + j) % TABLES:03d}",

@@ -17,10 +17,9 @@ pytestmark = pytest.mark.integration
 CATALOG = "tms_it"
 
 
-def _register(stub, props: dict[str, str], name: str) -> None:
+def _register(stub, name: str) -> None:
     stub.RegisterTable(tms_pb2.RegisterTableRequest(table_id=name, table=tms_pb2.Table(
-        format="iceberg", catalog=CATALOG, namespace="it", table_name=name,
-        catalog_properties=props)), timeout=10)
+        format="iceberg", catalog=CATALOG, namespace="it", table_name=name)), timeout=10)
 
 
 def _all_decided(dsn: str) -> bool:
@@ -35,14 +34,14 @@ def test_two_schedulers_fifty_concurrent_commits(make_stack) -> None:
     stack = make_stack()
     stack.start_api()
     schedulers = [stack.start_scheduler(0), stack.start_scheduler(1)]
-    catalog, props = iceberg_catalog(stack, CATALOG)
+    catalog, _ = iceberg_catalog(stack, CATALOG)
     busy = iceberg_data.create_table(catalog, "it", "busy")
     busy_snaps = iceberg_data.append_batches(busy, 20, rows_per_commit=3)
     quiet = iceberg_data.create_table(catalog, "it", "quiet")
     quiet_snaps = iceberg_data.append_batches(quiet, 5, rows_per_commit=3)
     stub = stub_for(stack)
-    _register(stub, props, "busy")
-    _register(stub, props, "quiet")
+    _register(stub, "busy")
+    _register(stub, "quiet")
 
     # 50 notifications for "busy" at once: its 20 real snapshots and 30 more commit ids
     commit_ids = [str(s) for s in busy_snaps] + [f"extra-{i}" for i in range(30)]
@@ -77,13 +76,13 @@ def test_table_without_notifications_is_maintained_after_its_pull_interval(make_
     stack = make_stack()
     stack.start_api()
     stack.start_scheduler(0)
-    catalog, props = iceberg_catalog(stack, CATALOG)
+    catalog, _ = iceberg_catalog(stack, CATALOG)
     table = iceberg_data.create_table(catalog, "it", "silent")
     iceberg_data.append_batches(table, 3, rows_per_commit=3)
     stub = stub_for(stack)
     stub.RegisterTable(tms_pb2.RegisterTableRequest(table_id="silent", table=tms_pb2.Table(
         format="iceberg", catalog=CATALOG, namespace="it", table_name="silent",
-        catalog_properties=props, policy={"scheduler.pull-interval-s": "2"})), timeout=10)
+        policy={"scheduler.pull-interval-s": "2"})), timeout=10)
 
     def explain() -> tms_pb2.ActionExplanation:
         actions = stub.ExplainTable(tms_pb2.ExplainTableRequest(name="tables/silent"),

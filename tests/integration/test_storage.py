@@ -5,6 +5,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
+from tests.helpers import store_catalog
 from tms.coordination import NUM_SHARDS
 from tms.domain import (
     CommitEvent,
@@ -17,7 +18,7 @@ from tms.domain import (
 )
 from tms.storage.migrate import load_migrations, migrate
 from tms.storage.postgres import PostgresStore
-from tms.storage.roles import EnqueueParams
+from tms.storage.roles import DuplicateTable, EnqueueParams
 
 pytestmark = pytest.mark.integration
 
@@ -25,6 +26,7 @@ ALL_SHARDS = list(range(NUM_SHARDS))
 
 
 def _table(store: PostgresStore, table_id: str = "t1") -> Table:
+    store_catalog(store, "c")
     view = store.table_register(TableSpec(table_id=table_id, format="iceberg", catalog="c",
                                           namespace="ns", table_name=table_id))
     assert view is not None
@@ -52,18 +54,21 @@ def test_migrate_is_idempotent(pg) -> None:
 
 def test_register_twice_returns_none(store: PostgresStore) -> None:
     _table(store)
-    assert store.table_register(TableSpec(table_id="t1", format="iceberg",
+    assert store.table_register(TableSpec(table_id="t1", format="iceberg", catalog="c",
                                           table_name="x")) is None
 
 
 def test_register_returns_the_view(store: PostgresStore) -> None:
-    view = store.table_register(TableSpec(table_id="v1", format="iceberg", table_name="v1",
-                                          owner="team", policy={"k": "v"}))
+    store_catalog(store, "c")
+    view = store.table_register(TableSpec(table_id="v1", format="iceberg", catalog="c",
+                                          table_name="v1", owner="team", policy={"k": "v"}),
+                                location="/lake/v1")
     assert view is not None
     assert (view.table.table_id, view.table.owner, view.table.policy) == ("v1", "team",
                                                                           {"k": "v"})
     assert view.stats.commit_count == 0 and view.stats.last_commit_id is None
     assert view.stats.next_check_at is not None  # a new table is checked at once
+    assert view.table.location == "/lake/v1" and not view.table.discovered
     settings = store.table_get_settings(view.table.pk)
     assert settings == view.table
     assert store.table_get_settings(view.table.pk + 1000) is None
@@ -336,8 +341,11 @@ def test_table_list_update_and_state(store: PostgresStore) -> None:
     from tms.domain import TableState, TableUpdate
     from tms.storage.roles import TableListParams
 
+    store_catalog(store, "c")
+    store_catalog(store, "d")
     for i in range(5):
-        store.table_register(TableSpec(table_id=f"l{i}", format="iceberg", table_name=f"l{i}",
+        store.table_register(TableSpec(table_id=f"l{i}", format="iceberg",
+                                       catalog="d" if i == 4 else "c", table_name=f"l{i}",
                                        owner="odd" if i % 2 else "even"))
     store.commits_notify([CommitEvent("l1", "c1")])
     page = store.table_list(TableListParams(limit=2))
@@ -348,6 +356,7 @@ def test_table_list_update_and_state(store: PostgresStore) -> None:
     assert [v.table.table_id for v in store.table_list(TableListParams(owner="odd"))] == [
         "l1", "l3"]
     assert store.table_owners(["l0", "l1", "nope"]) == {"l0": "even", "l1": "odd"}
+    assert [v.table.table_id for v in store.table_list(TableListParams(catalog="d"))] == ["l4"]
     updated = store.table_update("l1", TableUpdate(owner="new", priority=5,
                                                    policy={"a": "b"}))
     assert updated is not None
@@ -376,3 +385,48 @@ def test_maintenance_figures(store: PostgresStore, db_dsn: str) -> None:
     (stat,) = store.queue_stats()
     assert (stat["queue"], stat["action"], stat["queued"]) == ("default", "compaction", 1)
     assert stat["oldest_age_s"] >= 0
+
+
+def test_one_physical_table_one_registration(store: PostgresStore) -> None:
+    store_catalog(store, "c")
+    store_catalog(store, "c2")
+    first = store.table_register(TableSpec("a", "iceberg", "c", "ns", "t"), "s3://lake/wh/t")
+    assert first is not None
+    clashes = [  # (spec, location, what): the same table under another id
+        (TableSpec("b", "iceberg", "c", "ns", "t"), "s3://lake/other", "identifier"),
+        (TableSpec("b", "iceberg", "c2", "ns", "t"), "s3://lake/wh/t", "location"),
+        (TableSpec("b", "iceberg", "c2", "ns", "t"), "s3://lake/wh/t/data", "location"),
+        (TableSpec("b", "iceberg", "c2", "ns", "t"), "s3://lake/wh", "location"),
+        (TableSpec("b", "hudi", "c2", base_path="/h"), "s3://lake/wh/t/x", "location"),
+    ]
+    for spec, location, what in clashes:
+        with pytest.raises(DuplicateTable) as info:
+            store.table_register(spec, location)
+        assert (info.value.table_id, info.value.what) == ("a", what), (spec, location)
+    # neighbours on whole path segments are not the same table
+    assert store.table_register(TableSpec("b", "iceberg", "c", "ns", "t2"),
+                                "s3://lake/wh/t2") is not None
+    assert store.table_register(TableSpec("c", "hudi", "c2", base_path="/h/t"), "") is not None
+    assert store.table_register(TableSpec("d", "hudi", "c2", base_path="/h/t"), "") is not None
+    assert store.table_set_location(first.table.pk, "s3://lake/wh/t2/sub") == "b"
+    assert store.table_set_location(first.table.pk, "s3://lake/wh/moved") is None
+    assert store.table_get("a").table.location == "s3://lake/wh/moved"
+
+
+def test_concurrent_registrations_of_one_location(store: PostgresStore) -> None:
+    """Registrations that overlap only by prefix (no unique index can see it) are serialised
+    by the location lock: exactly one wins, whatever the interleaving."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    store_catalog(store, "c")
+
+    def register(i: int) -> bool:
+        try:
+            return store.table_register(TableSpec(f"r{i}", "iceberg", "c", "ns", f"r{i}"),
+                                        "/lake/r" + "/x" * i) is not None
+        except DuplicateTable:
+            return False
+
+    with ThreadPoolExecutor(8) as pool:
+        won = list(pool.map(register, range(8)))
+    assert sum(won) == 1

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import stub_for, wait_for
+from tests.helpers import constant_catalog, stub_for, wait_for
 from tms.v1 import tms_pb2
 
 pytestmark = pytest.mark.integration
@@ -36,8 +36,8 @@ def test_commit_decision_attempt_share_one_trace(make_stack, tmp_path: Path,
     stack.start_api()
     stub = stub_for(stack)
     stub.RegisterTable(tms_pb2.RegisterTableRequest(table_id="traced", table=tms_pb2.Table(
-        format="constant", table_name="traced", catalog_properties={"files": "20"},
-        policy={"execution.max-attempts": "1"})), timeout=10)
+        format="constant", catalog=constant_catalog(stack.database_url), table_name="traced",
+        policy={"constant.files": "20", "execution.max-attempts": "1"})), timeout=10)
     stub.NotifyCommit(tms_pb2.NotifyCommitRequest(table="tables/traced", commit_id="c1"),
                       metadata=(("traceparent", f"00-{TRACE_ID}-{WRITER_SPAN}-01"),), timeout=10)
     stack.start_scheduler(0)

@@ -28,7 +28,7 @@ from tms.engines.spark_submit import SparkSubmitEngine
 from tms.engines.warm import WarmSparkEngine
 from tms.engines.warm_process import group_members
 from tms.jobs import ICEBERG_MAINTENANCE_APP
-from tms.local.iceberg_data import append_batches, catalog_properties, create_table, stats
+from tms.local.iceberg_data import append_batches, create_table, sql_catalog_properties, stats
 from tms.spark.provision import ICEBERG_RUNTIME_JAR
 from tms.spark.settings import SparkSettings
 
@@ -84,7 +84,7 @@ class Lake:
         from pyiceberg.catalog.sql import SqlCatalog
 
         warehouse.mkdir(parents=True)
-        self.props = catalog_properties(dsn, warehouse.as_uri())
+        self.props = sql_catalog_properties(dsn, warehouse.as_uri())
         self.catalog = SqlCatalog(CATALOG_NAME, **self.props)
         self.namespace = f"it_{uuid.uuid4().hex[:8]}"
 

@@ -9,8 +9,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from tms.catalogs import CatalogAccess
 from tms.domain import (
+    Catalog,
+    CatalogSpec,
+    CatalogType,
     Decision,
+    DiscoveryStatus,
     DueTable,
     JobSpec,
     LeaseStatus,
@@ -28,12 +33,25 @@ from tms.formats.base import TableFormatPlugin
 from tms.storage.roles import EnqueueParams
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
+FAKE_ROOT = "/fake-lake"  # where FakeFormat's tables live; the fake catalog allows it
+
+
+def make_access(*allowed: str) -> CatalogAccess:
+    """An opened catalog of file-system tables allowed under ``allowed`` (default /)."""
+    return CatalogAccess("c", CatalogType.HADOOP, {}, {}, allowed or ("/",))
+
+
+def make_catalog(catalog_id: str = "c", **spec: Any) -> Catalog:
+    fields: dict[str, Any] = dict(type=CatalogType.HADOOP, allowed_locations=(FAKE_ROOT,))
+    fields.update(spec)
+    return Catalog(pk=1, spec=CatalogSpec(catalog_id, **fields), status=DiscoveryStatus(),
+                   created_at=NOW, updated_at=NOW)
 
 
 def make_table(pk: int = 1, state: TableState = TableState.ACTIVE, **kw: Any) -> Table:
     base: dict[str, Any] = dict(
-        pk=pk, table_id=f"t{pk}", format="fake", catalog="", namespace="", table_name="t",
-        base_path="", catalog_properties={}, owner="", queue="default", priority=0, policy={},
+        pk=pk, table_id=f"t{pk}", format="fake", catalog="c", namespace="", table_name="t",
+        base_path="", owner="", queue="default", priority=0, policy={},
         state=state, created_at=NOW, updated_at=NOW)
     base.update(kw)
     return Table(**base)
@@ -76,6 +94,8 @@ class FakeStore:
     released: list[tuple[Operation, str]] = field(default_factory=list)
     retried: list[tuple[Operation, Outcome, float]] = field(default_factory=list)
     claimed_queues: list[tuple[str, ...] | None] = field(default_factory=list)
+    catalogs: dict[str, Catalog] = field(default_factory=lambda: {"c": make_catalog()})
+    locations: dict[int, str] = field(default_factory=dict)  # what table_set_location stored
 
     db_now: datetime = NOW  # what PostgreSQL's now() would say
 
@@ -84,6 +104,17 @@ class FakeStore:
         return pk in self.dirty or (
             table is not None and table.state is TableState.ACTIVE
             and self.next_checks.get(pk, NOW + timedelta(hours=1)) <= self.db_now)
+
+    def catalog_get(self, catalog_id: str) -> Catalog | None:
+        return self.catalogs.get(catalog_id)
+
+    def table_set_location(self, table_pk: int, location: str) -> str | None:
+        for pk, other in self.locations.items():
+            if pk != table_pk and (other == location or other.startswith(location + "/")
+                                   or location.startswith(other + "/")):
+                return f"t{pk}"
+        self.locations[table_pk] = location
+        return None
 
     # DecisionStore --------------------------------------------------------------------------
     def decision_begin_batch(self, shards: list[int], num_shards: int, limit: int
@@ -196,7 +227,10 @@ class FakeFormat(TableFormatPlugin):
         self.fail = fail
         self.inspected: list[int] = []
 
-    def inspect(self, table: Table) -> dict[str, Any]:
+    def locate(self, table: Table, catalog: CatalogAccess) -> str:
+        return table.base_path or f"{FAKE_ROOT}/{table.table_id}"
+
+    def inspect(self, table: Table, catalog: CatalogAccess) -> dict[str, Any]:
         self.inspected.append(table.pk)
         if self.fail:
             raise OSError("catalog unreachable")
@@ -209,7 +243,7 @@ class FakeFormat(TableFormatPlugin):
         return [Decision("compaction", run, f"{metrics['small_files']} small files",
                          dict(metrics))]
 
-    def build_job(self, table: Table, operation: Operation) -> JobSpec:
+    def build_job(self, table: Table, catalog: CatalogAccess, operation: Operation) -> JobSpec:
         return JobSpec(kind="pyspark", app="job.py", spec={"table": table.table_id})
 
 

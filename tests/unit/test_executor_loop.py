@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.fakes import FakeEngine, FakeFormat, FakeStore, make_op, make_table
+from tests.unit.fakes import (
+    FakeEngine,
+    FakeFormat,
+    FakeStore,
+    make_catalog,
+    make_op,
+    make_table,
+)
 from tms.domain import LeaseStatus, OperationState
 from tms.engines.base import EngineResult
 from tms.engines.profiles import ENGINE_COLD, EngineRouter, QueueProfile
@@ -156,13 +163,27 @@ def test_non_retryable_failure_fails_at_once(tmp_path: Path) -> None:
 def test_bad_configuration_is_not_retried(tmp_path: Path) -> None:
     store = FakeStore(tables={1: make_table()}, to_claim=[make_op(attempt=1)])
     fmt = FakeFormat()
-    fmt.build_job = lambda table, op: (_ for _ in ()).throw(  # type: ignore[method-assign]
+    fmt.build_job = lambda table, catalog, op: (_ for _ in ()).throw(  # type: ignore[method-assign]
         ValueError("TMS_HUDI_UTILITIES_JAR must name the jar"))
     ex = Executor(store, {"fake": fmt}, FakeEngine(), "e1", tmp_path)  # type: ignore[arg-type]
     ex.run_once()
     assert store.retried == []
     assert store.finished[0][1].error == (
         "not retryable: bad configuration: TMS_HUDI_UTILITIES_JAR must name the jar")
+
+
+def test_missing_secret_fails_at_once_naming_the_reference(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    monkeypatch.delenv("TMS_SECRET_LAKE_PW", raising=False)
+    store = FakeStore(tables={1: make_table()}, to_claim=[make_op(attempt=1)],
+                      catalogs={"c": make_catalog(secrets={"jdbc.password":
+                                                           "env:TMS_SECRET_LAKE_PW"})})
+    engine = FakeEngine()
+    Executor(store, {"fake": FakeFormat()}, engine, "e1", tmp_path).run_once()  # type: ignore[arg-type]
+    assert store.retried == [] and engine.jobs == []
+    outcome = store.finished[0][1]
+    assert not outcome.retryable and "env:TMS_SECRET_LAKE_PW" in (outcome.error or "")
 
 
 def test_deregistered_table_is_not_retried(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from tests.unit.fakes import make_table
+from tests.unit.fakes import make_access, make_table
 from tms.domain import Table
 from tms.formats.hudi import HudiFormat
 from tms.formats.hudi_timeline import (
@@ -154,7 +154,7 @@ def test_pending_compaction_v6_then_completed(tmp_path: Path) -> None:
     meta, t = base / ".hoodie", "20250618054800000"
     (meta / f"{t}.compaction.requested").write_bytes(b"")
     plugin = HudiFormat()
-    metrics = plugin.inspect(table_at(base))
+    metrics = plugin.inspect(table_at(base), make_access())
     assert metrics["pending_compactions"] == [t]
     (d, _, _) = plugin.evaluate(table_at(base), metrics, {}, NOW)
     assert d.params == {"mode": "execute", "instant": t}

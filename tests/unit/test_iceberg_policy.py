@@ -144,7 +144,7 @@ def test_evaluate_decides_every_action() -> None:
 
 # registration -------------------------------------------------------------------------------
 SPEC = TableSpec(table_id="t", format="iceberg", catalog="cat", namespace="a.b",
-                 table_name="t", catalog_properties={"type": "sql"})
+                 table_name="t")
 
 
 @pytest.mark.parametrize("change,field", [
@@ -152,7 +152,6 @@ SPEC = TableSpec(table_id="t", format="iceberg", catalog="cat", namespace="a.b",
     ({"namespace": ""}, "table.namespace"),
     ({"namespace": "a..b"}, "table.namespace"),
     ({"table_name": "t;drop"}, "table.table_name"),
-    ({"catalog_properties": {}}, "table.catalog_properties"),
     ({"policy": {"compaction.min-small-files": "1"}}, "table.policy[compaction.min-small-files]"),
     ({"policy": {"compaction.enabled": "maybe"}}, "table.policy[compaction.enabled]"),
     ({"policy": {"clustering.sort-order": "id; DROP TABLE x"}},

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.fakes import NOW, FakeCoordinator, FakeFormat, FakeStore, make_table
+from tests.unit.fakes import (
+    FAKE_ROOT,
+    NOW,
+    FakeCoordinator,
+    FakeFormat,
+    FakeStore,
+    make_catalog,
+    make_table,
+)
 from tms.domain import TableState
 from tms.scheduler.decide import INSPECT_FAILURE_RETRY_S, ZooKeeperLost
 from tms.scheduler.loop import Scheduler
@@ -53,9 +61,9 @@ def test_session_lost_mid_decision_keeps_the_mark() -> None:
     coord = FakeCoordinator()
 
     class LosesSession(FakeFormat):
-        def inspect(self, table):  # type: ignore[no-untyped-def]
+        def inspect(self, table, catalog):  # type: ignore[no-untyped-def]
             coord.healthy = False
-            return super().inspect(table)
+            return super().inspect(table, catalog)
 
     with pytest.raises(ZooKeeperLost):
         scheduler(store, coord, LosesSession()).run_once()
@@ -142,13 +150,51 @@ def test_session_lost_mid_batch_keeps_the_rest_of_the_marks() -> None:
     coord = FakeCoordinator()
 
     class LosesSessionAfterOne(FakeFormat):
-        def inspect(self, table):  # type: ignore[no-untyped-def]
+        def inspect(self, table, catalog):  # type: ignore[no-untyped-def]
             if table.pk == 2:
                 coord.healthy = False
-            return super().inspect(table)
+            return super().inspect(table, catalog)
 
     with pytest.raises(ZooKeeperLost):
         scheduler(store, coord, LosesSessionAfterOne()).run_once()
     assert [pk for pk, _ in store.ops] == [1]  # queued while the session lived, and recorded
     assert [pk for pk, _, _ in store.decisions] == [1]
     assert store.dirty == {2, 3}
+
+
+def _reasons(store: FakeStore) -> list[str]:
+    return [d.reason for _, d, _ in store.decisions]
+
+
+def test_location_is_checked_again_at_every_decision() -> None:
+    store = FakeStore(tables={1: make_table()}, dirty={1})
+    fmt = FakeFormat()
+    assert scheduler(store, fmt=fmt).run_once() == 1
+    assert store.locations == {1: f"{FAKE_ROOT}/t1"} and len(store.ops) == 1
+    # the catalog now puts the table outside its allowed locations: nothing queued
+    store.tables[1] = make_table(base_path="/etc")
+    store.catalogs["c"] = make_catalog()
+    store.ops.clear()
+    s = scheduler(store, fmt=fmt)
+    store.dirty.add(1)
+    assert s.run_once() == 1
+    assert store.ops == [] and fmt.inspected == [1]  # never inspected there
+    assert "outside the allowed locations" in _reasons(store)[-1]
+
+
+def test_overlapping_location_or_missing_catalog_gets_no_operations() -> None:
+    store = FakeStore(tables={1: make_table(), 2: make_table(pk=2, base_path=f"{FAKE_ROOT}/t1/x"),
+                              3: make_table(pk=3, catalog="gone")}, dirty={1, 2, 3})
+    scheduler(store).run_once()
+    assert [pk for pk, _ in store.ops] == [1]
+    reasons = dict((pk, d.reason) for pk, d, _ in store.decisions)
+    assert "overlaps tables/t1" in reasons[2] and "catalogs/gone does not exist" in reasons[3]
+
+
+def test_missing_secret_is_a_reason_not_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TMS_SECRET_NOPE", raising=False)
+    store = FakeStore(tables={1: make_table()}, dirty={1},
+                      catalogs={"c": make_catalog(secrets={"jdbc.password":
+                                                           "env:TMS_SECRET_NOPE"})})
+    assert scheduler(store).run_once() == 1 and store.ops == []
+    assert "env:TMS_SECRET_NOPE" in _reasons(store)[0]

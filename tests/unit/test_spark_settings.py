@@ -68,7 +68,7 @@ def test_hudi_compaction_command_line_exactly(tmp_path: Path) -> None:
     """Hudi cannot run here (no Hudi jars on these machines): its command line is tested."""
     from dataclasses import replace
 
-    from tests.unit.fakes import make_op, make_table
+    from tests.unit.fakes import make_access, make_op, make_table
     from tms.formats.hudi import HudiFormat
 
     jar = "/opt/hudi/hudi-utilities-bundle_2.12-1.0.2.jar"
@@ -76,7 +76,7 @@ def test_hudi_compaction_command_line_exactly(tmp_path: Path) -> None:
                     base_path="/lake/trips")
     op = make_op(action="compaction",
                  params={"mode": "execute", "instant": "20260101000000000"})
-    job = HudiFormat().build_job(table, op)
+    job = HudiFormat().build_job(table, make_access("/lake"), op)
     argv = SparkSubmitEngine(settings(), jvm_jar=jar).argv(job, tmp_path, tmp_path)
     at = argv.index("--class")
     assert argv[at:] == ["--class", "org.apache.hudi.utilities.HoodieCompactor", jar,

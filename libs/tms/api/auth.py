@@ -10,8 +10,16 @@ Tokens come from a JSON file (a Kubernetes Secret mounted as a file, say)::
 
 ``sha256`` keeps the secret itself out of the file; ``token`` is accepted for local use.
 ``tables`` (glob patterns over table ids) and ``owners`` limit what the token may touch; both
-empty means every table. Without a tokens file authentication is off (local development only,
-logged loudly at start).
+empty means every table.
+
+Roles: ``reader`` reads; ``writer`` notifies commits (and reads its tables); ``owner`` manages
+the tables in its scope (register them in a catalog that admits it, update, pause, trigger,
+cancel, retry, deregister) and reads; ``admin`` may do everything and alone manages catalogs
+and queues. Table owners are not trusted: what an owner token may register is limited by
+each catalog's ``allowed_owners`` / ``allowed_tokens`` (see tms.api.registration).
+
+Without a tokens file authentication is off (local development only, logged loudly at
+start).
 """
 
 from __future__ import annotations
@@ -36,19 +44,23 @@ BEARER = "bearer "
 class Role(enum.StrEnum):
     READER = "reader"
     WRITER = "writer"
+    OWNER = "owner"
     ADMIN = "admin"
 
 
-# The role each RPC needs; admin may call everything. A writer may also read the tables it
-# may notify (GetTable), so a writer's client can check its table's registration and policy.
+# What a role brings beyond itself (admin brings everything): an owner reads too.
+IMPLIED: dict[Role, frozenset[Role]] = {Role.OWNER: frozenset({Role.READER})}
+# The role each RPC needs; admin may call everything, and alone what is not listed here
+# (catalogs, queues). A writer may also read the tables it may notify (GetTable), so a
+# writer's client can check its table's registration and policy.
 ALSO_ALLOWED: dict[str, frozenset[Role]] = {"GetTable": frozenset({Role.WRITER})}
 METHOD_ROLES: dict[str, Role] = {
     "GetTable": Role.READER, "ListTables": Role.READER, "GetOperation": Role.READER,
     "ListOperations": Role.READER, "ExplainTable": Role.READER, "ListQueues": Role.READER,
     "NotifyCommit": Role.WRITER, "NotifyCommits": Role.WRITER,
-    "RegisterTable": Role.ADMIN, "UpdateTable": Role.ADMIN, "DeregisterTable": Role.ADMIN,
-    "PauseTable": Role.ADMIN, "ResumeTable": Role.ADMIN, "CancelOperation": Role.ADMIN,
-    "RetryOperation": Role.ADMIN, "TriggerOperation": Role.ADMIN, "UpdateQueue": Role.ADMIN,
+    "RegisterTable": Role.OWNER, "UpdateTable": Role.OWNER, "DeregisterTable": Role.OWNER,
+    "PauseTable": Role.OWNER, "ResumeTable": Role.OWNER, "CancelOperation": Role.OWNER,
+    "RetryOperation": Role.OWNER, "TriggerOperation": Role.OWNER, "UpdateQueue": Role.ADMIN,
     "CreateCatalog": Role.ADMIN, "GetCatalog": Role.ADMIN, "ListCatalogs": Role.ADMIN,
     "UpdateCatalog": Role.ADMIN, "DeleteCatalog": Role.ADMIN,
 }
@@ -62,7 +74,13 @@ class Principal:
     owners: tuple[str, ...] = ()
 
     def may(self, role: Role) -> bool:
-        return role in self.roles or Role.ADMIN in self.roles
+        if role in self.roles or Role.ADMIN in self.roles:
+            return True
+        return any(role in IMPLIED.get(r, frozenset()) for r in self.roles)
+
+    @property
+    def admin(self) -> bool:
+        return Role.ADMIN in self.roles
 
     @property
     def scoped(self) -> bool:
@@ -134,7 +152,7 @@ class Authenticator:
                 raise ValueError(f"{where}: {e}") from e
             if not roles:
                 raise ValueError(f"{where}: 'roles' must name at least one of reader, "
-                                 "writer, admin")
+                                 "writer, owner, admin")
             if len(digest) != 32:
                 raise ValueError(f"{where}: 'sha256' must be 64 hex digits")
             entries.append((digest, Principal(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 from typing import Any
 
@@ -11,9 +10,6 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from tms.domain import Attempt, Catalog, Operation, OperationState, QueueInfo, TableView
 from tms.v1 import tms_pb2
-
-REDACTED = "****"
-_SECRET_KEY_RE = re.compile(r"password|secret|token|credential", re.IGNORECASE)
 
 
 def _ts(value: datetime | None) -> Timestamp | None:
@@ -32,21 +28,15 @@ def _struct(value: dict[str, Any] | None) -> Struct | None:
     return s
 
 
-def redact(props: dict[str, str]) -> dict[str, str]:
-    """Catalog properties as shown to clients: secrets never leave the server."""
-    return {k: (REDACTED if _SECRET_KEY_RE.search(k) else v) for k, v in props.items()}
-
-
 def table_to_pb(view: TableView) -> tms_pb2.Table:
     t, stats = view.table, view.stats
     return tms_pb2.Table(
         name=t.name, format=t.format, catalog=t.catalog, namespace=t.namespace,
-        table_name=t.table_name, base_path=t.base_path,
-        catalog_properties=redact(t.catalog_properties), owner=t.owner, queue=t.queue,
+        table_name=t.table_name, base_path=t.base_path, owner=t.owner, queue=t.queue,
         priority=t.priority, policy=t.policy, state=tms_pb2.Table.State.Value(t.state.value),
         last_commit_id=stats.last_commit_id or "", last_commit_time=_ts(stats.last_commit_time),
         commit_count=stats.commit_count, create_time=_ts(t.created_at),
-        update_time=_ts(t.updated_at),
+        update_time=_ts(t.updated_at), location=t.location, discovered=t.discovered,
     )
 
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import grpc
 from google.protobuf import empty_pb2
+from google.protobuf.unknown_fields import UnknownFieldSet
 
 from tms.api import convert, pagination
 from tms.api import validate as v
-from tms.api.auth import Principal, permission_denied
+from tms.api.auth import Principal
 from tms.api.base import (
     DEFAULT_PAGE_SIZE,
     MAX_PAGE_SIZE,
@@ -19,19 +21,44 @@ from tms.api.base import (
     rpc,
 )
 from tms.api.errors import ApiError, already_exists, invalid, not_found
+from tms.api.registration import RegistrationMixin
 from tms.domain import Table, TableSpec, TableState, TableUpdate
-from tms.storage.roles import TableListParams
+from tms.storage.roles import DuplicateTable, TableListParams
 from tms.v1 import tms_pb2
 
-UPDATABLE_PATHS = ("owner", "queue", "priority", "policy", "catalog_properties")
+UPDATABLE_PATHS = ("owner", "queue", "priority", "policy")
+CATALOG_ID_RE = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+REMOVED_TABLE_FIELDS = {7: "catalog_properties"}  # reserved in the proto
+
+
+def _removed_fields(p: v.Problems, table: tms_pb2.Table) -> None:
+    """An old client's inline catalog properties arrive as an unknown field: refused, not
+    silently dropped, so nobody believes they still choose a table's connection."""
+    for f in UnknownFieldSet(table):
+        name = REMOVED_TABLE_FIELDS.get(f.field_number)
+        if name:
+            p.append((f"table.{name}", "no longer accepted: a table names a catalog (a "
+                                       "Catalog resource an admin creates) and its namespace "
+                                       "and table_name"))
+            return
 
 
 def _spec_of(t: Table) -> TableSpec:
     return TableSpec(t.table_id, t.format, t.catalog, t.namespace, t.table_name, t.base_path,
-                     t.catalog_properties, t.owner, t.queue, t.priority, t.policy)
+                     t.owner, t.queue, t.priority, t.policy)
 
 
-class TablesMixin(ServicerBase):
+def _duplicate(e: DuplicateTable) -> ApiError:
+    """ALREADY_EXISTS naming the registration that holds the same physical table."""
+    other = f"tables/{e.table_id}"
+    why = ("the same catalog and identifier" if e.what == "identifier" else
+           "a location equal to, inside or containing this one")
+    return ApiError(grpc.StatusCode.ALREADY_EXISTS,
+                    f"{other} is the same physical table ({why})", "ALREADY_EXISTS",
+                    metadata={"resource": other})
+
+
+class TablesMixin(RegistrationMixin, ServicerBase):
     def validate_spec(self, p: v.Problems, s: TableSpec) -> None:
         plugin = self.formats.get(s.format)
         known = ", ".join(sorted(self.formats))
@@ -39,13 +66,13 @@ class TablesMixin(ServicerBase):
             p.append(("table.format", f"required; one of: {known}"))
         elif plugin is None:
             p.append(("table.format", f"unknown format {s.format[:40]!r}; one of: {known}"))
-        v.string(p, "table.catalog", s.catalog)
+        v.pattern(p, "table.catalog", s.catalog, CATALOG_ID_RE,
+                  "a catalog id (1-63 of a-z 0-9 _, starting with a letter)")
         v.string(p, "table.namespace", s.namespace)
         v.string(p, "table.table_name", s.table_name)
         v.path(p, "table.base_path", s.base_path)
         if not s.table_name and not s.base_path:
             p.append(("table.table_name", "table_name or base_path is required"))
-        v.string_map(p, "table.catalog_properties", s.catalog_properties)
         v.string_map(p, "table.policy", s.policy)
         v.string(p, "table.owner", s.owner, v.MAX_OWNER_LEN)
         v.pattern(p, "table.queue", s.queue, v.QUEUE_RE, "1-63 of a-z 0-9 _ -")
@@ -54,13 +81,6 @@ class TablesMixin(ServicerBase):
         if plugin is not None and not p:
             p.extend(plugin.validate(s))
             p.extend(plugin.check_policy(s.policy))
-
-    def check_allowed(self, spec: TableSpec) -> None:
-        problems = self.allowlist.check(spec)
-        if problems:
-            err = permission_denied("table is outside the allowed catalogs / locations")
-            err.violations = problems
-            raise err
 
     @rpc
     def RegisterTable(self, request: tms_pb2.RegisterTableRequest, context: grpc.ServicerContext,
@@ -72,23 +92,28 @@ class TablesMixin(ServicerBase):
         if not request.HasField("table"):
             raise invalid([*p, ("table", "required")])
         t = request.table
+        _removed_fields(p, t)
         spec = TableSpec(
             table_id=request.table_id, format=t.format, catalog=t.catalog,
             namespace=t.namespace, table_name=t.table_name, base_path=t.base_path,
-            catalog_properties=dict(t.catalog_properties), owner=t.owner,
-            queue=t.queue or "default", priority=t.priority, policy=dict(t.policy),
+            owner=t.owner, queue=t.queue or "default", priority=t.priority,
+            policy=dict(t.policy),
         )
         self.validate_spec(p, spec)
         if p:
             raise invalid(p)
         self.check_scope(principal, spec.table_id, spec.owner)
-        self.check_allowed(spec)
+        catalog = self.catalog_for(spec, principal)
         if request.request_id:
             earlier = self.replay(request.request_id, "RegisterTable", request)
             if earlier is not None:
                 return self._get(earlier.removeprefix("tables/"), principal, earlier)
         try:
-            rec = self.store.table_register(spec)
+            location = self.locate_checked(spec, catalog)
+            try:
+                rec = self.store.table_register(spec, location)
+            except DuplicateTable as e:
+                raise _duplicate(e) from None
             if rec is None:
                 raise already_exists(f"tables/{spec.table_id}")
         except BaseException:
@@ -98,7 +123,7 @@ class TablesMixin(ServicerBase):
         if request.request_id:
             self.store.request_set_resource(request.request_id, rec.table.name)
         log.info("table registered", table=spec.table_id, format=spec.format,
-                 principal=principal.name)
+                 catalog=spec.catalog, location=location, principal=principal.name)
         return convert.table_to_pb(rec)
 
     def _get(self, table_id: str, principal: Principal, resource: str) -> tms_pb2.Table:
@@ -124,20 +149,21 @@ class TablesMixin(ServicerBase):
         v.string(p, "format", request.format, 32)
         v.string(p, "owner", request.owner, v.MAX_OWNER_LEN)
         v.pattern(p, "queue", request.queue, v.QUEUE_RE, "a queue name", required=False)
+        v.pattern(p, "catalog", request.catalog, CATALOG_ID_RE, "a catalog id", required=False)
         state = None
         if request.state not in tms_pb2.Table.State.values():
             p.append(("state", f"unknown state {request.state}"))
         elif request.state:
             state = TableState(tms_pb2.Table.State.Name(request.state))
         query = {"m": "tables", "format": request.format, "state": request.state,
-                 "owner": request.owner, "queue": request.queue}
+                 "owner": request.owner, "queue": request.queue, "catalog": request.catalog}
         after = self.page_token(p, request.page_token, query, str, "",
                                 lambda k: bool(v.TABLE_ID_RE.fullmatch(k)))
         if p:
             raise invalid(p)
         rows = self.store.table_list(TableListParams(
             after, size + 1, request.format or None, state, request.owner or None,
-            request.queue or None))
+            request.queue or None, request.catalog or None))
         more = len(rows) > size
         rows = rows[:size]
         token = pagination.encode(query, rows[-1].table.table_id) if more else ""
@@ -159,14 +185,11 @@ class TablesMixin(ServicerBase):
                                            + (f"; not {bad[0][:40]!r}" if bad else ""))])
         current = self.load_table(table_id, principal, request.table.name).table
         t = request.table
-        props = {k: (current.catalog_properties.get(k, val) if val == convert.REDACTED else val)
-                 for k, val in t.catalog_properties.items()}  # a redacted echo keeps the secret
         changes = TableUpdate(
             owner=t.owner if "owner" in paths else None,
             queue=(t.queue or "default") if "queue" in paths else None,
             priority=t.priority if "priority" in paths else None,
             policy=dict(t.policy) if "policy" in paths else None,
-            catalog_properties=props if "catalog_properties" in paths else None,
         )
         merged = replace(_spec_of(current), **{
             k: getattr(changes, k) for k in UPDATABLE_PATHS if getattr(changes, k) is not None})
@@ -175,7 +198,10 @@ class TablesMixin(ServicerBase):
         if p:
             raise invalid(p)
         self.check_scope(principal, merged.table_id, merged.owner)
-        self.check_allowed(merged)
+        if changes.owner is not None and changes.owner != current.owner:
+            catalog = self.store.catalog_get(current.catalog)  # the new owner must be admitted
+            if catalog is not None:
+                self.check_admitted(principal, catalog, merged.owner)
         rec = self.store.table_update(table_id, changes)
         if rec is None:
             raise not_found(request.table.name)

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from tms import strict
+from tms.jobs import locations
 
 MAX_STRING_LEN = 1024
 MAX_PATH_LEN = 4096
@@ -66,9 +67,13 @@ def string_map(p: Problems, field: str, value: Mapping[str, str]) -> None:
 
 
 def path(p: Problems, field: str, value: str) -> None:
+    """A location, parsed by the one normaliser (tms.jobs.locations)."""
     string(p, field, value, MAX_PATH_LEN)
-    if any(seg == ".." for seg in re.split(r"[/\\]", value)):
-        p.append((field, "must not contain '..' segments"))
+    if value:
+        try:
+            locations.parse(value)
+        except locations.LocationError as e:
+            p.append((field, str(e)))
 
 
 def timestamp(p: Problems, field: str, ts: Timestamp) -> datetime | None:

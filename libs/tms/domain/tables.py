@@ -19,7 +19,9 @@ class TableState(enum.StrEnum):
 
 @dataclass(frozen=True)
 class TableSpec:
-    """What a client registers: everything about a table except bookkeeping."""
+    """What a client registers: everything about a table except bookkeeping. The table lives
+    in ``catalog`` (a :class:`~tms.domain.Catalog` id) as ``namespace.table_name``, or, for
+    path-based formats (Hudi), at ``base_path``."""
 
     table_id: str
     format: str
@@ -27,7 +29,6 @@ class TableSpec:
     namespace: str = ""
     table_name: str = ""
     base_path: str = ""
-    catalog_properties: dict[str, str] = field(default_factory=dict)
     owner: str = ""
     queue: str = "default"
     priority: int = 0
@@ -50,7 +51,6 @@ class Table:
     namespace: str
     table_name: str
     base_path: str
-    catalog_properties: dict[str, str]
     owner: str
     queue: str
     priority: int
@@ -58,6 +58,10 @@ class Table:
     state: TableState
     created_at: datetime
     updated_at: datetime
+    # the real location as the catalog reported it and the checks accepted it ('' until
+    # first checked); one location, one table
+    location: str = ""
+    discovered: bool = False  # registered by catalog discovery
 
     @property
     def name(self) -> str:
@@ -101,7 +105,6 @@ class TableUpdate:
     queue: str | None = None
     priority: int | None = None
     policy: dict[str, str] | None = None
-    catalog_properties: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,13 @@ from typing import Any
 
 import structlog
 
+from tms import catalogs
+from tms.catalogs import CatalogCache
 from tms.domain import AttemptState, LeaseStatus, Operation, OperationState, Outcome
 from tms.engines.base import EngineResult, ExecutionEngine
 from tms.engines.profiles import EngineRouter
 from tms.executor.retry import RetryPolicy
-from tms.formats.base import TableFormatPlugin
+from tms.formats.base import CatalogUnreachable, TableFormatPlugin
 from tms.storage.roles import ExecutionStore
 from tms.telemetry import instruments
 from tms.tracing import context_from, tracer
@@ -49,6 +51,7 @@ class Executor:
         if lease_s < 3 * heartbeat_s:
             raise ValueError("lease_s must be at least 3 x heartbeat_s")
         self.store = store
+        self.catalogs = CatalogCache(store.catalog_get)
         self.formats = formats
         self.engine = engine
         self.executor_id = executor_id
@@ -186,13 +189,21 @@ class Executor:
         if plugin is None:
             return Outcome(OperationState.FAILED, error=f"no plugin for format {table.format!r}",
                            retryable=False)
+        catalog = self.catalogs.get(table.catalog)
+        if catalog is None:
+            return Outcome(OperationState.FAILED, retryable=False,
+                           error=f"catalogs/{table.catalog} does not exist")
         try:
-            job = plugin.build_job(table, op)
+            # secrets resolved here, at use (SecretError names the reference, not a value);
+            # the plugin checks the table's location against the catalog's allowed ones
+            job = plugin.build_job(table, catalogs.access(catalog), op)
             engine, capped = (self.engine.route(table) if isinstance(self.engine, EngineRouter)
                               else (self.engine, []))
         except ValueError as e:  # bad configuration: another attempt would fail the same way
             return Outcome(OperationState.FAILED, error=f"bad configuration: {e}"[:4000],
                            retryable=False)
+        except CatalogUnreachable as e:  # may pass: retried (the message is scrubbed)
+            return Outcome(OperationState.FAILED, error=str(e)[:4000])
         workdir = self.workdir / f"op-{op.id}-attempt-{op.lease.attempt}"
 
         def on_handle(handle: str) -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from tms.domain import Decision, JobSpec, Operation, Table, TableSpec
+from tms.domain import CatalogType, Decision, JobSpec, Operation, Table, TableSpec
 from tms.policy import validate_policy
 from tms.policy_types import PolicyKey, check_values
 
@@ -24,6 +24,11 @@ if TYPE_CHECKING:
 
 class TableNotInCatalog(LookupError):
     """The catalog does not hold the table (dropped, renamed, or never created)."""
+
+
+class CatalogUnreachable(ConnectionError):
+    """The catalog could not be asked (down, network, refused login). Transient as far as
+    TMS can tell; the message never carries a secret (see CatalogAccess.scrub)."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,8 @@ class TableFormatPlugin(abc.ABC):
         """Unknown and bad parameters of an operation of ``action``."""
         return check_values(self.action_params.get(action, {}), params, field,
                             f"unknown parameter of {action}")
+    # the catalog types this format's tables live in (empty: any)
+    catalog_types: tuple[CatalogType, ...] = ()
 
     def validate(self, spec: TableSpec) -> list[tuple[str, str]]:
         """Format-specific checks of a registration: (field path, problem) pairs."""
@@ -68,7 +75,8 @@ class TableFormatPlugin(abc.ABC):
         """The table's real location as its catalog reports it (Iceberg: the table
         metadata's ``location``; Hudi: the base path), unchecked: callers check it against
         the catalog's allowed locations with :mod:`tms.jobs.locations`. Raises
-        TableNotInCatalog when the catalog does not hold the table."""
+        TableNotInCatalog when the catalog does not hold the table, CatalogUnreachable when
+        the catalog cannot be asked."""
         raise NotImplementedError(f"format {self.name!r} cannot locate its tables")
 
     def discover(self, catalog: CatalogAccess) -> list[DiscoveredTable]:
@@ -76,8 +84,10 @@ class TableFormatPlugin(abc.ABC):
         raise NotImplementedError(f"format {self.name!r} cannot list a catalog's tables")
 
     @abc.abstractmethod
-    def inspect(self, table: Table) -> dict[str, Any]:
-        """Metrics read from the table's metadata only (never a Spark job)."""
+    def inspect(self, table: Table, catalog: CatalogAccess) -> dict[str, Any]:
+        """Metrics read from the table's metadata only (never a Spark job). Called after
+        :meth:`locate` and the location checks passed (``table.location`` is the checked
+        location)."""
 
     @abc.abstractmethod
     def evaluate(self, table: Table, metrics: Mapping[str, Any],
@@ -86,5 +96,7 @@ class TableFormatPlugin(abc.ABC):
         """One decision per action, each with a reason a person can read."""
 
     @abc.abstractmethod
-    def build_job(self, table: Table, operation: Operation) -> JobSpec:
-        """The job that carries out ``operation``."""
+    def build_job(self, table: Table, catalog: CatalogAccess, operation: Operation) -> JobSpec:
+        """The job that carries out ``operation``. It may touch only ``table.location``
+        inside ``catalog.allowed_locations``; a ValueError (tms.secrets.SecretError, a
+        LocationError) is bad configuration, never retried."""

@@ -15,13 +15,17 @@ import re
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from tms.domain import Decision, JobSpec, Operation, Table, TableSpec
-from tms.formats.base import TableFormatPlugin
+from tms.domain import CatalogType, Decision, JobSpec, Operation, Table, TableSpec
+from tms.formats.base import TableFormatPlugin, TableNotInCatalog
 from tms.formats.hudi_timeline import TimelineError, local_path, read_timeline
+from tms.jobs import locations
 from tms.policy_types import PolicyKey, boolean, by_key, choice, integer, text, zone, zone_of
+
+if TYPE_CHECKING:
+    from tms.catalogs import CatalogAccess
 
 DEFAULT_COMPACTION_DELTA_COMMITS = 5  # Hudi's hoodie.compact.inline.max.delta.commits
 DEFAULT_COMPACTION_DELTA_SECONDS = 3600  # Hudi's hoodie.compact.inline.max.delta.seconds
@@ -83,6 +87,7 @@ class HudiFormat(TableFormatPlugin):
     actions = ("compaction", "clustering", "clean")
     policy_keys = POLICY_KEYS
     action_params = PARAMS
+    catalog_types = (CatalogType.HADOOP,)  # path tables: the catalog gives storage and bounds
 
     def validate(self, spec: TableSpec) -> list[tuple[str, str]]:
         problems: list[tuple[str, str]] = []
@@ -96,8 +101,31 @@ class HudiFormat(TableFormatPlugin):
             problems.append(("table.table_name", "letters, digits, _ - (max 128)"))
         return problems
 
-    def inspect(self, table: Table) -> dict[str, Any]:
-        return read_timeline(table.base_path, zone_of(TIMEZONE.as_str(table.policy))).metrics()
+    def locate(self, table: Table, catalog: CatalogAccess) -> str:
+        """The base path, when it holds a Hudi table (``.hoodie/hoodie.properties``)."""
+        try:
+            props = local_path(table.base_path) / ".hoodie" / "hoodie.properties"
+        except TimelineError as e:
+            raise TableNotInCatalog(str(e)) from None
+        if not props.is_file():
+            raise TableNotInCatalog(f"no Hudi table at {table.base_path[:300]!r} "
+                                    "(.hoodie/hoodie.properties is missing)")
+        return table.base_path
+
+    def inspect(self, table: Table, catalog: CatalogAccess) -> dict[str, Any]:
+        return read_timeline(table.location or table.base_path,
+                             zone_of(TIMEZONE.as_str(table.policy))).metrics()
+
+    @staticmethod
+    def checked_base_path(table: Table, catalog: CatalogAccess) -> str:
+        """The base path with every symlink resolved, inside the catalog's allowed locations
+        and where the table was registered (LocationError / ValueError otherwise: a job must
+        never run on a directory a symlink swapped in since)."""
+        base = str(locations.check(table.base_path, catalog.allowed_locations))
+        if table.location and base != table.location:
+            raise ValueError(f"base path {table.base_path[:300]!r} now resolves to {base!r}, "
+                             f"not {table.location!r} where the table was checked")
+        return base
 
     def evaluate(self, table: Table, metrics: Mapping[str, Any],
                  last_runs: Mapping[str, Operation | None], now: datetime
@@ -108,9 +136,10 @@ class HudiFormat(TableFormatPlugin):
         return [Decision(action, run, reason, dict(metrics), params)
                 for action, (run, reason, params) in verdicts.items()]
 
-    def build_job(self, table: Table, operation: Operation) -> JobSpec:
+    def build_job(self, table: Table, catalog: CatalogAccess, operation: Operation) -> JobSpec:
+        base = self.checked_base_path(table, catalog)
         if operation.action == "clean":
-            return JobSpec(kind="jvm", app=CLEANER, args=("--target-base-path", table.base_path))
+            return JobSpec(kind="jvm", app=CLEANER, args=("--target-base-path", base))
         if operation.action not in ("compaction", "clustering"):
             raise ValueError(f"hudi has no action {operation.action!r}")
         mode = str(operation.work.params.get("mode", "scheduleAndExecute"))
@@ -122,7 +151,7 @@ class HudiFormat(TableFormatPlugin):
         name = re.sub(r"[^A-Za-z0-9_-]", "_", table.table_name
                       or str(operation.work.metrics.get("table_name") or "")
                       or PurePosixPath(urlsplit(table.base_path).path).name).lstrip("-")
-        args = ["--base-path", table.base_path, "--table-name", name, "--mode", mode]
+        args = ["--base-path", base, "--table-name", name, "--mode", mode]
         if mode == "execute":
             instant = str(operation.work.params.get("instant", ""))
             if not _INSTANT_RE.fullmatch(instant):

@@ -14,13 +14,18 @@ from datetime import datetime
 from importlib import resources
 from typing import Any
 
-from tms.domain import Decision, JobSpec, Operation, Table, TableSpec
-from tms.formats.base import TableFormatPlugin
+from tms.catalogs import CatalogAccess, PyicebergCatalogs, job_properties
+from tms.domain import CatalogType, Decision, JobSpec, Operation, Table, TableSpec
+from tms.formats.base import CatalogUnreachable, TableFormatPlugin, TableNotInCatalog
 from tms.formats.iceberg_params import PARAMS
 from tms.formats.iceberg_policy import RULES, K
+from tms.jobs import locations
 
 POLICY_KEYS = K
 DEFAULT_MIN_SMALL_FILES = K["compaction.min-small-files"].as_int({})
+# A table loaded to locate it serves the inspection that follows for this long (one catalog
+# round trip per decision, not two).
+RECENT_LOAD_S = 5.0
 _CATALOG_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 _IDENT_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,127}$")
 
@@ -34,10 +39,12 @@ class IcebergFormat(TableFormatPlugin):
     actions = tuple(RULES)
     policy_keys = K
     action_params = PARAMS
+    catalog_types = (CatalogType.SQL, CatalogType.JDBC, CatalogType.REST, CatalogType.HIVE,
+                     CatalogType.GLUE)
 
     def __init__(self) -> None:
-        self._catalogs: dict[tuple[str, tuple[tuple[str, str], ...]], Any] = {}
-        self._lock = threading.Lock()
+        self._catalogs = PyicebergCatalogs()
+        self._recent = threading.local()  # (key, loaded at, pyiceberg table) per thread
 
     # registration ---------------------------------------------------------------------------
     def validate(self, spec: TableSpec) -> list[tuple[str, str]]:
@@ -51,25 +58,42 @@ class IcebergFormat(TableFormatPlugin):
         if not _IDENT_RE.fullmatch(spec.table_name):
             problems.append(("table.table_name",
                              "required for iceberg: letters, digits, _ - (max 128)"))
-        if "type" not in spec.catalog_properties and "uri" not in spec.catalog_properties:
-            problems.append(("table.catalog_properties",
-                             "iceberg needs the catalog's 'type' or 'uri'"))
         return problems
 
+    # catalog --------------------------------------------------------------------------------
+    def _load(self, table: Table, catalog: CatalogAccess) -> Any:
+        """The pyiceberg table; TableNotInCatalog / CatalogUnreachable (secrets scrubbed)."""
+        from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+
+        ident = (*table.namespace.split("."), table.table_name)
+        try:
+            tbl = self._catalogs.get(catalog).load_table(ident)
+        except (NoSuchTableError, NoSuchNamespaceError) as e:
+            raise TableNotInCatalog(catalog.scrub(str(e))[:500]) from None
+        except ValueError:  # CatalogUnsupported and the like: bad configuration
+            raise
+        except Exception as e:  # the catalog or its storage could not be asked
+            raise CatalogUnreachable(
+                catalog.scrub(f"catalog {catalog.catalog_id}: {type(e).__name__}: {e}")[:1000]
+            ) from None
+        self._recent.entry = ((catalog.fingerprint(), ident), time.monotonic(), tbl)
+        return tbl
+
+    def _loaded(self, table: Table, catalog: CatalogAccess) -> Any:
+        """The table :meth:`locate` just loaded on this thread, else a fresh load."""
+        entry = getattr(self._recent, "entry", None)
+        self._recent.entry = None
+        key = (catalog.fingerprint(), (*table.namespace.split("."), table.table_name))
+        if entry is not None and entry[0] == key and time.monotonic() - entry[1] < RECENT_LOAD_S:
+            return entry[2]
+        return self._load(table, catalog)
+
+    def locate(self, table: Table, catalog: CatalogAccess) -> str:
+        return str(self._load(table, catalog).metadata.location)
+
     # inspection -----------------------------------------------------------------------------
-    def _catalog(self, table: Table) -> Any:
-        from pyiceberg.catalog import load_catalog
-
-        key = (table.catalog, tuple(sorted(table.catalog_properties.items())))
-        with self._lock:
-            cat = self._catalogs.get(key)
-            if cat is None:
-                cat = load_catalog(table.catalog, **table.catalog_properties)
-                self._catalogs[key] = cat
-            return cat
-
-    def inspect(self, table: Table) -> dict[str, Any]:
-        tbl = self._catalog(table).load_table((*table.namespace.split("."), table.table_name))
+    def inspect(self, table: Table, catalog: CatalogAccess) -> dict[str, Any]:
+        tbl = self._loaded(table, catalog)
         snap = tbl.current_snapshot()
         small_limit = K["compaction.small-file-bytes"].as_int(table.policy)
         min_small = K["compaction.min-small-files"].as_int(table.policy)
@@ -115,11 +139,24 @@ class IcebergFormat(TableFormatPlugin):
                 for action, rule in RULES.items()]
 
     # execution ------------------------------------------------------------------------------
-    def build_job(self, table: Table, operation: Operation) -> JobSpec:
+    def build_job(self, table: Table, catalog: CatalogAccess, operation: Operation) -> JobSpec:
+        """The job's spec names the checked location and the catalog's allowed locations:
+        the job checks the location it reads from the catalog again before it touches
+        storage. A location never checked yet (a table not inspected since it was migrated)
+        is read from the catalog here."""
+        raw = table.location
+        if not raw:
+            try:
+                raw = self.locate(table, catalog)
+            except TableNotInCatalog as e:
+                raise ValueError(f"the catalog no longer holds the table: {e}") from None
+        location = str(locations.check(raw, catalog.allowed_locations))
         return JobSpec(kind="pyspark", app=_job_app(), spec={
-            "catalog_name": table.catalog,
-            "catalog_properties": dict(table.catalog_properties),
+            "catalog_name": catalog.catalog_id,
+            "catalog_properties": job_properties(catalog),
             "table": f"{table.namespace}.{table.table_name}",
             "action": operation.action,
             "options": {k: str(v) for k, v in operation.work.params.items()},
+            "location": location,
+            "allowed_locations": list(catalog.allowed_locations),
         })

@@ -9,7 +9,7 @@ from typing import Any
 import pyarrow as pa
 
 
-def catalog_properties(pg_dsn: str, warehouse: str) -> dict[str, str]:
+def sql_catalog_properties(pg_dsn: str, warehouse: str) -> dict[str, str]:
     """pyiceberg SqlCatalog properties for a libpq-style DSN (postgresql://user@host:port/db)."""
     uri = pg_dsn.replace("postgresql://", "postgresql+psycopg://", 1)
     return {"type": "sql", "uri": uri, "warehouse": warehouse}

@@ -1,5 +1,11 @@
-"""How a scheduler decides for one table: inspect it, evaluate its policy, queue what should
-run (with the table's priority, attempts and trace), and say when to look again."""
+"""How a scheduler decides for one table: find it in its catalog and check where it lives,
+inspect it, evaluate its policy, queue what should run (with the table's priority, attempts
+and trace), and say when to look again.
+
+The location is read from the catalog at every decision and checked again (symlinks
+resolved) against the catalog's allowed locations and every other table's location: a table
+whose catalog now puts it somewhere it may not be gets no operations, and its decision says
+why."""
 
 from __future__ import annotations
 
@@ -10,9 +16,12 @@ from typing import Any
 
 import structlog
 
+from tms import catalogs
+from tms.catalogs import CatalogAccess, CatalogCache
 from tms.coordination import Coordinator
 from tms.domain import Decision, Operation, Table
-from tms.formats.base import TableFormatPlugin
+from tms.formats.base import TableFormatPlugin, TableNotInCatalog
+from tms.jobs import locations
 from tms.policy import DEFAULT_MAX_ATTEMPTS, max_attempts, pull_interval_s
 from tms.storage.roles import DecisionStore, EnqueueParams
 from tms.telemetry import instruments
@@ -34,6 +43,11 @@ class ZooKeeperLost(RuntimeError):
     """The scheduler no longer holds its ZooKeeper session, so no longer its shards."""
 
 
+class NotUsable(Exception):
+    """The table may not be maintained as things stand (its catalog is gone or cannot be
+    opened, no longer holds it, or puts it where it may not be); the message says why."""
+
+
 class DecisionMaker:
     """The per-table part of the scheduler; the loop around it picks the tables."""
 
@@ -43,6 +57,46 @@ class DecisionMaker:
     queue_priorities: dict[str, int]
     max_attempts_by_action: dict[str, int]
     pull_interval_s: float
+    catalogs: CatalogCache
+
+    def _located(self, table: Table, plugin: TableFormatPlugin
+                 ) -> tuple[Table, CatalogAccess]:
+        """The table with its location read anew from its catalog and checked, and the
+        catalog opened. NotUsable says why not; CatalogUnreachable passes (a transient
+        failure, retried as a failed inspection)."""
+        catalog = self.catalogs.get(table.catalog)
+        if catalog is None:
+            raise NotUsable(f"catalogs/{table.catalog} does not exist")
+        try:
+            access = catalogs.access(catalog)
+        except ValueError as e:  # SecretError: names the reference, never the value
+            raise NotUsable(f"{catalog.name} cannot be opened: {e}") from None
+        try:
+            raw = plugin.locate(table, access)
+        except TableNotInCatalog as e:
+            raise NotUsable(f"{catalog.name} no longer holds the table: {e}") from None
+        except NotImplementedError as e:
+            raise NotUsable(str(e)) from None
+        try:
+            where = str(locations.check(raw, access.allowed_locations))
+        except locations.LocationError as e:
+            raise NotUsable(f"location refused for {catalog.name}: {access.scrub(str(e))}"
+                            ) from None
+        if where != table.location:
+            other = self.store.table_set_location(table.pk, where)
+            if other is not None:
+                raise NotUsable(f"location {where} overlaps tables/{other}'s: two "
+                                "registrations of one physical table; deregister one")
+            log.info("table location checked", table=table.table_id, location=where,
+                     previous=table.location or None)
+            table = replace(table, location=where)
+        return table, access
+
+    def _no_operations(self, plugin: TableFormatPlugin, reason: str, outcome: str
+                       ) -> list[tuple[Decision, int | None]]:
+        for a in plugin.actions:
+            instruments().decisions.add(1, {"action": a, "outcome": outcome})
+        return [(Decision(a, False, reason[:2000]), None) for a in plugin.actions]
 
     def _evaluate(self, table: Table, now: datetime,
                   last_runs: Mapping[str, Operation]
@@ -55,14 +109,16 @@ class DecisionMaker:
             bound.error("no plugin for format", format=table.format)
             return [], INSPECT_FAILURE_RETRY_S
         try:
-            metrics = plugin.inspect(table)
-        except Exception as e:
+            table, catalog = self._located(table, plugin)
+            metrics = plugin.inspect(table, catalog)
+        except NotUsable as e:
+            bound.warning("table not usable", reason=str(e))
+            return (self._no_operations(plugin, f"no operations: {e}", "not_usable"),
+                    INSPECT_FAILURE_RETRY_S)
+        except Exception as e:  # CatalogUnreachable (scrubbed) or a metadata read
             bound.warning("inspection failed", error=str(e))
-            failed = Decision("", False, f"inspection failed: {e}"[:2000])
-            for a in plugin.actions:
-                instruments().decisions.add(1, {"action": a, "outcome": "inspection_failed"})
-            return [(replace(failed, action=a), None) for a in plugin.actions], \
-                INSPECT_FAILURE_RETRY_S
+            return (self._no_operations(plugin, f"inspection failed: {e}", "inspection_failed"),
+                    INSPECT_FAILURE_RETRY_S)
         try:
             decisions = plugin.evaluate(table, metrics, dict(last_runs), now)
         except Exception as e:  # e.g. a stored policy value that no longer parses

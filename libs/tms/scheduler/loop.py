@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 
 import structlog
 
+from tms.catalogs import CatalogCache
 from tms.coordination import NUM_SHARDS, Coordinator
 from tms.domain import Decision, TableState
 from tms.formats.base import TableFormatPlugin
@@ -51,6 +52,7 @@ class Scheduler(DecisionMaker):
                  clock: Callable[[], float] = time.monotonic,
                  now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self.store = store
+        self.catalogs = CatalogCache(store.catalog_get)
         self.coordinator = coordinator
         self.formats = formats
         self.scheduler_id = scheduler_id

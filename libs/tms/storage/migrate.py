@@ -39,8 +39,10 @@ def load_migrations() -> list[Migration]:
     return out
 
 
-def migrate(dsn: str) -> list[Migration]:
-    """Apply pending migrations; return the ones applied (empty when already current)."""
+def migrate(dsn: str, up_to: int | None = None) -> list[Migration]:
+    """Apply pending migrations (those numbered at most ``up_to`` when given: tests of a
+    migration start from the schema before it); return the ones applied (empty when
+    already current)."""
     applied: list[Migration] = []
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(q("meta_advisory_lock"), {"key": MIGRATION_LOCK_KEY})
@@ -48,7 +50,7 @@ def migrate(dsn: str) -> list[Migration]:
             conn.execute(q("meta_create_migrations_table"))
             done = {r[0] for r in conn.execute(q("meta_applied_migrations"))}
             for mig in load_migrations():
-                if mig.version in done:
+                if mig.version in done or (up_to is not None and mig.version > up_to):
                     continue
                 with conn.transaction():
                     conn.execute(mig.sql.encode())

@@ -52,6 +52,17 @@ class TableGone(LookupError):
     """The table was deregistered while something was being written for it."""
 
 
+class DuplicateTable(Exception):
+    """Another registration holds the same physical table: the same catalog and identifier
+    (``what`` = "identifier"), or a location equal to, inside or containing this one's
+    ("location")."""
+
+    def __init__(self, table_id: str, what: str) -> None:
+        super().__init__(f"tables/{table_id} is the same table ({what})")
+        self.table_id = table_id
+        self.what = what
+
+
 @dataclass(frozen=True)
 class TableListParams:
     after: str = ""  # table_id to continue after (keyset pagination)
@@ -60,6 +71,7 @@ class TableListParams:
     state: TableState | None = None
     owner: str | None = None
     queue: str | None = None
+    catalog: str | None = None
 
 
 @dataclass(frozen=True)
@@ -121,8 +133,12 @@ class CatalogStore(Protocol):
 
 
 class TableStore(Protocol):
-    def table_register(self, spec: TableSpec) -> TableView | None:
-        """Insert; None when table_id is taken."""
+    def table_register(self, spec: TableSpec, location: str = "",
+                       discovered: bool = False) -> TableView | None:
+        """Insert with its checked location; None when table_id is taken, DuplicateTable
+        when another registration holds the same physical table."""
+
+    def catalog_get(self, catalog_id: str) -> Catalog | None: ...
 
     def table_get(self, table_id: str) -> TableView | None: ...
 
@@ -179,6 +195,13 @@ class DecisionStore(Protocol):
     def commits_mark_dirty(self, table_pk: int, traceparent: str | None = None) -> None:
         """Put the mark back (a decision failed before it could see the commits)."""
 
+    def catalog_get(self, catalog_id: str) -> Catalog | None:
+        """The catalog a due table lives in (its secrets as references)."""
+
+    def table_set_location(self, table_pk: int, location: str) -> str | None:
+        """Store the location read anew from the table's catalog; the id of another table
+        whose location overlaps it (nothing stored then), else None."""
+
     def operation_last_succeeded(self, table_pks: Sequence[int]
                                  ) -> dict[int, dict[str, Operation]]:
         """For each table, the last SUCCEEDED operation of each action."""
@@ -199,6 +222,9 @@ class ExecutionStore(Protocol):
         limit, now RUNNING under this owner's lease as a new attempt; None if there is none."""
 
     def table_get_settings(self, table_pk: int) -> Table | None: ...
+
+    def catalog_get(self, catalog_id: str) -> Catalog | None:
+        """The catalog the operation's table lives in (its secrets as references)."""
 
     def operation_renew_lease(self, op: Operation, owner: str, lease_s: float
                               ) -> LeaseStatus: ...
@@ -245,7 +271,8 @@ class SchedulerStore(DecisionStore, MaintenanceStore, Protocol):
 
 
 __all__ = [
-    "ApiStore", "CatalogStore", "DecisionStore", "EnqueueParams", "ExecutionStore", "IntakeStore",
-    "MaintenanceStore", "OperationListParams", "OperationStore", "RequestRecord",
-    "SchedulerStore", "TableGone", "TableListParams", "TableStore",
+    "ApiStore", "CatalogStore", "DecisionStore", "DuplicateTable", "EnqueueParams",
+    "ExecutionStore", "IntakeStore", "MaintenanceStore", "OperationListParams",
+    "OperationStore", "RequestRecord", "SchedulerStore", "TableGone", "TableListParams",
+    "TableStore",
 ]

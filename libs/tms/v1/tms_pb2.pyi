@@ -143,7 +143,7 @@ class DeleteCatalogRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class Table(_message.Message):
-    __slots__ = ("name", "format", "catalog", "namespace", "table_name", "base_path", "catalog_properties", "owner", "queue", "priority", "policy", "state", "last_commit_id", "last_commit_time", "commit_count", "create_time", "update_time", "location", "discovered")
+    __slots__ = ("name", "format", "catalog", "namespace", "table_name", "base_path", "owner", "queue", "priority", "policy", "state", "last_commit_id", "last_commit_time", "commit_count", "create_time", "update_time", "location", "discovered")
     class State(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         STATE_UNSPECIFIED: _ClassVar[Table.State]
@@ -154,13 +154,6 @@ class Table(_message.Message):
     ACTIVE: Table.State
     PAUSED: Table.State
     MISSING: Table.State
-    class CatalogPropertiesEntry(_message.Message):
-        __slots__ = ("key", "value")
-        KEY_FIELD_NUMBER: _ClassVar[int]
-        VALUE_FIELD_NUMBER: _ClassVar[int]
-        key: str
-        value: str
-        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     class PolicyEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -174,7 +167,6 @@ class Table(_message.Message):
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     TABLE_NAME_FIELD_NUMBER: _ClassVar[int]
     BASE_PATH_FIELD_NUMBER: _ClassVar[int]
-    CATALOG_PROPERTIES_FIELD_NUMBER: _ClassVar[int]
     OWNER_FIELD_NUMBER: _ClassVar[int]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
@@ -193,7 +185,6 @@ class Table(_message.Message):
     namespace: str
     table_name: str
     base_path: str
-    catalog_properties: _containers.ScalarMap[str, str]
     owner: str
     queue: str
     priority: int
@@ -206,7 +197,7 @@ class Table(_message.Message):
     update_time: _timestamp_pb2.Timestamp
     location: str
     discovered: bool
-    def __init__(self, name: _Optional[str] = ..., format: _Optional[str] = ..., catalog: _Optional[str] = ..., namespace: _Optional[str] = ..., table_name: _Optional[str] = ..., base_path: _Optional[str] = ..., catalog_properties: _Optional[_Mapping[str, str]] = ..., owner: _Optional[str] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., policy: _Optional[_Mapping[str, str]] = ..., state: _Optional[_Union[Table.State, str]] = ..., last_commit_id: _Optional[str] = ..., last_commit_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., commit_count: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., location: _Optional[str] = ..., discovered: _Optional[bool] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., format: _Optional[str] = ..., catalog: _Optional[str] = ..., namespace: _Optional[str] = ..., table_name: _Optional[str] = ..., base_path: _Optional[str] = ..., owner: _Optional[str] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., policy: _Optional[_Mapping[str, str]] = ..., state: _Optional[_Union[Table.State, str]] = ..., last_commit_id: _Optional[str] = ..., last_commit_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., commit_count: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., location: _Optional[str] = ..., discovered: _Optional[bool] = ...) -> None: ...
 
 class RegisterTableRequest(_message.Message):
     __slots__ = ("table_id", "table", "request_id")

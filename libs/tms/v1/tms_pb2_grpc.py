@@ -235,21 +235,22 @@ class TableManagementServiceServicer:
 
     def DeregisterTable(self, request, context):
         """Removes a table, its commit events and its operation history. FAILED_PRECONDITION while an
-        operation runs, unless force. Role: admin.
+        operation runs, unless force. Role: admin, or owner for its tables.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def PauseTable(self, request, context):
-        """A paused table gets no new operations (queued ones stay queued). Role: admin.
+        """A paused table gets no new operations (queued ones stay queued). Role: admin, or owner
+        for its tables.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ResumeTable(self, request, context):
-        """Resumes a paused table and checks it at once. Role: admin.
+        """Resumes a paused table and checks it at once. Role: admin, or owner for its tables.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -289,7 +290,8 @@ class TableManagementServiceServicer:
 
     def CancelOperation(self, request, context):
         """QUEUED: cancelled at once. RUNNING: cancel is requested, the executor stops the job and the
-        operation ends CANCELLED. Finished: FAILED_PRECONDITION. Role: admin.
+        operation ends CANCELLED. Finished: FAILED_PRECONDITION. Role: admin, or owner for its
+        tables.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -298,7 +300,7 @@ class TableManagementServiceServicer:
     def RetryOperation(self, request, context):
         """Queues a new operation repeating a FAILED or CANCELLED one (trigger "retry").
         ALREADY_EXISTS naming the active operation if the table already has one for that action.
-        Role: admin.
+        Role: admin, or owner for its tables.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -306,7 +308,8 @@ class TableManagementServiceServicer:
 
     def TriggerOperation(self, request, context):
         """Queues an action on a table now, bypassing its policy (trigger "manual"). ALREADY_EXISTS
-        naming the active operation if one exists for that action. Role: admin.
+        naming the active operation if one exists for that action. Role: admin, or owner for its
+        tables.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

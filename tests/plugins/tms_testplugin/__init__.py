@@ -1,8 +1,10 @@
 """A third-party table-format plugin, as another team would ship it: TMS finds it through the
 ``tms.formats`` entry point declared in its dist-info, with no change to TMS.
 
-Its inspection costs nothing (the "file count" is a catalog property), which also makes it the
-constant-time inspector for scheduler tests and benchmarks.
+Its inspection costs nothing (the "file count" is the table's policy key ``constant.files``),
+which also makes it the constant-time inspector for scheduler tests and benchmarks. Its tables
+live in any catalog, at ``<the catalog's first allowed location>/<namespace>/<table_name>``
+(or their base path); nothing is read there.
 """
 
 from __future__ import annotations
@@ -11,10 +13,12 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from tms.catalogs import CatalogAccess
 from tms.domain import Decision, JobSpec, Operation, Table, TableSpec
-from tms.formats.base import TableFormatPlugin
+from tms.formats.base import TableFormatPlugin, TableNotInCatalog
 
 THRESHOLD_FILES = 10
+FILES_KEY = "constant.files"
 
 
 class ConstantFormat(TableFormatPlugin):
@@ -22,12 +26,21 @@ class ConstantFormat(TableFormatPlugin):
     actions = ("compaction",)
 
     def validate(self, spec: TableSpec) -> list[tuple[str, str]]:
-        if not spec.catalog_properties.get("files", "").isdigit():
-            return [("table.catalog_properties[files]", "an integer file count is required")]
+        raw = spec.policy.get(FILES_KEY, "")
+        if not (raw.isascii() and raw.isdigit() and len(raw) <= 9):
+            return [(f"table.policy[{FILES_KEY}]", "an integer file count is required")]
         return []
 
-    def inspect(self, table: Table) -> dict[str, Any]:
-        return {"files": int(table.catalog_properties["files"])}
+    def locate(self, table: Table, catalog: CatalogAccess) -> str:
+        if table.base_path:
+            return table.base_path
+        if not catalog.allowed_locations:
+            raise TableNotInCatalog(f"catalog {catalog.catalog_id} has no allowed locations")
+        root = catalog.allowed_locations[0].rstrip("/")
+        return f"{root}/{table.namespace or 'default'}/{table.table_name}"
+
+    def inspect(self, table: Table, catalog: CatalogAccess) -> dict[str, Any]:
+        return {"files": int(table.policy[FILES_KEY])}
 
     def evaluate(self, table: Table, metrics: Mapping[str, Any],
                  last_runs: Mapping[str, Operation | None], now: datetime
@@ -36,5 +49,5 @@ class ConstantFormat(TableFormatPlugin):
         return [Decision("compaction", files >= THRESHOLD_FILES,
                          f"{files} files (threshold {THRESHOLD_FILES})", dict(metrics))]
 
-    def build_job(self, table: Table, operation: Operation) -> JobSpec:
+    def build_job(self, table: Table, catalog: CatalogAccess, operation: Operation) -> JobSpec:
         return JobSpec(kind="pyspark", app="constant_job.py", spec={"table": table.table_id})

@@ -12,10 +12,11 @@ from tms.domain import CommitEvent, Table, TableSpec, TableState, TableUpdate, T
 from tms.storage.postgres import rows
 from tms.storage.postgres.db import Db
 from tms.storage.queries import q
-from tms.storage.roles import RequestRecord, TableListParams
+from tms.storage.roles import DuplicateTable, RequestRecord, TableListParams
 
 REQUEST_CLAIM_TRIES = 3
-_UPDATABLE = ("owner", "queue", "priority", "policy", "catalog_properties")
+LOCATION_LOCK_KEY = 0x746D735F6C6F63  # "tms_loc": registrations that compare locations
+_UPDATABLE = ("owner", "queue", "priority", "policy")
 
 
 class TablesMixin(Db):
@@ -25,11 +26,27 @@ class TablesMixin(Db):
         found = self._one("table_get_by_pk", {"pk": row["id"]})
         return rows.table_view(found) if found else None
 
-    def table_register(self, spec: TableSpec) -> TableView | None:
+    def _after_location_lock(self, name: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Run ``name`` in a transaction that first takes the location lock, so its
+        comparison with the other tables sees every registration committed before it."""
+        with self._pool.connection() as conn, conn.transaction():
+            conn.execute(q("table_lock_locations"), {"key": LOCATION_LOCK_KEY})
+            row: dict[str, Any] = conn.execute(q(name), params).fetchone()  # type: ignore[assignment]
+        return row
+
+    def table_register(self, spec: TableSpec, location: str = "",
+                       discovered: bool = False) -> TableView | None:
         params = asdict(spec)
-        params["catalog_properties"] = Jsonb(spec.catalog_properties)
-        params["policy"] = Jsonb(spec.policy)
-        return self._view_of(self._one("table_insert", params))
+        params.update(policy=Jsonb(spec.policy), location=location, discovered=discovered)
+        row = self._after_location_lock("table_insert", params)
+        if row["clash_table"] is not None:
+            raise DuplicateTable(row["clash_table"], row["clash_what"])
+        return self._view_of(row if row["id"] is not None else None)
+
+    def table_set_location(self, table_pk: int, location: str) -> str | None:
+        row = self._after_location_lock("table_set_location",
+                                        {"pk": table_pk, "location": location})
+        return row["clash_table"]  # type: ignore[no-any-return]
 
     def table_get(self, table_id: str) -> TableView | None:
         row = self._one("table_get", {"table_id": table_id})
@@ -43,7 +60,7 @@ class TablesMixin(Db):
         found = self._all("table_list", {
             "after": params.after, "limit": params.limit, "format": params.format,
             "state": params.state.value if params.state else None, "owner": params.owner,
-            "queue": params.queue})
+            "queue": params.queue, "catalog": params.catalog})
         return [rows.table_view(r) for r in found]
 
     def table_owners(self, table_ids: Sequence[str]) -> dict[str, str]:

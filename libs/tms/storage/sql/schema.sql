@@ -297,11 +297,10 @@ CREATE TABLE public.tms_tables (
     id bigint NOT NULL,
     table_id text NOT NULL,
     format text NOT NULL,
-    catalog text DEFAULT ''::text NOT NULL,
+    catalog text NOT NULL,
     namespace text DEFAULT ''::text NOT NULL,
     table_name text DEFAULT ''::text NOT NULL,
     base_path text DEFAULT ''::text NOT NULL,
-    catalog_properties jsonb DEFAULT '{}'::jsonb NOT NULL,
     owner text DEFAULT ''::text NOT NULL,
     queue text DEFAULT 'default'::text NOT NULL,
     priority integer DEFAULT 0 NOT NULL,
@@ -347,7 +346,6 @@ CREATE VIEW public.tms_tables_view AS
     t.namespace,
     t.table_name,
     t.base_path,
-    t.catalog_properties,
     t.owner,
     t.queue,
     t.priority,
@@ -359,6 +357,8 @@ CREATE VIEW public.tms_tables_view AS
     t.pruned_commits,
     t.pruned_last_commit_id,
     t.pruned_last_commit_time,
+    t.location,
+    t.discovered,
     (t.pruned_commits + c.n) AS commit_count,
     COALESCE(l.commit_id, t.pruned_last_commit_id) AS last_commit_id,
     COALESCE(l.at, t.pruned_last_commit_time) AS last_commit_time
@@ -536,6 +536,18 @@ CREATE INDEX tms_requests_age ON public.tms_requests USING btree (created_at);
 CREATE INDEX tms_tables_due ON public.tms_tables USING btree (next_check_at) WHERE (state = 'ACTIVE'::public.tms_table_state);
 
 --
+-- Name: tms_tables_identifier; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE UNIQUE INDEX tms_tables_identifier ON public.tms_tables USING btree (catalog, namespace, table_name) WHERE ((table_name <> ''::text) AND (base_path = ''::text));
+
+--
+-- Name: tms_tables_location; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE UNIQUE INDEX tms_tables_location ON public.tms_tables USING btree (location) WHERE (location <> ''::text);
+
+--
 -- Name: tms_tables_owner; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -575,6 +587,13 @@ ALTER TABLE ONLY public.tms_operations
 
 ALTER TABLE ONLY public.tms_operations
     ADD CONSTRAINT tms_operations_table_pk_fkey FOREIGN KEY (table_pk) REFERENCES public.tms_tables(id) ON DELETE CASCADE;
+
+--
+-- Name: tms_tables tms_tables_catalog_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.tms_tables
+    ADD CONSTRAINT tms_tables_catalog_fkey FOREIGN KEY (catalog) REFERENCES public.tms_catalogs(catalog_id) ON DELETE RESTRICT;
 
 --
 -- PostgreSQL database dump complete

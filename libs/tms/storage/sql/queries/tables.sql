@@ -2,13 +2,64 @@
 -- A table's statistics (commit count, last commit) come from tms_tables_view, so the intake
 -- path never has to update a table's row.
 
+-- name: table_lock_locations
+-- Serialises the writes that compare a table with every other one (registration, a location
+-- the scheduler read anew): taken first in their transaction, so the comparison that
+-- follows sees every registration committed before it.
+SELECT pg_advisory_xact_lock(%(key)s);
+
 -- name: table_insert
-INSERT INTO tms_tables (table_id, format, catalog, namespace, table_name, base_path,
-                        catalog_properties, owner, queue, priority, policy)
-VALUES (%(table_id)s, %(format)s, %(catalog)s, %(namespace)s, %(table_name)s, %(base_path)s,
-        %(catalog_properties)s, %(owner)s, %(queue)s, %(priority)s, %(policy)s)
-ON CONFLICT (table_id) DO NOTHING
-RETURNING id;
+-- One physical table, one registration: refused (clash_table names the other) when another
+-- table has the same catalog and identifier, or a location equal to, inside or containing
+-- this one (orphan-file removal of one would delete the other's files). Run after
+-- table_lock_locations in the same transaction; the unique indexes are the last guard.
+WITH clash AS (
+    SELECT t.table_id,
+           CASE WHEN t.location <> '' AND %(location)s <> ''
+                     AND (t.location = %(location)s
+                          OR starts_with(t.location, rtrim(%(location)s, '/') || '/')
+                          OR starts_with(%(location)s, rtrim(t.location, '/') || '/'))
+                THEN 'location' ELSE 'identifier' END AS what
+    FROM tms_tables t
+    WHERE (%(base_path)s = '' AND %(table_name)s <> '' AND t.base_path = ''
+           AND t.catalog = %(catalog)s AND t.namespace = %(namespace)s
+           AND t.table_name = %(table_name)s)
+       OR (t.location <> '' AND %(location)s <> ''
+           AND (t.location = %(location)s
+                OR starts_with(t.location, rtrim(%(location)s, '/') || '/')
+                OR starts_with(%(location)s, rtrim(t.location, '/') || '/')))
+    ORDER BY t.table_id
+    LIMIT 1
+), ins AS (
+    INSERT INTO tms_tables (table_id, format, catalog, namespace, table_name, base_path,
+                            owner, queue, priority, policy, location, discovered)
+    SELECT %(table_id)s, %(format)s, %(catalog)s, %(namespace)s, %(table_name)s,
+           %(base_path)s, %(owner)s, %(queue)s, %(priority)s, %(policy)s, %(location)s,
+           %(discovered)s
+    WHERE NOT EXISTS (SELECT 1 FROM clash)
+    ON CONFLICT (table_id) DO NOTHING
+    RETURNING id
+)
+SELECT (SELECT id FROM ins) AS id, (SELECT table_id FROM clash) AS clash_table,
+       (SELECT what FROM clash) AS clash_what;
+
+-- name: table_set_location
+-- The location the scheduler read anew from the table's catalog (and checked); refused, with
+-- the other table named, when it overlaps another table's. After table_lock_locations.
+WITH clash AS (
+    SELECT t.table_id FROM tms_tables t
+    WHERE t.id <> %(pk)s AND t.location <> ''
+      AND (t.location = %(location)s
+           OR starts_with(t.location, rtrim(%(location)s, '/') || '/')
+           OR starts_with(%(location)s, rtrim(t.location, '/') || '/'))
+    ORDER BY t.table_id
+    LIMIT 1
+), upd AS (
+    UPDATE tms_tables SET location = %(location)s, updated_at = now()
+    WHERE id = %(pk)s AND NOT EXISTS (SELECT 1 FROM clash)
+    RETURNING id
+)
+SELECT (SELECT id FROM upd) AS id, (SELECT table_id FROM clash) AS clash_table;
 
 -- name: table_get
 SELECT * FROM tms_tables_view WHERE table_id = %(table_id)s;
@@ -27,6 +78,7 @@ WHERE table_id > %(after)s
   AND (%(state)s::tms_table_state IS NULL OR state = %(state)s::tms_table_state)
   AND (%(owner)s::text IS NULL OR owner = %(owner)s)
   AND (%(queue)s::text IS NULL OR queue = %(queue)s)
+  AND (%(catalog)s::text IS NULL OR catalog = %(catalog)s)
 ORDER BY table_id
 LIMIT %(limit)s;
 
@@ -40,8 +92,6 @@ SET owner = CASE WHEN %(set_owner)s THEN %(owner)s ELSE owner END,
     queue = CASE WHEN %(set_queue)s THEN %(queue)s ELSE queue END,
     priority = CASE WHEN %(set_priority)s THEN %(priority)s ELSE priority END,
     policy = CASE WHEN %(set_policy)s THEN %(policy)s ELSE policy END,
-    catalog_properties = CASE WHEN %(set_catalog_properties)s THEN %(catalog_properties)s
-                              ELSE catalog_properties END,
     -- a new policy deserves a fresh decision
     next_check_at = CASE WHEN %(set_policy)s THEN now() ELSE next_check_at END,
     updated_at = now()

@@ -1,0 +1,102 @@
+"""What a registration must pass beyond the request's shape: the catalog exists and suits the
+format, it admits the caller, it really holds the table, and the table's real location (read
+from the catalog, never from the request) lies inside the catalog's allowed locations and the
+API's outer bound. Table owners are not trusted: each check stands on its own.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import grpc
+
+from tms import catalogs
+from tms.api.auth import Principal, permission_denied
+from tms.api.base import ServicerBase, log
+from tms.api.errors import ApiError, invalid, not_found, unavailable
+from tms.domain import Catalog, Table, TableSpec, TableState
+from tms.formats.base import CatalogUnreachable, TableNotInCatalog
+from tms.jobs import locations
+from tms.secrets import SecretError
+
+
+def table_of(spec: TableSpec, location: str = "") -> Table:
+    """The table a spec describes, before it has a row (for the plugin's locate)."""
+    now = datetime.now(UTC)
+    return Table(pk=0, table_id=spec.table_id, format=spec.format, catalog=spec.catalog,
+                 namespace=spec.namespace, table_name=spec.table_name,
+                 base_path=spec.base_path, owner=spec.owner, queue=spec.queue,
+                 priority=spec.priority, policy=dict(spec.policy), state=TableState.ACTIVE,
+                 created_at=now, updated_at=now, location=location)
+
+
+def identifier(spec: TableSpec) -> str:
+    return spec.base_path or f"{spec.namespace}.{spec.table_name}"
+
+
+class RegistrationMixin(ServicerBase):
+    def catalog_for(self, spec: TableSpec, principal: Principal) -> Catalog:
+        """The table's catalog: NOT_FOUND if unknown, INVALID_ARGUMENT if its type does not
+        suit the format, PERMISSION_DENIED if it does not admit the caller."""
+        name = f"catalogs/{spec.catalog}"
+        catalog = self.store.catalog_get(spec.catalog)
+        if catalog is None:
+            raise not_found(name)
+        plugin = self.formats[spec.format]
+        if plugin.catalog_types and catalog.spec.type not in plugin.catalog_types:
+            kinds = ", ".join(t.value for t in plugin.catalog_types)
+            raise invalid([("table.catalog", f"{name} is a {catalog.spec.type.value} catalog; "
+                                             f"{spec.format} tables live in: {kinds}")])
+        self.check_admitted(principal, catalog, spec.owner)
+        return catalog
+
+    @staticmethod
+    def check_admitted(principal: Principal, catalog: Catalog, owner: str) -> None:
+        """Admin always; otherwise the catalog must name the token (allowed_tokens), or the
+        table's owner (allowed_owners) when that owner is in the token's own owner scope."""
+        if principal.admin or principal.name in catalog.spec.allowed_tokens:
+            return
+        if owner and owner in catalog.spec.allowed_owners and owner in principal.owners:
+            return
+        raise permission_denied(
+            f"token {principal.name!r} may not register tables for owner {owner[:80]!r} in "
+            f"{catalog.name}: the catalog admits neither (allowed_owners / allowed_tokens)",
+            catalog=catalog.name)
+
+    def locate_checked(self, spec: TableSpec, catalog: Catalog) -> str:
+        """The table's real location from its catalog, checked (symlinks resolved) against
+        the catalog's allowed locations and the API's --allowed-locations."""
+        plugin = self.formats[spec.format]
+        try:
+            access = catalogs.access(catalog)
+        except SecretError as e:  # names the reference, never a value
+            raise ApiError(grpc.StatusCode.FAILED_PRECONDITION,
+                           f"{catalog.name} cannot be opened: {e}", "CATALOG_MISCONFIGURED",
+                           metadata={"catalog": catalog.name}) from None
+        try:
+            raw = plugin.locate(table_of(spec), access)
+        except TableNotInCatalog as e:
+            raise ApiError(grpc.StatusCode.FAILED_PRECONDITION,
+                           f"{catalog.name} does not hold {identifier(spec)[:300]!r}: "
+                           f"{access.scrub(str(e))[:500]}", "TABLE_NOT_IN_CATALOG",
+                           metadata={"catalog": catalog.name}) from None
+        except ValueError as e:  # the catalog's configuration cannot be used to open it
+            raise ApiError(grpc.StatusCode.FAILED_PRECONDITION,
+                           f"{catalog.name} cannot be used: {access.scrub(str(e))[:500]}",
+                           "CATALOG_MISCONFIGURED", metadata={"catalog": catalog.name}) from None
+        except CatalogUnreachable as e:
+            log.warning("catalog unreachable", catalog=catalog.catalog_id,
+                        error=access.scrub(str(e))[:500])
+            raise unavailable(f"{catalog.name} cannot be reached: "
+                              f"{access.scrub(str(e))[:500]}") from None
+        try:
+            where = str(locations.check(raw, catalog.spec.allowed_locations))
+        except locations.LocationError as e:
+            raise permission_denied(f"{identifier(spec)[:300]!r} lives where {catalog.name} "
+                                    f"allows no tables: {access.scrub(str(e))}",
+                                    catalog=catalog.name,
+                                    location=access.scrub(raw)[:300]) from None
+        outer = self.allowlist.check(where)
+        if outer:
+            raise permission_denied(f"{identifier(spec)[:300]!r}: {outer}", location=where)
+        return where
