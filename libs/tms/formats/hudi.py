@@ -16,13 +16,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from pathlib import PurePosixPath
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from tms.domain import Decision, JobSpec, Operation, Table, TableSpec
-from tms.formats.base import TableFormatPlugin
+from tms.formats.base import TableFormatPlugin, TableNotInCatalog
 from tms.formats.hudi_timeline import TimelineError, local_path, read_timeline
+
+if TYPE_CHECKING:
+    from tms.catalogs import CatalogAccess
 from tms.policy import COMMON_KEYS, PolicyKey
 
 DEFAULT_COMPACTION_DELTA_COMMITS = 5  # Hudi's hoodie.compact.inline.max.delta.commits
@@ -131,6 +134,16 @@ class HudiFormat(TableFormatPlugin):
             except ValueError as e:
                 problems.append((f"table.policy[{k}]", str(e)))
         return problems
+
+    def locate(self, table: Table, catalog: CatalogAccess) -> str:
+        """The base path, when it holds a Hudi table (``.hoodie/hoodie.properties``).
+        A base path this process cannot read (an object store) raises
+        UnsupportedSchemeError: unknown is not the same as gone."""
+        props = local_path(table.base_path) / ".hoodie" / "hoodie.properties"
+        if not props.is_file():
+            raise TableNotInCatalog(f"no Hudi table at {table.base_path[:300]!r} (no "
+                                    ".hoodie/hoodie.properties)")
+        return table.base_path
 
     def inspect(self, table: Table) -> dict[str, Any]:
         return read_timeline(table.base_path, TIMEZONE.get(table.policy)).metrics()

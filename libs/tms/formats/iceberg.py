@@ -14,8 +14,9 @@ from datetime import datetime
 from importlib import resources
 from typing import Any
 
+from tms.catalogs import CatalogAccess, PyicebergCatalogs
 from tms.domain import Decision, JobSpec, Operation, Table, TableSpec
-from tms.formats.base import TableFormatPlugin
+from tms.formats.base import TableFormatPlugin, TableNotInCatalog
 from tms.formats.iceberg_policy import RULES, K
 from tms.policy import validate_policy
 
@@ -36,6 +37,7 @@ class IcebergFormat(TableFormatPlugin):
     def __init__(self) -> None:
         self._catalogs: dict[tuple[str, tuple[tuple[str, str], ...]], Any] = {}
         self._lock = threading.Lock()
+        self._pyiceberg = PyicebergCatalogs()
 
     # registration ---------------------------------------------------------------------------
     def validate(self, spec: TableSpec) -> list[tuple[str, str]]:
@@ -54,6 +56,19 @@ class IcebergFormat(TableFormatPlugin):
                              "iceberg needs the catalog's 'type' or 'uri'"))
         problems += validate_policy(POLICY_KEYS, spec.policy)
         return problems
+
+    def locate(self, table: Table, catalog: CatalogAccess) -> str:
+        """The ``location`` of the table's current metadata, as its catalog holds it."""
+        from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+
+        ident = (*table.namespace.split("."), table.table_name) if table.namespace \
+            else (table.table_name,)
+        try:
+            tbl = self._pyiceberg.get(catalog).load_table(ident)
+        except (NoSuchTableError, NoSuchNamespaceError):
+            raise TableNotInCatalog(f"catalog {catalog.catalog_id!r} holds no table "
+                                    f"{'.'.join(ident)[:300]!r}") from None
+        return str(tbl.metadata.location)
 
     # inspection -----------------------------------------------------------------------------
     def _catalog(self, table: Table) -> Any:
