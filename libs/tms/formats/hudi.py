@@ -21,7 +21,8 @@ from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from tms.domain import Decision, JobSpec, Operation, Table, TableSpec
-from tms.formats.base import TableFormatPlugin, TableNotInCatalog
+from tms.formats.base import DiscoveredTable, TableFormatPlugin, TableNotInCatalog
+from tms.formats.hudi_discovery import discover_tables
 from tms.formats.hudi_timeline import TimelineError, local_path, read_timeline
 
 if TYPE_CHECKING:
@@ -144,6 +145,9 @@ class HudiFormat(TableFormatPlugin):
             raise TableNotInCatalog(f"no Hudi table at {table.base_path[:300]!r} (no "
                                     ".hoodie/hoodie.properties)")
         return table.base_path
+
+    def discover(self, catalog: CatalogAccess) -> list[DiscoveredTable]:
+        return discover_tables(catalog.allowed_locations)
 
     def inspect(self, table: Table) -> dict[str, Any]:
         return read_timeline(table.base_path, TIMEZONE.get(table.policy)).metrics()

@@ -16,7 +16,8 @@ from typing import Any
 
 from tms.catalogs import CatalogAccess, PyicebergCatalogs
 from tms.domain import Decision, JobSpec, Operation, Table, TableSpec
-from tms.formats.base import TableFormatPlugin, TableNotInCatalog
+from tms.formats.base import DiscoveredTable, TableFormatPlugin, TableNotInCatalog
+from tms.formats.iceberg_discovery import list_tables
 from tms.formats.iceberg_policy import RULES, K
 from tms.policy import validate_policy
 
@@ -69,6 +70,9 @@ class IcebergFormat(TableFormatPlugin):
             raise TableNotInCatalog(f"catalog {catalog.catalog_id!r} holds no table "
                                     f"{'.'.join(ident)[:300]!r}") from None
         return str(tbl.metadata.location)
+
+    def discover(self, catalog: CatalogAccess) -> list[DiscoveredTable]:
+        return list_tables(self._pyiceberg.get(catalog))
 
     # inspection -----------------------------------------------------------------------------
     def _catalog(self, table: Table) -> Any:
