@@ -14,6 +14,7 @@ from datetime import datetime
 class TableState(enum.StrEnum):
     ACTIVE = "ACTIVE"
     PAUSED = "PAUSED"
+    MISSING = "MISSING"  # discovery no longer finds it in its catalog; not scheduled
 
 
 @dataclass(frozen=True)
