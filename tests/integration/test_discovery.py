@@ -12,9 +12,17 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PgHandle
-from tests.integration.discovery_support import INTERVAL_S, HudiLake, IcebergLake, unzip_hudi
+from tests.helpers import iceberg_catalog, wait_for
+from tests.integration.discovery_support import (
+    INTERVAL_S,
+    HudiLake,
+    IcebergLake,
+    discovery_settings,
+    unzip_hudi,
+)
 from tms.coordination import NUM_SHARDS
-from tms.domain import CatalogUpdate, OperationState, TableState
+from tms.domain import CatalogSpec, CatalogType, CatalogUpdate, OperationState, TableState
+from tms.local import iceberg_data
 from tms.local.ports import free_port
 from tms.storage.postgres import PostgresStore
 from tms.storage.roles import EnqueueParams
@@ -180,3 +188,25 @@ def test_hudi_tables_found_in_a_hadoop_catalog(store: PostgresStore, tmp_path: P
     assert gone.missing == 1
     assert lake.rows()["files.sales.trips"]["state"] == "MISSING"
     assert lake.rows()["files.raw.events"]["state"] == "ACTIVE"
+
+
+def test_scheduler_process_discovers_while_leading(make_stack) -> None:
+    """The real tms-scheduler runs discovery on its leader: a catalog created with discovery
+    on gets its table registered without anything else happening."""
+    stack = make_stack(scheduler_args=["--discovery-poll-interval-s", "0.2"])
+    iceberg, props = iceberg_catalog(stack, "lake")
+    iceberg_data.create_table(iceberg, "sales", "orders")
+    store = PostgresStore(stack.database_url)
+    try:
+        assert store.catalog_create(CatalogSpec(
+            "lake", CatalogType.SQL, {"uri": props["uri"], "warehouse": props["warehouse"]},
+            allowed_locations=(str(stack.state_dir / "warehouse"),),
+            discovery=discovery_settings(queue="found"))) is not None
+        stack.start_scheduler(0)
+        view = wait_for(lambda: store.table_get("lake.sales.orders"), "the table discovered")
+        assert view.table.queue == "found"
+        status = wait_for(lambda: store.catalog_get("lake").status.last_at and
+                          store.catalog_get("lake").status, "the listing recorded")
+        assert status.last_error is None and status.last_registered == 1
+    finally:
+        store.close()
