@@ -21,6 +21,9 @@ import structlog
 
 from tms.domain import JobSpec
 from tms.engines.base import EngineResult, ProgressCallback, read_tail
+from tms.engines.workdir import private_dir, write_spec
+from tms.jobs import JOB_SUPPORT_FILES
+from tms.jobs.errors import classify_log, fatal_part
 from tms.spark.settings import SparkSettings
 
 POLL_INTERVAL_S = 0.5
@@ -58,17 +61,24 @@ def result_from_payload(result: dict[str, Any] | None, tail: str, code: int | No
                         handle: str | None, error_if_missing: Callable[[], str]
                         ) -> EngineResult:
     """Map a maintenance job's result file onto an EngineResult (shared with the warm engine,
-    so an operation reads the same whichever engine ran it): the error is prefixed with its
-    type and bounded, and ``retryable`` passes through (a missing flag means retryable)."""
+    so an operation reads the same whichever engine ran it): the error is prefixed with the
+    job's hint and its type and bounded, and ``retryable`` passes through (a missing flag means
+    retryable). Without a result (the job died first: a class missing at session start, a JVM
+    main that threw) the driver log is classified the way the job classifies exceptions."""
     if code == 0 and result and result.get("ok"):
         handle = result.get("spark_app_id") or handle
         return EngineResult(True, result.get("result") or {}, None, tail, code, handle)
-    error = (result or {}).get("error") or error_if_missing()
-    if result and result.get("error_type"):
+    if not result:
+        kind = classify_log(tail)
+        return EngineResult(False, None, kind.describe(error_if_missing())[:ERROR_MAX_CHARS],
+                            tail, code, handle, retryable=kind.retryable)
+    error = result.get("error") or error_if_missing()
+    if result.get("error_type"):
         error = f"{result['error_type']}: {error}"
-    retryable = result.get("retryable", True) is not False if result else True
-    return EngineResult(False, result.get("result") if result else None,
-                        error[:ERROR_MAX_CHARS], tail, code, handle, retryable=retryable)
+    if isinstance(result.get("hint"), str):
+        error = f"{result['hint']}: {error}"
+    return EngineResult(False, result.get("result"), error[:ERROR_MAX_CHARS], tail, code,
+                        handle, retryable=result.get("retryable", True) is not False)
 
 
 class SparkSubmitEngine:
@@ -89,8 +99,10 @@ class SparkSubmitEngine:
 
     def argv(self, job: JobSpec, spec_path: Path, result_path: Path) -> list[str]:
         if job.kind == "pyspark":
+            # the job's sibling modules travel with it (a cluster has no TMS installed)
             return self.settings.submit_argv(
-                job.app, ["--spec", str(spec_path), "--result", str(result_path)])
+                job.app, ["--spec", str(spec_path), "--result", str(result_path)],
+                py_files=[str(f) for f in JOB_SUPPORT_FILES])
         if job.kind == "jvm":
             # a JVM main class from a jar (Hudi's utilities): spark-submit --class MAIN JAR ARGS
             if not self.jvm_jar:
@@ -105,11 +117,20 @@ class SparkSubmitEngine:
             on_handle: Callable[[str], None],
             on_progress: ProgressCallback | None = None) -> EngineResult:
         """``on_progress`` is never called: a spark-submit child's stage progress is not
-        observable from here without Spark's REST API (which the deploy may not expose)."""
-        workdir.mkdir(parents=True, exist_ok=True)
-        spec_path, result_path = workdir / "spec.json", workdir / "result.json"
-        log_path = workdir / "driver.log"
-        spec_path.write_text(json.dumps(job.spec))
+        observable from here without Spark's REST API (which the deploy may not expose).
+
+        The spec (catalog credentials included) is a 0600 file in the private work directory,
+        removed when the job ends whatever its outcome; only its path is on the command line."""
+        private_dir(workdir)
+        spec_path = write_spec(workdir, job.spec)
+        try:
+            return self._run(job, workdir, spec_path, stop, on_handle)
+        finally:
+            spec_path.unlink(missing_ok=True)
+
+    def _run(self, job: JobSpec, workdir: Path, spec_path: Path, stop: threading.Event,
+             on_handle: Callable[[str], None]) -> EngineResult:
+        result_path, log_path = workdir / "result.json", workdir / "driver.log"
         result_path.unlink(missing_ok=True)
         argv = self.argv(job, spec_path, result_path)
         with log_path.open("wb") as out:
@@ -162,6 +183,6 @@ class SparkSubmitEngine:
 
     @staticmethod
     def _error_from_log(tail: str, code: int) -> str:
-        lines = [ln for ln in tail.splitlines() if "Exception" in ln or "Error" in ln]
+        lines = [ln for ln in fatal_part(tail).splitlines() if "Exception" in ln or "Error" in ln]
         last = lines[-1].strip() if lines else "no error line in the driver log"
         return f"spark-submit exited with code {code}: {last}"

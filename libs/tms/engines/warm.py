@@ -17,12 +17,14 @@ way, so an operation reads the same whichever engine ran it.
 - Iceberg's JDBC catalog keys its rows by Spark catalog name and a loaded catalog never
   rereads its conf, so a catalog name must keep its properties for a driver's lifetime: a job
   bringing different ones restarts the driver first.
+- Specs travel as 0600 files in the job's private work directory, named on the driver's stdin
+  (a pipe), removed when the request ends; catalog properties reach the session as runtime
+  conf inside the driver, never on its command line or in its environment.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import shlex
 import tempfile
@@ -43,6 +45,7 @@ from tms.engines.base import (
 )
 from tms.engines.spark_submit import SparkSubmitEngine, read_result, result_from_payload
 from tms.engines.warm_process import DriverProcess, DriverStartError, Wait, read_log_since
+from tms.engines.workdir import private_dir, write_spec
 from tms.jobs import ICEBERG_MAINTENANCE_APP, WARM_DRIVER_APP
 from tms.jobs.spark_progress import ENV_PROGRESS_INTERVAL_S, PROGRESS_INTERVAL_S
 from tms.spark.settings import SparkSettings
@@ -218,17 +221,19 @@ class WarmSparkEngine:
         handle = driver.app_id
         if handle:
             on_handle(handle)
-        workdir.mkdir(parents=True, exist_ok=True)
-        spec_path, result_path = workdir / "spec.json", workdir / "result.json"
-        spec_path.write_text(json.dumps(job.spec))
+        private_dir(workdir)
+        spec_path, result_path = write_spec(workdir, job.spec), workdir / "result.json"
         result_path.unlink(missing_ok=True)
         if catalog:
             self._catalogs.add(*catalog)
         start = self._log_offset()
         self._requests += 1
-        sent = driver.send(self._requests, spec_path, result_path)
-        outcome = (driver.wait_done(self._requests, stop, ANSWER_POLL_S, on_progress) if sent
-                   else Wait.LOST)
+        try:
+            sent = driver.send(self._requests, spec_path, result_path)
+            outcome = (driver.wait_done(self._requests, stop, ANSWER_POLL_S, on_progress)
+                       if sent else Wait.LOST)
+        finally:
+            spec_path.unlink(missing_ok=True)
         tail = read_log_since(self.log_path, start, LOG_TAIL_MAX_BYTES)
         if outcome is Wait.STOPPED:
             self._kill_driver()
@@ -280,7 +285,7 @@ class WarmSparkEngine:
 
     def _rotate_log(self) -> None:
         """Keep the previous driver's log (the one that died) next to the new one."""
-        self.state_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.state_dir)
         if self.log_path.exists():
             os.replace(self.log_path, self.log_path.with_name(self.log_path.name + ".1"))
 

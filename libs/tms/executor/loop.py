@@ -3,6 +3,9 @@
 The lease outlives several missed heartbeats (LEASE_TIMEOUT_S >= 3 x HEARTBEAT_INTERVAL_S). If a
 renewal finds the operation no longer ours (the reaper took it back, or it was cancelled) the
 engine is stopped at once and nothing this attempt says afterwards is written.
+
+Work directories are private (0700: job specs carry catalog credentials); an attempt's spec
+file is gone when the attempt ends whatever its outcome, its driver log is kept on failure.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from tms.catalogs import CatalogCache
 from tms.domain import AttemptState, LeaseStatus, Operation, OperationState, Outcome
 from tms.engines.base import EngineResult, ExecutionEngine
 from tms.engines.profiles import EngineRouter
+from tms.engines.workdir import SPEC_FILE_NAME, WorkdirError, private_dir
 from tms.executor.retry import RetryPolicy
 from tms.formats.base import CatalogUnreachable, TableFormatPlugin
 from tms.storage.roles import ExecutionStore
@@ -205,6 +209,12 @@ class Executor:
         except CatalogUnreachable as e:  # may pass: retried (the message is scrubbed)
             return Outcome(OperationState.FAILED, error=str(e)[:4000])
         workdir = self.workdir / f"op-{op.id}-attempt-{op.lease.attempt}"
+        try:
+            private_dir(self.workdir)
+            private_dir(workdir)
+        except (WorkdirError, PermissionError) as e:  # the operator must fix the directory
+            return Outcome(OperationState.FAILED, error=f"bad configuration: {e}"[:4000],
+                           retryable=False)
 
         def on_handle(handle: str) -> None:
             self.store.attempt_set_engine_handle(op, self.executor_id, handle)
@@ -217,7 +227,10 @@ class Executor:
             except Exception as e:
                 log.warning("progress not stored", operation=op.id, error=str(e))
 
-        res: EngineResult = engine.run(job, workdir, stop_engine, on_handle, on_progress)
+        try:
+            res: EngineResult = engine.run(job, workdir, stop_engine, on_handle, on_progress)
+        finally:  # engines remove it already; one that did not must not leave it behind
+            (workdir / SPEC_FILE_NAME).unlink(missing_ok=True)
         if res.succeeded:
             shutil.rmtree(workdir, ignore_errors=True)
         state = OperationState.SUCCEEDED if res.succeeded else OperationState.FAILED

@@ -7,12 +7,16 @@ clustering counts commits since the last clustering (``hoodie.clustering.inline.
 and clean counts commits since the last clean. A plan that is already on the timeline is executed
 before a new one is scheduled, as Hudi's own utilities would, so a failed run is finished rather
 than piled on.
+
+The base path is a table owner's claim: before the timeline is read or a job built, it is
+resolved (symlinks followed) and checked against the allowed locations (``checked_base_path``),
+and only the resolved path is used afterwards.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -28,6 +32,7 @@ from tms.formats.hudi_timeline import (
     read_timeline,
 )
 from tms.jobs import locations
+from tms.jobs.locations import LOCAL_SCHEME, Location, LocationError
 from tms.policy_types import PolicyKey, boolean, by_key, choice, integer, text, zone, zone_of
 
 if TYPE_CHECKING:
@@ -78,6 +83,25 @@ _PLAN_PARAMS = by_key((
 ))
 PARAMS: dict[str, dict[str, PolicyKey]] = {"compaction": _PLAN_PARAMS,
                                            "clustering": _PLAN_PARAMS, "clean": {}}
+
+
+def resolve_base_path(base_path: str, allowed: Sequence[str]) -> tuple[str, Location]:
+    """(the base path to use, the checked location): a local path with every symlink followed
+    (kept a plain path or a ``file://`` URI, as given), an object-store path as given (no
+    symlinks there, and Hadoop needs its own scheme: s3a stays s3a). Hadoop takes a path
+    literally while the normaliser decodes percent-escapes once, so a local path with ``%`` is
+    refused rather than guessed at, and other schemes are checked literally. LocationError (a
+    ValueError) says why a path is refused."""
+    literal = locations.parse(base_path, literal=True).scheme != LOCAL_SCHEME
+    if not literal and "%" in base_path:
+        raise LocationError(f"base path {base_path[:200]!r}: '%' is not allowed in a local path")
+    where = locations.check(base_path, allowed, literal=literal)
+    if literal:
+        return base_path, where
+    if "%" in where.path:
+        raise LocationError(f"base path {base_path[:200]!r} resolves to {where.path[:200]!r}, "
+                            "which contains '%'")
+    return (where.path if base_path.startswith("/") else f"file://{where.path}"), where
 
 
 def _int(key: str, policy: Mapping[str, str]) -> int:
@@ -131,10 +155,10 @@ class HudiFormat(TableFormatPlugin):
         """The base path with every symlink resolved, inside the catalog's allowed locations
         and where the table was registered (LocationError / ValueError otherwise: a job must
         never run on a directory a symlink swapped in since)."""
-        base = str(locations.check(table.base_path, catalog.allowed_locations))
-        if table.location and base != table.location:
-            raise ValueError(f"base path {table.base_path[:300]!r} now resolves to {base!r}, "
-                             f"not {table.location!r} where the table was checked")
+        base, where = resolve_base_path(table.base_path, catalog.allowed_locations)
+        if table.location and str(where) != table.location:
+            raise ValueError(f"base path {table.base_path[:300]!r} now resolves to "
+                             f"{str(where)!r}, not {table.location!r} where the table was checked")
         return base
 
     def discover(self, catalog: CatalogAccess) -> list[DiscoveredTable]:

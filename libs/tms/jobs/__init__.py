@@ -1,7 +1,8 @@
 """Applications that run inside Spark (via spark-submit), not inside the TMS processes.
 
 Each job is a standalone script using only pyspark and the standard library, so spark-submit can
-ship the single file to a cluster; callers pass its path, available here.
+ship it to a cluster with its sibling modules (``JOB_SUPPORT_FILES``, given to ``--py-files``);
+callers pass its path, available here.
 """
 
 from pathlib import Path
@@ -9,3 +10,6 @@ from pathlib import Path
 ICEBERG_MAINTENANCE_APP = Path(__file__).with_name("iceberg_maintenance.py")
 # The long-lived driver of the warm engine: runs the maintenance app's specs in one session.
 WARM_DRIVER_APP = Path(__file__).with_name("warm_driver.py")
+# Standard-library modules the jobs import: shipped next to them when TMS is not installed.
+JOB_SUPPORT_FILES = tuple(Path(__file__).with_name(name)
+                          for name in ("locations.py", "errors.py", "table_guard.py"))

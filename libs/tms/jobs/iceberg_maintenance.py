@@ -13,9 +13,19 @@ because Iceberg's JDBC catalog keys its rows by catalog name: a different name w
 Table names and options come from users, so they reach SQL only as validated identifiers or
 escaped string literals. The result file is always written, success or not, so the caller never
 has to scrape Spark's log output; exit status is 0 on success and 1 on failure. A failure says
-whether another attempt could help (``retryable``: false for a bad spec or a missing table).
+whether another attempt could help (``retryable``: false for a bad spec, a missing table, a
+missing class, a bad catalog configuration, a permission refusal: ``errors.py``) and gives a
+hint of what to fix.
+
+Before any action the table's real location, read from its metadata, is checked against the
+spec's ``allowed_locations`` (``table_guard.py``); ``remove_orphan_files`` deletes only
+candidates it checked. The catalog's properties, credentials included, reach Spark only as
+runtime conf set here from the spec file: never on a command line.
+
 The warm driver (``warm_driver.py``) runs the same specs through ``run_in_session`` in one
-long-lived session.
+long-lived session. Sibling modules (``locations``, ``errors``, ``table_guard``) come from the
+``tms.jobs`` package when installed, else from this file's directory (spark-submit ships them
+with ``--py-files``).
 """
 
 from __future__ import annotations
@@ -34,6 +44,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+try:
+    from tms.jobs import errors, table_guard
+    from tms.jobs.locations import LocationError, parse
+except ImportError:  # shipped alone: the siblings are next to this file
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import errors  # type: ignore[no-redef]
+    import table_guard  # type: ignore[no-redef]
+    from locations import LocationError, parse  # type: ignore[no-redef]
+
 MAX_ERROR_CHARS = 4000
 SPARK_CATALOG_CLASS = "org.apache.iceberg.spark.SparkCatalog"
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
@@ -44,11 +63,10 @@ _IDENT_PART_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-]{0,254}$")
 _OPTION_KEY_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")
 _PROPERTY_KEY_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")
 _SQLALCHEMY_PG_SCHEMES = ("postgresql", "postgresql+psycopg", "postgresql+psycopg2")
-# Spark error classes and exception names that mean "the table is not there": no retry helps.
+# Spark error classes that mean "the table is not there": no retry helps.
 NOT_FOUND_ERROR_CLASSES = frozenset({"TABLE_OR_VIEW_NOT_FOUND", "SCHEMA_NOT_FOUND"})
-_NOT_FOUND_RE = re.compile(
-    r"\b(NoSuchTableException|NoSuchNamespaceException|TABLE_OR_VIEW_NOT_FOUND|SCHEMA_NOT_FOUND)"
-    r"\b|Table or view not found")
+MAX_ALLOWED_LOCATIONS = 100
+MAX_CAUSES = 8  # of a JVM exception, read for classification
 
 
 class SpecError(ValueError):
@@ -65,6 +83,8 @@ class MaintenanceRequest:
     table: tuple[str, ...]  # namespace parts + table name
     action: str
     options: dict[str, str] = field(default_factory=dict)
+    # None: the spec predates allowed locations and the job checks only what it can alone
+    allowed_locations: tuple[str, ...] | None = None
 
     @property
     def table_ref(self) -> str:
@@ -108,6 +128,24 @@ def parse_table(raw: Any) -> tuple[str, ...]:
     return parts
 
 
+def parse_allowed_locations(raw: Any) -> tuple[str, ...] | None:
+    """The spec's ``allowed_locations``: absent means no check (older producers); present, a
+    list of locations the normaliser accepts (an empty list allows nothing)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or len(raw) > MAX_ALLOWED_LOCATIONS:
+        raise SpecError(f"allowed_locations must be a list of at most {MAX_ALLOWED_LOCATIONS} "
+                        "locations")
+    for item in raw:
+        if not isinstance(item, str):
+            raise SpecError("allowed_locations must hold strings")
+        try:
+            parse(item)
+        except LocationError as e:
+            raise SpecError(f"allowed_locations: {e}") from None
+    return tuple(raw)
+
+
 def parse_spec(data: Any) -> MaintenanceRequest:
     if not isinstance(data, dict):
         raise SpecError("spec must be a JSON object")
@@ -132,6 +170,7 @@ def parse_spec(data: Any) -> MaintenanceRequest:
         table=parse_table(data.get("table")),
         action=action,
         options={k: _option_value(k, v) for k, v in options.items()},
+        allowed_locations=parse_allowed_locations(data.get("allowed_locations")),
     )
     ACTIONS[action](spec)  # validates the action's options before anything starts
     return spec
@@ -189,7 +228,6 @@ _UNSIGNED_RE = re.compile(r"0|[1-9][0-9]{0,18}")
 _DIRECTIONS = ("ASC", "DESC")
 _NULL_ORDERS = ("FIRST", "LAST")
 MAX_INT = 2**31 - 1
-MAX_LISTED_ORPHANS = 100
 # remove_orphan_files refuses an older_than less than 24 h ago (concurrent writers' files may
 # not be committed yet); checked here too so the job fails before Spark starts.
 MIN_ORPHAN_AGE_S = 24 * 3600
@@ -389,17 +427,10 @@ def plan_expire_snapshots(spec: MaintenanceRequest) -> ProcedureCall:
     return ProcedureCall("expire_snapshots", tuple(args))
 
 
-def _summarize_orphans(df: Any) -> dict[str, Any]:
-    # spark.sql executes a CALL eagerly (it is a command): count and limit read its stored rows,
-    # they do not run the procedure again.
-    count = int(df.count())
-    listed = [str(r[0]) for r in df.limit(MAX_LISTED_ORPHANS).collect()]
-    return {"orphan_file_location_count": count, "orphan_file_location": listed,
-            "orphan_file_location_truncated": count > len(listed)}
-
-
 def plan_remove_orphan_files(spec: MaintenanceRequest) -> ProcedureCall:
-    """Delete (or with ``dry-run=true`` only list) files no snapshot references.
+    """List files no snapshot references (the procedure always runs as a dry run); unless
+    ``dry-run=true`` the job then deletes them itself, once each passed the location check
+    (``table_guard.remove_orphans``).
 
     Only files last modified before ``older-than`` are candidates (Iceberg's default: three days
     ago); Iceberg refuses a value less than 24 hours ago.
@@ -413,9 +444,8 @@ def plan_remove_orphan_files(spec: MaintenanceRequest) -> ProcedureCall:
                             "hours ago (newer files may belong to commits still in progress)")
         args.append(f"older_than => {timestamp_literal(older_than)}")
     dry_run = parse_bool("dry-run", spec.options.get("dry-run", "false"))
-    args.append(f"dry_run => {'true' if dry_run else 'false'}")
-    return ProcedureCall("remove_orphan_files", tuple(args), summarize=_summarize_orphans,
-                         info={"dry_run": dry_run})
+    args.append("dry_run => true")
+    return ProcedureCall("remove_orphan_files", tuple(args), info={"dry_run": dry_run})
 
 
 def plan_rewrite_manifests(spec: MaintenanceRequest) -> ProcedureCall:
@@ -451,10 +481,16 @@ ACTIONS: dict[str, Planner] = {
 }
 
 
-def run_action(spark: Any, spec: MaintenanceRequest) -> dict[str, Any]:
-    """Run the spec's procedure; returns its result columns (plus the call's own info)."""
+def run_action(spark: Any, spec: MaintenanceRequest, table: table_guard.CheckedTable
+               ) -> dict[str, Any]:
+    """Run the spec's procedure on the checked table; returns its result columns (plus the
+    call's own info)."""
     call = ACTIONS[spec.action](spec)
-    result = call.summarize(spark.sql(call.sql(spec.catalog_name)))
+    df = spark.sql(call.sql(spec.catalog_name))
+    if spec.action == "remove_orphan_files":
+        result = table_guard.remove_orphans(df, table, dry_run=bool(call.info["dry_run"]))
+    else:
+        result = call.summarize(df)
     return {**result, **call.info}
 
 
@@ -482,9 +518,11 @@ def run_in_session(spark: Any, spec: MaintenanceRequest) -> dict[str, Any]:
 
     ``REFRESH TABLE`` first: the catalog caches loaded tables, and a session that outlives one
     operation (the warm driver) would otherwise plan against a snapshot writers have moved past.
+    Then the table's real locations are checked, before any action touches its files.
     """
     spark.sql(f"REFRESH TABLE {spec.qualified_table}")
-    result = run_action(spark, spec)
+    table = table_guard.check_table(spark, spec.qualified_table, spec.allowed_locations)
+    result = run_action(spark, spec, table)
     return {"ok": True, "action": spec.action, "result": result,
             "spark_app_id": spark.sparkContext.applicationId}
 
@@ -509,27 +547,54 @@ def describe_error(exc: BaseException) -> tuple[str, str]:
     return type(exc).__name__, message
 
 
-def is_retryable(exc: BaseException, error_type: str, message: str) -> bool:
-    """False when another attempt cannot succeed: a bad spec, or a table (or its namespace)
-    that does not exist. Everything else (lost executors, commit conflicts, an unreachable
-    catalog) may pass on a later attempt."""
+def java_causes(exc: BaseException) -> list[str]:
+    """The causes of the JVM exception behind a Py4J error (a missing class is often two
+    levels down), for classification."""
+    out: list[str] = []
+    java_exc = getattr(exc, "java_exception", None)
+    try:
+        cause = java_exc.getCause() if java_exc is not None else None
+        while cause is not None and len(out) < MAX_CAUSES:
+            out.append(str(cause.toString()))
+            cause = cause.getCause()
+    except Exception:  # the JVM may already be gone
+        pass
+    return out
+
+
+def error_class(exc: BaseException, error_type: str, message: str) -> errors.ErrorClass:
+    """What kind of failure this is: refused specs and locations, missing tables, classes,
+    permissions and bad catalog configurations cannot pass on another attempt; everything
+    else (lost executors, commit conflicts, an unreachable catalog) may."""
     if isinstance(exc, SpecError):
-        return False
+        return errors.ErrorClass(errors.INVALID_SPEC)
+    if isinstance(exc, table_guard.LocationRefused):
+        return errors.ErrorClass(errors.LOCATION_REFUSED)
     get_error_class = getattr(exc, "getErrorClass", None)
     if callable(get_error_class):
         try:
             if get_error_class() in NOT_FOUND_ERROR_CLASSES:
-                return False
+                return errors.ErrorClass(errors.NOT_FOUND)
         except Exception:  # the JVM may already be gone
             pass
-    return not _NOT_FOUND_RE.search(f"{error_type}: {message}")
+    return errors.classify("\n".join([f"{error_type}: {message}", *java_causes(exc)]))
+
+
+def is_retryable(exc: BaseException, error_type: str, message: str) -> bool:
+    return error_class(exc, error_type, message).retryable
 
 
 def failure_payload(exc: BaseException) -> dict[str, Any]:
-    """The result file's content for a failed run."""
+    """The result file's content for a failed run; ``hint`` says what kind of error it is and
+    what to fix (absent for errors another attempt may fix)."""
     error_type, message = describe_error(exc)
-    return {"ok": False, "error_type": error_type, "error": message[:MAX_ERROR_CHARS],
-            "retryable": is_retryable(exc, error_type, message)}
+    kind = error_class(exc, error_type, message)
+    payload = {"ok": False, "error_type": error_type, "error": message[:MAX_ERROR_CHARS],
+               "retryable": kind.retryable}
+    if kind.kind is not None:
+        payload["error_class"] = kind.kind
+        payload["hint"] = kind.hint
+    return payload
 
 
 def write_result(path: Path, payload: dict[str, Any]) -> None:

@@ -14,6 +14,10 @@ Rules (a location is hostile until parsed):
   name no host or ``localhost`` (the same machine), nothing else;
 - local paths are compared after ``realpath`` (symlinks followed), object-store locations on
   scheme + bucket + whole path segments (``s3a`` and ``s3n`` count as ``s3``).
+
+Storage paths (``literal=True``): Hadoop's ``Path`` and Iceberg's FileIO take a location string
+as it is, ``%`` included, so a location read back from a table's metadata is checked without
+decoding: ``/lak%65`` is the directory of that name, not ``/lake``.
 """
 
 from __future__ import annotations
@@ -78,17 +82,18 @@ def _segments(path: str, raw: str) -> str:
     return "/" + "/".join(parts)
 
 
-def parse(raw: str) -> Location:
-    """Parse and normalise ``raw``; LocationError says why it is refused."""
+def parse(raw: str, *, literal: bool = False) -> Location:
+    """Parse and normalise ``raw``; LocationError says why it is refused. ``literal``: a
+    storage path as Hadoop and FileIO use it (no percent-decoding, ``%`` is a character)."""
     if not isinstance(raw, str) or not raw:
         raise LocationError("location is empty")
     if len(raw) > MAX_LOCATION_LEN:
         raise LocationError(f"location longer than {MAX_LOCATION_LEN} characters")
     try:
-        decoded = unquote(raw, errors="strict")
+        decoded = raw if literal else unquote(raw, errors="strict")
     except UnicodeDecodeError:
         raise LocationError(f"location is not valid UTF-8 once decoded: {raw[:200]!r}") from None
-    if "%" in decoded:
+    if "%" in decoded and not literal:
         raise LocationError(f"location is percent-encoded more than once: {raw[:200]!r}")
     if _BAD_CHARS_RE.search(decoded):
         raise LocationError(f"location must not contain control characters or backslashes: "
@@ -128,10 +133,11 @@ def resolve(location: Location) -> Location:
     return Location(LOCAL_SCHEME, "", os.path.realpath(location.path))
 
 
-def check(raw: str, allowed: Iterable[str]) -> Location:
+def check(raw: str, allowed: Iterable[str], *, literal: bool = False) -> Location:
     """Parse and resolve ``raw`` and require it inside one of ``allowed`` (each parsed and
-    resolved the same way). Returns the resolved location; LocationError says why not."""
-    where = resolve(parse(raw))
+    resolved the same way; ``literal`` applies to ``raw`` only). Returns the resolved
+    location; LocationError says why not."""
+    where = resolve(parse(raw, literal=literal))
     prefixes = [resolve(parse(a)) for a in allowed]
     if not prefixes:
         raise LocationError("no allowed locations are configured")

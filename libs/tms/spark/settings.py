@@ -6,6 +6,11 @@ another at a cluster that fetches Iceberg from Maven (``TMS_SPARK_PACKAGES``). E
 validated up front, because a bad value would otherwise surface minutes later as an obscure
 spark-submit failure inside a maintenance job. The argument list is meant for ``subprocess``
 without a shell, so no quoting is involved.
+
+A command line is world-readable (``/proc/<pid>/cmdline``), so conf that looks like a secret
+(Spark's own redaction pattern: password, secret, token, access.key) is refused
+here rather than passed with ``--conf``; catalog properties never come here at all (the job
+sets them from its private spec file).
 """
 
 from __future__ import annotations
@@ -48,6 +53,8 @@ _MAVEN_PART = r"[A-Za-z0-9_.\-]+"
 _PACKAGE_RE = re.compile(rf"^{_MAVEN_PART}:{_MAVEN_PART}:{_MAVEN_PART}$")
 _CONF_KEY_RE = re.compile(r"^[A-Za-z0-9_.\-\[\]]+$")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+# Spark's default spark.redaction.regex: conf it would hide in its UI must never be in argv.
+_SECRET_KEY_RE = re.compile(r"secret|password|token|access[.]key", re.IGNORECASE)
 DEPLOY_MODES = ("client", "cluster")
 MAX_CORES_OR_EXECUTORS = 10_000
 
@@ -133,6 +140,10 @@ class SparkSettings:
             if _CONTROL_RE.search(value):
                 raise ValueError(f"{ENV_CONF}: value of {key!r} contains control characters "
                                  "(newline?)")
+            if _SECRET_KEY_RE.search(key):
+                raise ValueError(f"{ENV_CONF}: {key!r} looks like a secret, and spark-submit's "
+                                 "command line is readable by every local user; set it in "
+                                 "spark-defaults.conf, Hadoop's configuration or the catalog")
 
     @staticmethod
     def _check_jar(jar: str) -> None:
@@ -192,8 +203,10 @@ class SparkSettings:
         conf.update(self.conf)
         return conf
 
-    def submit_argv(self, app_path: str, app_args: list[str]) -> list[str]:
-        """The full spark-submit command line, for ``subprocess`` without a shell."""
+    def submit_argv(self, app_path: str, app_args: list[str],
+                    py_files: list[str] | None = None) -> list[str]:
+        """The full spark-submit command line, for ``subprocess`` without a shell;
+        ``py_files`` are Python modules shipped next to a PySpark application."""
         argv = [spark_submit_path(), "--master", self.master, "--deploy-mode", self.deploy_mode,
                 "--driver-memory", self.driver_memory]
         for flag, number in (("--driver-cores", self.driver_cores),
@@ -205,6 +218,8 @@ class SparkSettings:
             argv += ["--jars", ",".join(self.jars)]
         if self.packages:
             argv += ["--packages", ",".join(self.packages)]
+        if py_files:
+            argv += ["--py-files", ",".join(py_files)]
         for key, value in self.effective_conf().items():
             argv += ["--conf", f"{key}={value}"]
         return [*argv, app_path, *app_args]

@@ -1,0 +1,187 @@
+"""Inside the job: where the table really is, checked before storage is touched, and a
+``remove_orphan_files`` that deletes only files it checked.
+
+The location a table was registered with is only a claim: the location storage will use comes
+from the table's metadata in the catalog, which a table owner writes. So the job loads the
+Iceberg table, reads its location (and the properties that move data or metadata elsewhere:
+``write.data.path``, ``write.metadata.path``, ...) and checks each with the one normaliser
+(``locations.py``, realpath for local paths) against the allowed locations in the spec.
+
+``remove_orphan_files`` lists with Iceberg's procedure in dry-run mode, requires every candidate
+(realpath for local files) to be inside the table's checked location, refuses everything if one
+is not, and then deletes exactly the checked list itself. Running the procedure a second time
+"for real" would list again and delete whatever the second listing found, unchecked (a
+symlink planted between the two runs would be followed); deleting the checked list closes that
+race. Local files are deleted through directory descriptors opened with ``O_NOFOLLOW`` from the
+root, so a directory swapped for a symlink after the check makes the deletion fail instead of
+following it; object stores have no symlinks, their paths are deleted through the table's own
+FileIO (with the catalog's credentials).
+
+A local table location reached through a symlink is refused: the paths in its metadata and in a
+listing would differ from the real ones, and no check could compare them reliably.
+
+Imports only pyspark (lazily, through the session) and the standard library.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+try:
+    from tms.jobs.locations import Location, LocationError, check, parse, resolve
+except ImportError:  # shipped alone, next to locations.py
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from locations import Location, LocationError, check, parse, resolve  # type: ignore[no-redef]
+
+# Table properties that send data or metadata files somewhere other than the table location.
+LOCATION_PROPERTIES = ("write.data.path", "write.metadata.path", "write.object-storage.path",
+                       "write.folder-storage.path")
+MAX_LISTED_ORPHANS = 100
+MAX_SHOWN_REFUSALS = 5
+
+
+class LocationRefused(Exception):
+    """The table, or a file the job would delete, lies outside where it may: no retry helps."""
+
+
+@dataclass(frozen=True)
+class CheckedTable:
+    """A table whose locations passed the checks; ``location`` is the resolved one."""
+
+    location: Location
+    handle: Any  # the Iceberg Table (a Py4J object), for its FileIO
+
+
+def load_table(spark: Any, qualified_name: str) -> Any:
+    """The Iceberg ``Table`` behind a Spark identifier, through the JVM."""
+    jvm = spark.sparkContext._jvm
+    return jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession,
+                                                                    qualified_name)
+
+
+def table_paths(table: Any) -> dict[str, str]:
+    """What the table's metadata says about where its files go: ``{what: raw location}``."""
+    paths = {"table location": str(table.location())}
+    props = table.properties()
+    for key in LOCATION_PROPERTIES:
+        value = props.get(key)
+        if value:
+            paths[f"table property {key}"] = str(value)
+    try:
+        current = table.operations().current()
+        paths["metadata file"] = str(current.metadataFileLocation())
+        for i, entry in enumerate(current.previousFiles()):
+            paths[f"previous metadata file {i}"] = str(entry.file())
+    except Exception:  # not a BaseTable: location and properties are what we can check
+        pass
+    return paths
+
+
+def check_paths(paths: Mapping[str, str], allowed: Sequence[str] | None) -> Location:
+    """The table's resolved location once every path passed; LocationRefused says which did
+    not. Without ``allowed`` (older specs) only the symlink rule applies."""
+    try:
+        stated = parse(paths["table location"], literal=True)
+    except LocationError as e:
+        raise LocationRefused(f"table location: {e}") from None
+    real = resolve(stated)
+    if stated.local and real != stated:
+        raise LocationRefused(f"table location {str(stated)!r} is reached through a symlink "
+                              f"(it resolves to {str(real)!r}); register the real path")
+    if allowed is not None:
+        for what, raw in paths.items():
+            try:
+                check(raw, allowed, literal=True)
+            except LocationError as e:
+                raise LocationRefused(f"{what}: {e}") from None
+    return real
+
+
+def check_table(spark: Any, qualified_name: str, allowed: Sequence[str] | None
+                ) -> CheckedTable:
+    table = load_table(spark, qualified_name)
+    return CheckedTable(check_paths(table_paths(table), allowed), table)
+
+
+# --- remove_orphan_files -----------------------------------------------------------------------
+
+def refusals(candidates: Sequence[str], table: Location) -> list[str]:
+    """Why candidates may not be deleted: each must parse, and for local files be free of
+    symlinks, inside the table's (resolved) location."""
+    out = []
+    for raw in candidates:
+        try:
+            stated = parse(raw, literal=True)
+        except LocationError as e:
+            out.append(f"{raw[:300]!r}: {e}")
+            continue
+        real = resolve(stated)
+        if real != stated:
+            out.append(f"{raw[:300]!r} resolves to {str(real)[:300]!r} (a symlink)")
+        elif not real.is_under(table):
+            out.append(f"{raw[:300]!r} is outside the table location {str(table)!r}")
+    return out
+
+
+def unlink_no_follow(path: str) -> bool:
+    """Delete the local file ``path`` walking from ``/`` through directory descriptors opened
+    with O_NOFOLLOW: a component swapped for a symlink fails the walk. False when nothing was
+    deleted (already gone, a symlink on the way, a directory)."""
+    parts = [p for p in path.split("/") if p]
+    if not parts:
+        return False
+    fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in parts[:-1]:
+            nfd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+        os.unlink(parts[-1], dir_fd=fd)  # a final symlink is removed, never followed
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def delete_checked(candidates: Sequence[str], table: CheckedTable) -> list[str]:
+    """Delete checked candidates; returns those that could not be deleted."""
+    failed = []
+    for raw in candidates:
+        where = parse(raw, literal=True)
+        if where.local:
+            ok = unlink_no_follow(where.path)
+        else:
+            try:
+                table.handle.io().deleteFile(raw)
+                ok = True
+            except Exception:
+                ok = False
+        if not ok:
+            failed.append(raw)
+    return failed
+
+
+def remove_orphans(dry_run_result: Any, table: CheckedTable, dry_run: bool) -> dict[str, Any]:
+    """Check the dry run's candidates, delete them unless ``dry_run``; the result columns."""
+    candidates = [str(r[0]) for r in dry_run_result.collect()]
+    refused = refusals(candidates, table.location)
+    if refused:
+        shown = "; ".join(refused[:MAX_SHOWN_REFUSALS])
+        raise LocationRefused(f"remove_orphan_files refused, nothing deleted: {len(refused)} of "
+                              f"{len(candidates)} candidate(s) are not plainly inside the table "
+                              f"location: {shown}")
+    failed = [] if dry_run else delete_checked(candidates, table)
+    if failed:
+        print(f"[tms-job] {len(failed)} orphan file(s) not deleted: {failed[:10]}",
+              file=sys.stderr)
+    return {"orphan_file_location_count": len(candidates),
+            "orphan_file_location": candidates[:MAX_LISTED_ORPHANS],
+            "orphan_file_location_truncated": len(candidates) > MAX_LISTED_ORPHANS,
+            "orphan_files_not_deleted": failed[:MAX_LISTED_ORPHANS],
+            "orphan_files_not_deleted_count": len(failed)}
