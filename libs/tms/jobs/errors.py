@@ -52,10 +52,10 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"|SCHEMA_NOT_FOUND)\b|Table or view not found")),
 )
 HINTS = {
-    MISSING_CLASS: "check the catalog's catalog-impl / io-impl and the jars or packages the "
-                   "executor gives Spark (TMS_SPARK_JARS, TMS_SPARK_PACKAGES)",
+    MISSING_CLASS: "check the catalog's catalog-impl / io-impl and the executor's "
+                   "TMS_SPARK_JARS / TMS_SPARK_PACKAGES",
     PERMISSION_DENIED: "check the credentials and storage permissions of the catalog",
-    BAD_CONFIGURATION: "check the catalog's properties (type, uri, warehouse)",
+    BAD_CONFIGURATION: "check the catalog's type, uri and warehouse",
     NOT_FOUND: "check the table's catalog, namespace and name",
     INVALID_SPEC: "check the operation's options and the table's registration",
     LOCATION_REFUSED: "the table's files must stay inside the catalog's allowed locations",

@@ -1,0 +1,292 @@
+"""A hostile table owner against the executor and the Spark job.
+
+The owner controls the table's metadata (its location, its properties, what lies in its
+directories) but not the catalog's allowed locations nor the executor. The job must check the
+location storage will really use, refuse to delete anything outside it, and no other local user
+may read the catalog's credentials: not in a spec file, not on a command line.
+
+Spark tests are heavy (a cold spark-submit each): tables are tiny and each test runs one job.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import wait_for
+from tests.security.job_harness import Lake, Runner, cold_engine
+from tests.unit.fakes import make_op, make_table
+from tms.domain import JobSpec, OperationState
+from tms.engines.workdir import SPEC_FILE_NAME
+from tms.formats.hudi import HudiFormat, checked_base_path
+from tms.formats.hudi_timeline import TimelineError
+from tms.jobs import locations, table_guard
+from tms.storage.postgres import PostgresStore
+
+pytestmark = pytest.mark.integration
+
+ORPHAN_AGE_S = 3 * 24 * 3600  # older than the 24 h Iceberg insists on
+PROC_SCAN_STEP_S = 0.05
+
+
+def _files(root: Path) -> dict[str, float]:
+    return {str(p): p.stat().st_mtime for p in root.rglob("*") if p.is_file()}
+
+
+def _run(job: JobSpec, tmp_path: Path) -> Any:
+    return cold_engine().run(job, tmp_path / "work", threading.Event(), lambda _h: None)
+
+
+# --- the normaliser, as the job uses it ---------------------------------------------------------
+
+def test_double_encoding_is_refused_and_localhost_accepted() -> None:
+    with pytest.raises(locations.LocationError, match="more than once"):
+        locations.check("file:///lake/t/%252e%252e/%252e%252e/etc", ["/lake"])
+    assert locations.check("file://localhost/lake/t", ["/lake"]).path == "/lake/t"
+    with pytest.raises(locations.LocationError, match="this machine"):
+        locations.parse("file://evil.example/lake/t")
+
+
+def test_storage_paths_are_checked_as_storage_reads_them() -> None:
+    # Hadoop and FileIO do not decode: /lak%65 is a directory of that name, outside /lake
+    with pytest.raises(locations.LocationError, match="outside"):
+        locations.check("file:/lak%65/t", ["/lake"], literal=True)
+    assert locations.check("s3a://Bucket/lake/t", ["s3://bucket/lake"], literal=True)
+
+
+def test_table_paths_are_all_checked(tmp_path: Path) -> None:
+    allowed, outside = tmp_path / "allowed", tmp_path / "outside"
+    allowed.mkdir()
+    outside.mkdir()
+    (allowed / "link").symlink_to(outside)
+    ok = {"table location": f"file:{allowed}/t", "metadata file": f"{allowed}/t/m.json"}
+    assert table_guard.check_paths(ok, [str(allowed)]).path == f"{allowed}/t"
+    bad = [
+        {"table location": f"file:{outside}/t"},
+        {"table location": f"file:{allowed}/t", "table property write.data.path": str(outside)},
+        {"table location": f"file:{allowed}/t", "previous metadata file 0": f"{outside}/m.json"},
+        {"table location": f"file:{allowed}/../outside/t"},
+    ]
+    for paths in bad:
+        with pytest.raises(table_guard.LocationRefused):
+            table_guard.check_paths(paths, [str(allowed)])
+    # a symlinked table location is refused even without allowed locations (older specs)
+    with pytest.raises(table_guard.LocationRefused, match="symlink"):
+        table_guard.check_paths({"table location": f"{allowed}/link/t"}, None)
+
+
+def test_orphan_deletion_never_follows_a_swapped_directory(tmp_path: Path) -> None:
+    table, outside = tmp_path / "t", tmp_path / "outside"
+    (table / "data").mkdir(parents=True)
+    outside.mkdir()
+    victim = outside / "victim.parquet"
+    victim.write_bytes(b"another tenant's data")
+    # checked while data/ was a directory, swapped for a symlink before the deletion
+    (table / "data").rmdir()
+    (table / "data").symlink_to(outside)
+    assert table_guard.unlink_no_follow(f"{table}/data/victim.parquet") is False
+    assert victim.exists()
+
+
+# --- the job, under a real spark-submit -----------------------------------------------------
+
+def _assert_refused(result: Any, *words: str) -> None:
+    assert not result.succeeded and result.retryable is False, result.error
+    assert "location refused" in (result.error or "")
+    for word in words:
+        assert word in (result.error or ""), result.error
+
+
+def test_job_refuses_a_table_whose_real_location_is_outside(pg: Any, tmp_path: Path) -> None:
+    lake = Lake(pg.dsn, tmp_path / "lake")
+    lake.table("t", location=lake.outside / "t")  # the metadata says: outside
+    before = _files(lake.outside)
+
+    result = _run(lake.job("t", allowed=[lake.allowed.as_uri()]), tmp_path)
+
+    _assert_refused(result, str(lake.outside / "t"), str(lake.allowed))
+    assert _files(lake.outside) == before  # nothing compacted, nothing written
+
+
+def test_job_refuses_a_table_reached_through_a_symlink(pg: Any, tmp_path: Path) -> None:
+    lake = Lake(pg.dsn, tmp_path / "lake")
+    (lake.allowed / "link").symlink_to(lake.outside)  # inside the prefix, pointing outside
+    lake.table("t", location=lake.allowed / "link" / "t")
+    before = _files(lake.outside)
+
+    result = _run(lake.job("t", allowed=[str(lake.allowed)]), tmp_path)
+
+    _assert_refused(result, "symlink")
+    assert _files(lake.outside) == before
+
+
+def test_remove_orphan_files_never_deletes_outside_the_table(pg: Any, tmp_path: Path) -> None:
+    lake = Lake(pg.dsn, tmp_path / "lake")
+    table = lake.table("t")
+    data = Path(table.location().removeprefix("file://")) / "data"
+    victim_dir = lake.outside / "tenant-b"
+    victim_dir.mkdir()
+    victim = victim_dir / "00000-live.parquet"
+    victim.write_bytes(b"another tenant's live data")
+    (data / "spill").symlink_to(victim_dir)  # listed as data/spill/00000-live.parquet
+    orphan = data / f"orphan-{uuid.uuid4().hex}.parquet"
+    orphan.write_bytes(b"a real orphan")
+    old = time.time() - ORPHAN_AGE_S
+    for path in (victim, orphan):
+        os.utime(path, (old, old))
+    older_than = (datetime.now(UTC) - timedelta(hours=25)).isoformat()
+
+    result = _run(lake.job("t", "remove_orphan_files", {"older-than": older_than},
+                                 allowed=[str(lake.allowed)]), tmp_path)
+
+    _assert_refused(result, "spill", "nothing deleted")
+    assert victim.exists() and orphan.exists()  # refused as a whole: not even the real orphan
+
+
+# --- credentials on the way to Spark --------------------------------------------------------
+
+class ProcWatch:
+    """Scans every process's command line (world-readable) and, where readable, environment
+    for a secret while a job runs; also records the Spark JVMs it saw."""
+
+    def __init__(self, secret: str) -> None:
+        self.secret = secret.encode()
+        self.leaks: list[str] = []
+        self.spark_jvms = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._scan, daemon=True)
+
+    def __enter__(self) -> ProcWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _scan(self) -> None:
+        seen: set[int] = set()
+        while not self._stop.wait(PROC_SCAN_STEP_S):
+            for entry in Path("/proc").iterdir():
+                if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                    continue
+                for part in ("cmdline", "environ"):
+                    try:
+                        data = (entry / part).read_bytes()
+                    except OSError:
+                        continue
+                    if self.secret in data:
+                        self.leaks.append(f"{entry.name}/{part}")
+                    if (part == "cmdline" and b"org.apache.spark.deploy.SparkSubmit" in data
+                            and int(entry.name) not in seen):
+                        seen.add(int(entry.name))
+                        self.spark_jvms += 1
+
+
+def test_the_watch_sees_a_secret_in_argv_and_environment() -> None:
+    secret = f"pw-{uuid.uuid4().hex}"
+    script = "import sys; sys.stdin.read()"
+    with ProcWatch(secret) as procs:
+        for argv, env in (([sys.executable, "-c", script, secret], None),
+                          ([sys.executable, "-c", script], {**os.environ, "PW": secret})):
+            child = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE)
+            wait_for(lambda c=child: any(str(c.pid) in leak for leak in procs.leaks),
+                     "the watch to see the secret", step_s=PROC_SCAN_STEP_S)
+            child.communicate(b"")
+    assert {leak.split("/")[1] for leak in procs.leaks} == {"cmdline", "environ"}
+
+
+def _spec_files(root: Path) -> list[Path]:
+    return list(root.rglob(SPEC_FILE_NAME))
+
+
+def test_specs_are_private_gone_after_each_attempt_and_secrets_never_in_argv(
+        db_dsn: str, tmp_path: Path) -> None:
+    secret = f"pw-{uuid.uuid4().hex}"
+    lake = Lake(db_dsn, tmp_path / "lake", password=secret)
+    lake.table("ok", commits=3)
+    store = PostgresStore(db_dsn)
+    runner = Runner(store, tmp_path / "work")
+    modes: dict[str, int] = {}
+
+    def watch_modes() -> None:  # while a job runs, its spec file must be there and private
+        while not done.is_set():
+            for spec in _spec_files(runner.workdir):
+                try:
+                    modes["spec"] = stat.S_IMODE(spec.stat().st_mode)
+                    modes["attempt dir"] = stat.S_IMODE(spec.parent.stat().st_mode)
+                    modes["root"] = stat.S_IMODE(runner.workdir.stat().st_mode)
+                except FileNotFoundError:
+                    pass
+            done.wait(PROC_SCAN_STEP_S)
+
+    done = threading.Event()
+    watcher = threading.Thread(target=watch_modes, daemon=True)
+    watcher.start()
+    try:
+        with ProcWatch(secret) as procs:
+            failed = runner.run("missing", lake.job("no_such_table"))
+            succeeded = runner.run("ok", lake.job("ok"))
+    finally:
+        done.set()
+        watcher.join()
+        store.close()
+
+    assert failed.state is OperationState.FAILED and failed.lease.attempts_used == 1
+    assert succeeded.state is OperationState.SUCCEEDED, succeeded.outcome.error
+    assert modes == {"spec": 0o600, "attempt dir": 0o700, "root": 0o700}
+    assert _spec_files(runner.workdir) == []
+    kept = runner.workdir / f"op-{failed.id}-attempt-1"  # the failure's log stays, private
+    assert (kept / "driver.log").exists() and stat.S_IMODE(kept.stat().st_mode) == 0o700
+    assert secret not in (kept / "driver.log").read_text(errors="replace")
+    assert procs.spark_jvms >= 2, "the scan never saw spark-submit's JVM"
+    assert procs.leaks == []
+
+
+
+# --- a Hudi base path -----------------------------------------------------------------------
+
+def test_hudi_base_path_is_resolved_and_checked(tmp_path: Path) -> None:
+    allowed, outside = tmp_path / "allowed", tmp_path / "outside"
+    (allowed / "real").mkdir(parents=True)
+    outside.mkdir()
+    (allowed / "link").symlink_to(outside)
+    (allowed / "alias").symlink_to(allowed / "real")
+    with pytest.raises(locations.LocationError, match="outside"):
+        checked_base_path(f"{allowed}/link/trips", [str(allowed)])
+    with pytest.raises(locations.LocationError, match="outside"):
+        checked_base_path(f"file://{outside}/trips", [str(allowed)])
+    with pytest.raises(locations.LocationError):
+        checked_base_path(f"file://{allowed}/%252e%252e/outside", [str(allowed)])
+    with pytest.raises(locations.LocationError, match="'%'"):
+        checked_base_path(f"{allowed}/a%41", [str(allowed)])
+    # what is used afterwards is the real path, in the form it was given
+    assert checked_base_path(f"{allowed}/alias/trips", [str(allowed)]) == f"{allowed}/real/trips"
+    assert (checked_base_path(f"file://localhost{allowed}/alias/t", [str(allowed)])
+            == f"file://{allowed}/real/t")
+    assert checked_base_path("s3a://lake/t", ["s3://lake"]) == "s3a://lake/t"
+    with pytest.raises(locations.LocationError, match="outside"):
+        checked_base_path("s3a://lake/lak%65/t", ["s3://lake/lake"])
+
+
+def test_hudi_jobs_and_inspection_use_the_real_base_path(tmp_path: Path) -> None:
+    real, link = tmp_path / "real", tmp_path / "link"
+    real.mkdir()
+    link.symlink_to(real)
+    table = make_table(table_id="t", format="hudi", table_name="trips",
+                       base_path=str(link / "trips"))
+    job = HudiFormat().build_job(table, make_op(action="clean"))
+    assert job.args == ("--target-base-path", str(real / "trips"))
+    with pytest.raises(TimelineError, match=re.escape(str(real / "trips"))):  # the real one
+        HudiFormat().inspect(table)
