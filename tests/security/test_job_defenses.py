@@ -22,6 +22,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from tests.helpers import wait_for
@@ -32,6 +33,7 @@ from tms.engines.workdir import SPEC_FILE_NAME
 from tms.formats.hudi import HudiFormat, checked_base_path
 from tms.formats.hudi_timeline import TimelineError
 from tms.jobs import locations, table_guard
+from tms.local import iceberg_data
 from tms.storage.postgres import PostgresStore
 
 pytestmark = pytest.mark.integration
@@ -152,6 +154,26 @@ def test_remove_orphan_files_never_deletes_outside_the_table(pg: Any, tmp_path: 
 
     _assert_refused(result, "spill", "nothing deleted")
     assert victim.exists() and orphan.exists()  # refused as a whole: not even the real orphan
+
+
+def test_expire_snapshots_never_deletes_a_file_a_snapshot_borrowed(pg: Any, tmp_path: Path
+                                                                   ) -> None:
+    lake = Lake(pg.dsn, tmp_path / "lake")
+    table = lake.table("t")
+    victim = lake.outside / "tenant-b.parquet"  # another tenant's file, added to this table
+    pq.write_table(iceberg_data.batch(1000, 5), victim)
+    table.add_files([str(victim)])
+    table.overwrite(iceberg_data.batch(0, 5))  # now only older snapshots reference it
+    snapshots = len(table.metadata.snapshots)
+    older_than = (datetime.now(UTC) + timedelta(minutes=1)).isoformat()
+
+    result = _run(lake.job("t", "expire_snapshots", {"older-than": older_than,
+                                                      "retain-last": "1"},
+                           allowed=[str(lake.allowed)]), tmp_path)
+
+    _assert_refused(result, str(victim))
+    assert victim.exists()
+    assert len(lake.catalog.load_table(f"{lake.namespace}.t").metadata.snapshots) == snapshots
 
 
 # --- credentials on the way to Spark --------------------------------------------------------

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
+from tms.jobs import ICEBERG_MAINTENANCE_APP, JOB_SUPPORT_FILES, WARM_DRIVER_APP
 from tms.jobs import iceberg_maintenance as job
 
 
@@ -26,3 +33,25 @@ def test_table_argument_is_catalog_qualified(action: str) -> None:
 def test_quotes_in_names_stay_inside_the_literal() -> None:
     spec = _spec("compaction", table="ns.a-b")
     assert "table => '`bench`.`ns`.`a-b`'" in job.ACTIONS["compaction"](spec).sql("bench")
+
+
+def test_the_job_runs_when_shipped_alone(tmp_path: Path) -> None:
+    # what spark-submit ships to a cluster: the app and JOB_SUPPORT_FILES, no TMS installed
+    # (-I -S: neither this checkout nor site-packages on the path)
+    for f in (ICEBERG_MAINTENANCE_APP, WARM_DRIVER_APP, *JOB_SUPPORT_FILES,
+              ICEBERG_MAINTENANCE_APP.with_name("spark_progress.py")):
+        shutil.copy(f, tmp_path / f.name)
+    spec, result = tmp_path / "spec.json", tmp_path / "result.json"
+    spec.write_text(json.dumps({"catalog_name": "c", "table": "ns.t", "action": "compaction",
+                                "allowed_locations": ["/lake/%252e%252e"]}))
+    proc = subprocess.run([sys.executable, "-I", "-S", str(tmp_path / ICEBERG_MAINTENANCE_APP.name),
+                           "--spec", str(spec), "--result", str(result)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    payload = json.loads(result.read_text())
+    assert payload["error_type"] == "SpecError" and "allowed_locations" in payload["error"]
+    assert payload["retryable"] is False and payload["error_class"] == "invalid job spec"
+    load = "import runpy; runpy.run_path('warm_driver.py', run_name='shipped')"
+    imported = subprocess.run([sys.executable, "-I", "-S", "-c", load],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert imported.returncode == 0, imported.stderr

@@ -194,3 +194,12 @@ def test_executor_leaves_no_spec_after_an_attempt(tmp_path: Path, succeed: bool)
     (_, outcome), = store.finished
     assert outcome.state is (OperationState.SUCCEEDED if succeed else OperationState.FAILED)
     assert (root / "op-1-attempt-3" / "driver.log").exists() is not succeed
+
+
+def test_a_restarted_executor_sweeps_specs_a_killed_one_left(tmp_path: Path) -> None:
+    left = write_spec(private_dir(tmp_path / "work" / "op-7-attempt-1"), {"secret": "x"})
+    stop = threading.Event()
+    stop.set()  # run() sweeps, then returns at once
+    Executor(FakeStore(), {}, SpecLeavingEngine(True), "e1",  # type: ignore[arg-type]
+             tmp_path / "work").run(stop)
+    assert not left.exists() and left.parent.exists()

@@ -5,7 +5,9 @@ renewal finds the operation no longer ours (the reaper took it back, or it was c
 engine is stopped at once and nothing this attempt says afterwards is written.
 
 Work directories are private (0700: job specs carry catalog credentials); an attempt's spec
-file is gone when the attempt ends whatever its outcome, its driver log is kept on failure.
+file is gone when the attempt ends whatever its outcome, its driver log is kept on failure. An
+executor killed mid-attempt cannot remove its spec: the next start of the same executor (its
+work directory is its own) sweeps what was left.
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ class Executor:
 
     def run(self, stop: threading.Event) -> None:
         log.info("executor started", executor=self.executor_id)
+        self.sweep_specs()
         while not stop.is_set():
             try:
                 worked = self.run_once(stop)
@@ -80,6 +83,17 @@ class Executor:
                 worked = False
             if not worked:
                 stop.wait(self.poll_interval_s)
+
+    def sweep_specs(self) -> None:
+        """Remove spec files a killed predecessor left in this executor's work directory."""
+        try:
+            left = list(self.workdir.glob(f"*/{SPEC_FILE_NAME}"))
+        except OSError:
+            return
+        for spec in left:
+            spec.unlink(missing_ok=True)
+        if left:
+            log.info("removed job specs left by an earlier run", count=len(left))
 
     def run_once(self, stop: threading.Event | None = None) -> bool:
         op = self.store.operation_claim(self.executor_id, self.lease_s, self.queues)

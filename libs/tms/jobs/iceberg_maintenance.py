@@ -522,6 +522,8 @@ def run_in_session(spark: Any, spec: MaintenanceRequest) -> dict[str, Any]:
     """
     spark.sql(f"REFRESH TABLE {spec.qualified_table}")
     table = table_guard.check_table(spark, spec.qualified_table, spec.allowed_locations)
+    if spec.action == "expire_snapshots" and spec.allowed_locations is not None:
+        table_guard.check_referenced_files(spark, spec.qualified_table, spec.allowed_locations)
     result = run_action(spark, spec, table)
     return {"ok": True, "action": spec.action, "result": result,
             "spark_app_id": spark.sparkContext.applicationId}

@@ -20,6 +20,11 @@ FileIO (with the catalog's credentials).
 A local table location reached through a symlink is refused: the paths in its metadata and in a
 listing would differ from the real ones, and no check could compare them reliably.
 
+``expire_snapshots`` deletes the files only expired snapshots reference, and a table owner can
+make a snapshot reference any path (``add_files`` of another tenant's file, later removed).
+So before it runs, every file any snapshot references (data and delete files, manifests,
+manifest lists) must lie inside the allowed locations (``check_referenced_files``).
+
 Imports only pyspark (lazily, through the session) and the standard library.
 """
 
@@ -106,6 +111,49 @@ def check_table(spark: Any, qualified_name: str, allowed: Sequence[str] | None
                 ) -> CheckedTable:
     table = load_table(spark, qualified_name)
     return CheckedTable(check_paths(table_paths(table), allowed), table)
+
+
+# Metadata tables (and their path column) listing every file some snapshot references.
+REFERENCED_FILES = (("all_files", "file_path"), ("all_manifests", "path"),
+                    ("snapshots", "manifest_list"))
+
+
+def _under_allowed(raw: str, prefixes: Sequence[Location], real_dirs: dict[str, str]) -> bool:
+    where = parse(raw, literal=True)
+    if where.local:  # realpath of the directory, once per directory: files are many
+        parent, _, name = where.path.rpartition("/")
+        real = real_dirs.get(parent)
+        if real is None:
+            real = real_dirs[parent] = os.path.realpath(parent or "/")
+        where = Location(where.scheme, "", f"{real.rstrip('/')}/{name}")
+    return any(where.is_under(p) for p in prefixes)
+
+
+def check_referenced_files(spark: Any, qualified_name: str, allowed: Sequence[str]) -> int:
+    """Require every file the table's snapshots reference inside ``allowed``; returns how many
+    were checked. LocationRefused names the first few that are not."""
+    prefixes = [resolve(parse(a)) for a in allowed]
+    real_dirs: dict[str, str] = {}
+    bad, checked = [], 0
+    for table, column in REFERENCED_FILES:
+        rows = spark.table(f"{qualified_name}.{table}").select(column).distinct()
+        for row in rows.toLocalIterator():
+            raw = row[0]
+            if raw is None:
+                continue
+            checked += 1
+            try:
+                ok = _under_allowed(str(raw), prefixes, real_dirs)
+            except LocationError:
+                ok = False
+            if not ok:
+                bad.append(str(raw)[:300])
+            if len(bad) >= MAX_SHOWN_REFUSALS:
+                break
+    if bad:
+        raise LocationRefused(f"the table's snapshots reference files outside the allowed "
+                              f"locations, so expiring them could delete those: {bad}")
+    return checked
 
 
 # --- remove_orphan_files -----------------------------------------------------------------------
