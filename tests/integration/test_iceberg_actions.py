@@ -105,6 +105,7 @@ class Env:
             "table": self.identifier,
             "action": action,
             "options": options,
+            "allowed_locations": [self.props["warehouse"]],  # every check on, and passing
         }, self.submit)
         assert rc == 0 and payload["ok"] is True, f"{payload}\n{stderr[-4000:]}"
         assert payload["action"] == action and payload["spark_app_id"]

@@ -259,7 +259,7 @@ def test_specs_are_private_gone_after_each_attempt_and_secrets_never_in_argv(
     try:
         with ProcWatch(secret) as procs:
             failed = runner.run("missing", lake.job("no_such_table"))
-            succeeded = runner.run("ok", lake.job("ok"))
+            succeeded = runner.run("ok", lake.job("ok", allowed=[str(lake.allowed)]))
     finally:
         done.set()
         watcher.join()
