@@ -234,8 +234,10 @@ def _spec_files(root: Path) -> list[Path]:
 
 
 def test_specs_are_private_gone_after_each_attempt_and_secrets_never_in_argv(
-        db_dsn: str, tmp_path: Path) -> None:
+        db_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     secret = f"pw-{uuid.uuid4().hex}"
+    # the executor holds the catalog's secret as a reference target: Spark must not inherit it
+    monkeypatch.setenv("TMS_SECRET_LAKE_PG", secret)
     lake = Lake(db_dsn, tmp_path / "lake", password=secret)
     lake.table("ok", commits=3)
     store = PostgresStore(db_dsn)

@@ -131,6 +131,8 @@ def test_secret_looking_conf_never_goes_on_a_command_line() -> None:
         with pytest.raises(ValueError, match="looks like a secret"):
             SparkSettings(conf={key: "x"})
     assert SparkSettings(conf={"spark.hadoop.fs.s3a.aws.credentials.provider": "P"}).conf
+    env = SparkSettings().submit_env({"TMS_SECRET_PG": "pw", "PATH": "/bin"})
+    assert "TMS_SECRET_PG" not in env and env["PATH"] == "/bin"
 
 
 # --- private work directories ------------------------------------------------------------------

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tms.secrets import ENV_PREFIX as SECRET_ENV_PREFIX
 from tms.spark.provision import ICEBERG_RUNTIME_JAR, POSTGRES_JDBC_JAR, default_jars
 
 log = logging.getLogger(__name__)
@@ -229,9 +230,11 @@ class SparkSettings:
 
         pip-installed spark-submit otherwise starts whatever ``python3`` is on PATH, which lacks
         pyspark. SPARK_HOME is pinned to the pyspark package so a stray SPARK_HOME for another
-        Spark version cannot redirect the launcher.
+        Spark version cannot redirect the launcher. The catalogs' secrets (``TMS_SECRET_*``,
+        resolved by TMS into the job's private spec) are not passed on: Spark never needs them
+        in its environment.
         """
-        env = dict(base_env)
+        env = {k: v for k, v in base_env.items() if not k.startswith(SECRET_ENV_PREFIX)}
         env["PYSPARK_PYTHON"] = sys.executable
         env["PYSPARK_DRIVER_PYTHON"] = sys.executable
         env["SPARK_HOME"] = str(spark_home())
