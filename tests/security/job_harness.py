@@ -9,10 +9,11 @@ import uuid
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyiceberg.catalog.sql import SqlCatalog
 
+from tests.helpers import store_catalog
 from tms.domain import Decision, JobSpec, Operation, Table, TableSpec
 from tms.engines.base import ExecutionEngine
 from tms.engines.spark_submit import SparkSubmitEngine
@@ -20,11 +21,14 @@ from tms.executor.loop import Executor
 from tms.executor.retry import RetryPolicy
 from tms.formats.base import TableFormatPlugin
 from tms.jobs import ICEBERG_MAINTENANCE_APP
-from tms.local.iceberg_data import append_batches, catalog_properties, create_table
+from tms.local.iceberg_data import append_batches, create_table, sql_catalog_properties
 from tms.spark.provision import ICEBERG_RUNTIME_JAR
 from tms.spark.settings import SparkSettings
 from tms.storage.postgres import PostgresStore
 from tms.storage.roles import EnqueueParams
+
+if TYPE_CHECKING:
+    from tms.catalogs import CatalogAccess
 
 REPO = Path(__file__).resolve().parents[2]
 TMS_HOME = Path(os.environ.get("TMS_HOME", REPO / ".tms"))
@@ -53,7 +57,7 @@ class Lake:
         self.outside = root / "outside"
         self.allowed.mkdir(parents=True)
         self.outside.mkdir()
-        self.props = catalog_properties(dsn, self.allowed.as_uri())
+        self.props = sql_catalog_properties(dsn, self.allowed.as_uri())
         if password is not None:  # trust auth ignores it: a secret to look for, not to use
             self.props["uri"] = self.props["uri"].replace("@", f":{password}@", 1)
         self.catalog = SqlCatalog(CATALOG_NAME, **self.props)
@@ -95,14 +99,14 @@ class GivenJobs(TableFormatPlugin):
     def __init__(self) -> None:
         self.jobs: dict[str, JobSpec] = {}
 
-    def inspect(self, table: Table) -> dict[str, Any]:
+    def inspect(self, table: Table, catalog: CatalogAccess) -> dict[str, Any]:
         raise NotImplementedError
 
     def evaluate(self, table: Table, metrics: Mapping[str, Any],
                  last_runs: Mapping[str, Operation | None], now: datetime) -> list[Decision]:
         raise NotImplementedError
 
-    def build_job(self, table: Table, operation: Operation) -> JobSpec:
+    def build_job(self, table: Table, catalog: CatalogAccess, operation: Operation) -> JobSpec:
         return self.jobs[table.table_id]
 
 
@@ -117,6 +121,7 @@ class Runner:
                                  "sec-executor", workdir, retry=RetryPolicy(0.0, 0.0))
 
     def run(self, table_id: str, job: JobSpec, action: str = "compaction") -> Operation:
+        store_catalog(self.store, CATALOG_NAME)  # the row the executor looks up (never opened)
         view = self.store.table_register(TableSpec(
             table_id=table_id, format="iceberg", catalog=CATALOG_NAME, namespace="ns",
             table_name=table_id))

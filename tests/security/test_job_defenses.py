@@ -11,13 +11,13 @@ Spark tests are heavy (a cold spark-submit each): tables are tiny and each test 
 from __future__ import annotations
 
 import os
-import re
 import stat
 import subprocess
 import sys
 import threading
 import time
 import uuid
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -28,10 +28,10 @@ import pytest
 from tests.helpers import wait_for
 from tests.security.job_harness import Lake, Runner, cold_engine
 from tests.unit.fakes import make_op, make_table
-from tms.domain import JobSpec, OperationState
+from tms.catalogs import CatalogAccess
+from tms.domain import CatalogType, JobSpec, OperationState
 from tms.engines.workdir import SPEC_FILE_NAME
-from tms.formats.hudi import HudiFormat, checked_base_path
-from tms.formats.hudi_timeline import TimelineError
+from tms.formats.hudi import HudiFormat, resolve_base_path
 from tms.jobs import locations, table_guard
 from tms.local import iceberg_data
 from tms.storage.postgres import PostgresStore
@@ -287,30 +287,35 @@ def test_hudi_base_path_is_resolved_and_checked(tmp_path: Path) -> None:
     outside.mkdir()
     (allowed / "link").symlink_to(outside)
     (allowed / "alias").symlink_to(allowed / "real")
+
+    def base(raw: str, prefix: str = str(allowed)) -> str:
+        return resolve_base_path(raw, [prefix])[0]
+
     with pytest.raises(locations.LocationError, match="outside"):
-        checked_base_path(f"{allowed}/link/trips", [str(allowed)])
+        base(f"{allowed}/link/trips")
     with pytest.raises(locations.LocationError, match="outside"):
-        checked_base_path(f"file://{outside}/trips", [str(allowed)])
+        base(f"file://{outside}/trips")
     with pytest.raises(locations.LocationError):
-        checked_base_path(f"file://{allowed}/%252e%252e/outside", [str(allowed)])
+        base(f"file://{allowed}/%252e%252e/outside")
     with pytest.raises(locations.LocationError, match="'%'"):
-        checked_base_path(f"{allowed}/a%41", [str(allowed)])
-    # what is used afterwards is the real path, in the form it was given
-    assert checked_base_path(f"{allowed}/alias/trips", [str(allowed)]) == f"{allowed}/real/trips"
-    assert (checked_base_path(f"file://localhost{allowed}/alias/t", [str(allowed)])
-            == f"file://{allowed}/real/t")
-    assert checked_base_path("s3a://lake/t", ["s3://lake"]) == "s3a://lake/t"
+        base(f"{allowed}/a%41")
+    # what is used afterwards is the real path, in the form it was given; s3a stays s3a
+    assert base(f"{allowed}/alias/trips") == f"{allowed}/real/trips"
+    assert base(f"file://localhost{allowed}/alias/t") == f"file://{allowed}/real/t"
+    assert base("s3a://lake/t", "s3://lake") == "s3a://lake/t"
     with pytest.raises(locations.LocationError, match="outside"):
-        checked_base_path("s3a://lake/lak%65/t", ["s3://lake/lake"])
+        base("s3a://lake/lak%65/t", "s3://lake/lake")
 
 
-def test_hudi_jobs_and_inspection_use_the_real_base_path(tmp_path: Path) -> None:
+def test_hudi_jobs_use_the_real_base_path(tmp_path: Path) -> None:
     real, link = tmp_path / "real", tmp_path / "link"
-    real.mkdir()
+    (real / "trips").mkdir(parents=True)
     link.symlink_to(real)
+    access = CatalogAccess("lake", CatalogType.HADOOP, {}, {}, (str(tmp_path),))
     table = make_table(table_id="t", format="hudi", table_name="trips",
-                       base_path=str(link / "trips"))
-    job = HudiFormat().build_job(table, make_op(action="clean"))
-    assert job.args == ("--target-base-path", str(real / "trips"))
-    with pytest.raises(TimelineError, match=re.escape(str(real / "trips"))):  # the real one
-        HudiFormat().inspect(table)
+                       base_path=f"file://{link}/trips", location=str(real / "trips"))
+    job = HudiFormat().build_job(table, access, make_op(action="clean"))
+    assert job.args == ("--target-base-path", f"file://{real}/trips")
+    moved = replace(table, location=str(tmp_path / "elsewhere"))  # swapped since registration
+    with pytest.raises(ValueError, match="where the table was checked"):
+        HudiFormat().build_job(moved, access, make_op(action="clean"))

@@ -297,15 +297,17 @@ def test_build_clustering_jobs() -> None:
 
 
 def test_build_clean_job() -> None:
+    # a file:// base path stays one: Hadoop must read it on the local file system, where it
+    # was checked, not on its default file system
     job = HudiFormat().build_job(table("file:///lake/my trips"), ACCESS, op("clean"))
     assert (job.kind, job.app, job.args) == (  # the checked path, symlinks resolved
-        "jvm", CLEANER, ("--target-base-path", "/lake/my trips"))
+        "jvm", CLEANER, ("--target-base-path", "file:///lake/my trips"))
 
 
 def test_table_name_falls_back_to_the_directory() -> None:
     o = make_op(7, action="compaction")
     job = HudiFormat().build_job(table("file:///lake/my trips"), ACCESS, o)
-    assert job.args[:6] == ("--base-path", "/lake/my trips", "--table-name", "my_trips",
+    assert job.args[:6] == ("--base-path", "file:///lake/my trips", "--table-name", "my_trips",
                             "--mode", "scheduleAndExecute")
 
 
