@@ -303,7 +303,7 @@ def test_default_policy(api) -> None:
 
 
 def test_allowed_locations_within_the_operator_bound(make_api) -> None:
-    api = make_api(allowlist=RegistrationAllowlist(frozenset(), ("s3://lake", "/srv/lake")))
+    api = make_api(allowlist=RegistrationAllowlist(("s3://lake", "/srv/lake")))
     stub = api.stub()
     create(stub, "a", allowed_locations=["s3://lake/wh", "s3a://lake/wh2"])
     create(stub, "b", type="hadoop", properties={}, secrets={},
