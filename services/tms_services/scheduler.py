@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import threading
 
 from tms.coordination import SHARD_SETTLE_S, ZK_SESSION_TIMEOUT_S, Coordinator
 from tms.formats.registry import load_formats
 from tms.observability import configure_logging
 from tms.policy import DEFAULT_MAX_ATTEMPTS, MAX_MAX_ATTEMPTS
+from tms.scheduler.discovery import DISCOVERY_POLL_INTERVAL_S, Discovery
 from tms.scheduler.gauges import register_scheduler_gauges
 from tms.scheduler.loop import POLL_INTERVAL_S, PULL_INTERVAL_S, Scheduler
 from tms.scheduler.retention import EVENTS_RETENTION_S, OPERATIONS_RETENTION_S, Retention
@@ -23,6 +25,10 @@ from tms_services.common import (
     start_metrics,
     stop_event_on_signals,
 )
+
+DISCOVERY_JOIN_TIMEOUT_S = 10.0  # at shutdown, how long a listing in progress may finish
+MIN_DISCOVERY_POLL_S = 0.1
+MAX_DISCOVERY_POLL_S = 3600.0
 
 
 def parse_int_map(raw: str, flag: str = "--queue-priorities", what: str = "queue",
@@ -74,6 +80,10 @@ def main(argv: list[str] | None = None) -> None:
                         help="action=attempts,... for operations the scheduler queues (default "
                              f"{DEFAULT_MAX_ATTEMPTS}; a table's execution.max-attempts wins), "
                              "e.g. 'compaction=5,remove_orphan_files=1'")
+    parser.add_argument("--discovery-poll-interval-s", type=float,
+                        default=DISCOVERY_POLL_INTERVAL_S,
+                        help="while leading, look this often for catalogs due for discovery "
+                             "(each catalog sets its own listing interval)")
     parser.add_argument("--shard-settle-s", type=float, default=SHARD_SETTLE_S,
                         help="how long the set of schedulers must stay unchanged before the "
                              "shards are divided again")
@@ -84,6 +94,9 @@ def main(argv: list[str] | None = None) -> None:
                                      MAX_MAX_ATTEMPTS)
     except ValueError as e:
         parser.error(str(e))
+    if not MIN_DISCOVERY_POLL_S <= args.discovery_poll_interval_s <= MAX_DISCOVERY_POLL_S:
+        parser.error(f"--discovery-poll-interval-s must be within [{MIN_DISCOVERY_POLL_S}, "
+                     f"{MAX_DISCOVERY_POLL_S}]")
     require(args, parser, "database_url", "zookeeper")
     check_database(args.database_url)
     configure_logging("tms-scheduler")
@@ -95,6 +108,13 @@ def main(argv: list[str] | None = None) -> None:
     with reaching(f"ZooKeeper at {args.zookeeper}"):
         coordinator.start()
     register_scheduler_gauges(store, coordinator)
+    # Listing a catalog can take a while: its own thread, so decisions never wait for it.
+    # Leadership is taken by the scheduler loop (is_leader); this thread only reads it.
+    discovery = threading.Thread(
+        target=Discovery(store, load_formats(),
+                         poll_interval_s=args.discovery_poll_interval_s).run,
+        args=(stop, lambda: coordinator.leads), name="tms-discovery", daemon=True)
+    discovery.start()
     try:
         Scheduler(store, coordinator, load_formats(), args.id,
                   poll_interval_s=args.poll_interval_s,
@@ -104,6 +124,8 @@ def main(argv: list[str] | None = None) -> None:
                   queue_priorities=queue_priorities,
                   max_attempts_by_action=max_attempts).run(stop)
     finally:
+        stop.set()
+        discovery.join(DISCOVERY_JOIN_TIMEOUT_S)
         coordinator.stop()
         store.close()
 

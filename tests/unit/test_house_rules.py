@@ -14,6 +14,7 @@ import pytest
 
 from tms.api.base import ServicerBase
 from tms.executor.loop import Executor
+from tms.scheduler.discovery import Discovery
 from tms.scheduler.loop import Scheduler
 from tms.storage import roles
 
@@ -35,6 +36,7 @@ def _imports(path: Path) -> set[str]:
 
 @pytest.mark.parametrize(("cls", "role"), [(ServicerBase, "ApiStore"),
                                            (Scheduler, "SchedulerStore"),
+                                           (Discovery, "DiscoveryStore"),
                                            (Executor, "ExecutionStore")])
 def test_each_service_names_only_the_roles_it_uses(cls: type, role: str) -> None:
     hint = typing.get_type_hints(cls.__init__)["store"]

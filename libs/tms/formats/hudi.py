@@ -19,8 +19,14 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from tms.domain import CatalogType, Decision, JobSpec, Operation, Table, TableSpec
-from tms.formats.base import TableFormatPlugin, TableNotInCatalog
-from tms.formats.hudi_timeline import TimelineError, local_path, read_timeline
+from tms.formats.base import DiscoveredTable, TableFormatPlugin, TableNotInCatalog
+from tms.formats.hudi_discovery import discover_tables
+from tms.formats.hudi_timeline import (
+    TimelineError,
+    UnsupportedSchemeError,
+    local_path,
+    read_timeline,
+)
 from tms.jobs import locations
 from tms.policy_types import PolicyKey, boolean, by_key, choice, integer, text, zone, zone_of
 
@@ -102,9 +108,13 @@ class HudiFormat(TableFormatPlugin):
         return problems
 
     def locate(self, table: Table, catalog: CatalogAccess) -> str:
-        """The base path, when it holds a Hudi table (``.hoodie/hoodie.properties``)."""
+        """The base path, when it holds a Hudi table (``.hoodie/hoodie.properties``).
+        A base path this process cannot read (an object store) raises
+        UnsupportedSchemeError: unknown is not the same as gone."""
         try:
             props = local_path(table.base_path) / ".hoodie" / "hoodie.properties"
+        except UnsupportedSchemeError:
+            raise
         except TimelineError as e:
             raise TableNotInCatalog(str(e)) from None
         if not props.is_file():
@@ -126,6 +136,9 @@ class HudiFormat(TableFormatPlugin):
             raise ValueError(f"base path {table.base_path[:300]!r} now resolves to {base!r}, "
                              f"not {table.location!r} where the table was checked")
         return base
+
+    def discover(self, catalog: CatalogAccess) -> list[DiscoveredTable]:
+        return discover_tables(catalog.allowed_locations)
 
     def evaluate(self, table: Table, metrics: Mapping[str, Any],
                  last_runs: Mapping[str, Operation | None], now: datetime

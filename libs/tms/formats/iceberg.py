@@ -16,7 +16,13 @@ from typing import Any
 
 from tms.catalogs import CatalogAccess, PyicebergCatalogs, job_properties
 from tms.domain import CatalogType, Decision, JobSpec, Operation, Table, TableSpec
-from tms.formats.base import CatalogUnreachable, TableFormatPlugin, TableNotInCatalog
+from tms.formats.base import (
+    CatalogUnreachable,
+    DiscoveredTable,
+    TableFormatPlugin,
+    TableNotInCatalog,
+)
+from tms.formats.iceberg_discovery import list_tables
 from tms.formats.iceberg_params import PARAMS
 from tms.formats.iceberg_policy import RULES, K
 from tms.jobs import locations
@@ -90,6 +96,9 @@ class IcebergFormat(TableFormatPlugin):
 
     def locate(self, table: Table, catalog: CatalogAccess) -> str:
         return str(self._load(table, catalog).metadata.location)
+
+    def discover(self, catalog: CatalogAccess) -> list[DiscoveredTable]:
+        return list_tables(self._catalogs.get(catalog))
 
     # inspection -----------------------------------------------------------------------------
     def inspect(self, table: Table, catalog: CatalogAccess) -> dict[str, Any]:

@@ -13,6 +13,7 @@ OperationStore     the API's operation, explain and queue RPCs
 DecisionStore      the scheduler: due tables, operations queued, decisions
 ExecutionStore     the executor: claim, lease, fenced ends of an attempt
 MaintenanceStore   the scheduler's leader: reaper, retention, gauges
+DiscoveryStore     the scheduler's leader: catalog discovery
 =================  ==========================================================
 
 Method names put the entity first (``operation_claim``, ``attempt_set_engine_handle``), as
@@ -262,6 +263,58 @@ class MaintenanceStore(Protocol):
         """Active tables whose check or commit mark has waited longer than ``grace_s``."""
 
 
+@dataclass(frozen=True)
+class CatalogTable:
+    """A table registered in a catalog, as discovery compares it with the catalog's listing
+    (``location``: its checked location, '' until first resolved)."""
+
+    table: Table
+    location: str
+
+
+@dataclass(frozen=True)
+class DiscoveredRegistration:
+    """A table discovery registers: identity and location from the catalog, the rest from
+    the catalog's discovery settings; no policy of its own."""
+
+    table_id: str
+    format: str
+    catalog: str
+    namespace: str
+    table_name: str
+    base_path: str
+    location: str
+    owner: str
+    queue: str
+    priority: int
+
+
+class DiscoveryStore(Protocol):
+    def catalog_claim_discovery(self, now: datetime, limit: int) -> list[Catalog]:
+        """Up to ``limit`` catalogs due for a listing at ``now``, each made due again one
+        interval later in the same statement (the fence between two leaders)."""
+
+    def catalog_finish_discovery(self, catalog_id: str, at: datetime, error: str | None,
+                                 registered: int, missing: int) -> None: ...
+
+    def table_list_by_catalog(self, catalog_id: str) -> list[CatalogTable]: ...
+
+    def table_find_overlapping(self, location: str, except_pk: int = 0) -> str | None:
+        """The id of a table whose location equals, contains or lies in ``location``."""
+
+    def table_insert_discovered(self, reg: DiscoveredRegistration) -> int | None:
+        """The new table's pk; None on any conflict (id taken, identifier or location
+        already registered)."""
+
+    def table_mark_missing(self, catalog_id: str, table_pks: Sequence[int], reason: str
+                           ) -> tuple[int, int]:
+        """ACTIVE -> MISSING with their QUEUED operations cancelled with ``reason``, in one
+        statement: (tables marked, operations cancelled)."""
+
+    def table_mark_found(self, table_pk: int, location: str) -> bool:
+        """MISSING -> ACTIVE at its (checked) location; False when it was not MISSING."""
+
+
 class ApiStore(IntakeStore, CatalogStore, TableStore, OperationStore, Protocol):
     """Everything the API nodes use."""
 
@@ -271,8 +324,8 @@ class SchedulerStore(DecisionStore, MaintenanceStore, Protocol):
 
 
 __all__ = [
-    "ApiStore", "CatalogStore", "DecisionStore", "DuplicateTable", "EnqueueParams",
-    "ExecutionStore", "IntakeStore", "MaintenanceStore", "OperationListParams",
-    "OperationStore", "RequestRecord", "SchedulerStore", "TableGone", "TableListParams",
-    "TableStore",
+    "ApiStore", "CatalogStore", "CatalogTable", "DecisionStore", "DiscoveredRegistration",
+    "DiscoveryStore", "DuplicateTable", "EnqueueParams", "ExecutionStore", "IntakeStore",
+    "MaintenanceStore", "OperationListParams", "OperationStore", "RequestRecord",
+    "SchedulerStore", "TableGone", "TableListParams", "TableStore",
 ]

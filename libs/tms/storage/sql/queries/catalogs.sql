@@ -67,3 +67,25 @@ DELETE FROM tms_catalogs c
 WHERE c.catalog_id = %(catalog_id)s
   AND NOT EXISTS (SELECT 1 FROM tms_tables t WHERE t.catalog = c.catalog_id)
 RETURNING catalog_id;
+
+-- name: catalog_claim_discovery
+-- The catalogs due for a listing, each made due again one interval later in the same
+-- statement: the claim is the fence, so two leaders in a handover never list one catalog at
+-- once (the second finds it not due). ``now`` is the discovery clock.
+UPDATE tms_catalogs c
+SET discovery_next_at = %(now)s + make_interval(secs => c.discovery_interval_s)
+WHERE c.id IN (SELECT id FROM tms_catalogs
+               WHERE discovery_enabled AND discovery_next_at <= %(now)s
+               ORDER BY discovery_next_at
+               LIMIT %(limit)s
+               FOR UPDATE SKIP LOCKED)
+  AND c.discovery_enabled AND c.discovery_next_at <= %(now)s
+RETURNING c.*;
+
+-- name: catalog_finish_discovery
+-- What a listing found (or why it failed), for GetCatalog's discovery status.
+UPDATE tms_catalogs
+SET discovery_last_at = %(at)s, discovery_last_error = %(error)s,
+    discovery_last_registered = %(registered)s, discovery_last_missing = %(missing)s
+WHERE catalog_id = %(catalog_id)s
+RETURNING catalog_id;

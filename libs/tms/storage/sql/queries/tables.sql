@@ -130,3 +130,53 @@ WHERE t.state = 'ACTIVE'
        OR EXISTS (SELECT 1 FROM tms_dirty_tables d
                   WHERE d.table_pk = t.id
                     AND d.since < now() - make_interval(secs => %(grace_s)s)));
+
+-- name: table_list_by_catalog
+-- Every table registered in a catalog, for discovery to compare with the catalog's listing.
+SELECT * FROM tms_tables WHERE catalog = %(catalog_id)s ORDER BY id;
+
+-- name: table_find_overlapping
+-- A table whose checked location is the given one or contains it or lies inside it (two
+-- registrations must never share files); ``except_pk`` is the table asking.
+SELECT table_id FROM tms_tables
+WHERE location <> ''
+  AND (location = %(location)s
+       OR starts_with(location, %(location)s || '/')
+       OR starts_with(%(location)s, location || '/'))
+  AND id <> %(except_pk)s
+ORDER BY table_id
+LIMIT 1;
+
+-- name: table_insert_discovered
+-- A table discovery found: no policy of its own (its catalog's default policy applies).
+-- Nothing on any conflict (id taken, already registered, location taken).
+INSERT INTO tms_tables (table_id, format, catalog, namespace, table_name, base_path, location,
+                        owner, queue, priority, discovered)
+VALUES (%(table_id)s, %(format)s, %(catalog)s, %(namespace)s, %(table_name)s, %(base_path)s,
+        %(location)s, %(owner)s, %(queue)s, %(priority)s, true)
+ON CONFLICT DO NOTHING
+RETURNING id;
+
+-- name: table_mark_missing
+-- Tables their catalog no longer holds: ACTIVE -> MISSING, and their QUEUED operations
+-- cancelled with the reason, in one statement. A paused table stays paused.
+WITH gone AS (
+    UPDATE tms_tables
+    SET state = 'MISSING', updated_at = now()
+    WHERE id = ANY(%(pks)s::bigint[]) AND catalog = %(catalog_id)s AND state = 'ACTIVE'
+    RETURNING id
+), cancelled AS (
+    UPDATE tms_operations o
+    SET state = 'CANCELLED', finished_at = now(), error = %(reason)s
+    FROM gone
+    WHERE o.table_pk = gone.id AND o.state = 'QUEUED'
+    RETURNING o.id
+)
+SELECT (SELECT count(*) FROM gone) AS tables, (SELECT count(*) FROM cancelled) AS cancelled;
+
+-- name: table_mark_found
+-- A MISSING table its catalog holds again, at a checked location: ACTIVE, decided soon.
+UPDATE tms_tables
+SET state = 'ACTIVE', location = %(location)s, next_check_at = now(), updated_at = now()
+WHERE id = %(pk)s AND state = 'MISSING'
+RETURNING id;
