@@ -36,10 +36,11 @@ def wait_for(probe: Callable[[], T | None], what: str, timeout_s: float = WAIT_T
         time.sleep(step_s)
 
 
-def iceberg_catalog(stack: LocalStack, name: str = "tms_e2e") -> tuple[object, dict[str, str]]:
+def iceberg_catalog(stack: LocalStack, name: str = "tms_e2e", warehouse: Path | None = None
+                    ) -> tuple[Any, dict[str, str]]:
     """A SQL Iceberg catalog on the stack's PostgreSQL, created in TMS too (the benchmarks'
     helper): tables made in it can be registered as ``catalog=name``."""
-    return _iceberg_catalog(stack, name)
+    return _iceberg_catalog(stack, name, warehouse)
 
 
 def store_catalog(store: CatalogStore, catalog_id: str = "c",

@@ -1,10 +1,10 @@
 """Building blocks the fault tests share: tables of the "constant" format, flipping a table to
 "needs maintenance", waiting for the scheduler, and timing a fault's recovery.
 
-A "constant" table's file count is a catalog property, so whether it needs compaction is
-known in advance: tables with 20 files must end with exactly one operation each (no executor
-serves their queue), tables with 3 files with none. That turns "no decision lost, none doubled"
-into an exact expectation.
+A "constant" table's file count is a table policy key (the plugin's own), so whether it needs
+compaction is known in advance: tables with 20 files must end with exactly one operation each
+(no executor serves their queue), tables with 3 files with none. That turns "no decision lost,
+none doubled" into an exact expectation.
 """
 
 from __future__ import annotations

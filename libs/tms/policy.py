@@ -17,7 +17,8 @@ from tms.policy_spark import SPARK_CONF_KEYS, SPARK_CONF_PREFIX, SPARK_TABLE_KEY
 from tms.policy_types import PolicyKey, by_key, check_values, integer
 
 __all__ = ["COMMON_KEYS", "PolicyKey", "SPARK_CONF_KEYS", "SPARK_CONF_PREFIX",
-           "SPARK_TABLE_KEYS", "effective_policy", "max_attempts", "validate_policy"]
+           "SPARK_TABLE_KEYS", "effective_policy", "in_force", "max_attempts",
+           "validate_policy"]
 
 DAY_S = 86_400
 DEFAULT_PULL_INTERVAL_S = 600  # inspect a table at least this often, commits or not
@@ -60,6 +61,16 @@ def validate_policy(keys: Mapping[str, PolicyKey], overrides: Mapping[str, str],
     listed = ", ".join(sorted(k for k in known if not k.startswith(SPARK_CONF_PREFIX)))
     return problems + check_values(known, rest, field, "unknown policy key",
                                    f"{listed}, spark.conf.<tuning key> (docs/policy.md)")
+
+
+def in_force(keys: Mapping[str, PolicyKey], table_policy: Mapping[str, str],
+             catalog_policy: Mapping[str, str]) -> dict[str, str]:
+    """The policy a table is maintained with: its own keys over its catalog's default policy.
+    Only the catalog's keys the table's format knows (common + ``keys``) join: a catalog's
+    default policy serves tables of every format, so it may name other formats' keys. What
+    the scheduler evaluates, the executor runs with and ExplainTable shows (same order)."""
+    known = schema(keys)
+    return {**{k: v for k, v in catalog_policy.items() if k in known}, **table_policy}
 
 
 def max_attempts(policy: Mapping[str, str], default: int = DEFAULT_MAX_ATTEMPTS) -> int:

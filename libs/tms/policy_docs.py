@@ -30,7 +30,11 @@ maximum. Values are parsed strictly: numbers are ASCII digits only (no spaces, `
 exponents or leading zeros), booleans are exactly `true` or `false`, choices are exact, memory
 sizes carry a unit (`512m`, `4g`). An unknown key or a bad value is refused with
 INVALID_ARGUMENT naming `table.policy[<key>]`; a bad trigger parameter names `params[<key>]`.
-`tms tables explain TABLE` shows the value in force for every key and where it comes from.
+A catalog's default policy (`tms catalogs create|update --default-policy K=V`) applies to its
+tables under their own: a key the table sets wins, then the catalog's, then the default below
+(the keys of other formats in a catalog's default are left out). The scheduler decides and
+the executor runs with the value in force for every key; `tms explain TABLE` (ExplainTable)
+shows it and where it comes from (table, catalog or default).
 """
 
 

@@ -151,9 +151,9 @@ def test_api_and_notifier_through_a_20s_postgres_outage(make_stack, constant_plu
     stack.start_executor(0)
     assert stack.postgres is not None
     stub = stub_for(stack)
-    tables, _ = constant_tables(stub, "po", count=PG_OUTAGE_TABLES)
+    tables, _ = constant_tables(stub, stack.database_url, "po", count=PG_OUTAGE_TABLES)
     flip = "po-flip-after-outage"
-    register_constant(stub, flip, TIDY_FILES)
+    register_constant(stub, stack.database_url, flip, TIDY_FILES)
     drops: list[tuple[str, int]] = []
     client = TmsClient(stack.api_address)
     notifier = CommitNotifier(client, on_drop=lambda commits, reason: drops.append(

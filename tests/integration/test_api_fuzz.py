@@ -40,8 +40,11 @@ from tests.helpers import SqlCatalog, sql_catalog, wait_for
 from tms.api import pagination
 from tms.api.auth import Authenticator
 from tms.api.server import ApiServer
+from tms.formats.iceberg import IcebergFormat
 from tms.formats.registry import load_formats
 from tms.local.ports import free_port
+from tms.policy import SPARK_CONF_PREFIX
+from tms.policy import schema as policy_schema
 from tms.storage.postgres import PostgresStore
 from tms.v1 import tms_pb2, tms_pb2_grpc
 
@@ -109,12 +112,15 @@ SPECIAL_OP_IDS = (
     "9" * 19, "1" + "0" * 17, "0" * 18, "0" * 40, "\u00b2", "\u00b9\u00b2", "\u0661\u0662",
     "\uff11\uff12", "\u2167", "\u0967", "\U0001d7d9", "\u2460", "1\u0301", "NaN", "-",
 )
-KNOWN_POLICY_KEYS = ("compaction.enabled", "compaction.target-file-size-bytes",
-                     "compaction.small-file-bytes", "compaction.min-small-files",
-                     "compaction.min-interval-s")
+# every key the typed schema knows for an Iceberg table, and Spark conf keys allowed or not
+KNOWN_POLICY_KEYS = (*sorted(k for k in policy_schema(IcebergFormat.policy_keys)
+                             if not k.startswith(SPARK_CONF_PREFIX)),
+                     f"{SPARK_CONF_PREFIX}spark.sql.shuffle.partitions",
+                     f"{SPARK_CONF_PREFIX}spark.executor.extraJavaOptions")
 POLICY_VALUES = ("true", "false", "yes", "0", "1", "2", "12", "-1", "lots", "", " 5 ", "1_000",
                  "\u0661\u0662", "\uff11\uff12", "\u00b2", "9" * 4000, "9" * 4096, "1e9",
-                 "0x10", "NaN", "TRUE", "\u0130", "2\x00")
+                 "0x10", "NaN", "TRUE", "\u0130", "2\x00", "4g", "0.5", "UTC", "id",
+                 "-Dx=1", "99999999999999999999", "2024-05-01T00:00:00Z")
 MASK_PATHS = ("owner", "queue", "priority", "policy", "catalog_properties", "name", "format",
               "state", "table.owner", "", "owner.x", "*", "policy.compaction.enabled",
               "catalog_properties.uri", "OWNER", "owner ", "update_mask", "catalog",

@@ -34,6 +34,7 @@ def cli(api, capsys) -> Cli:
 
 
 def test_create_get_list_delete(cli: Cli, api, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert cli.ok("catalogs", "delete", api.catalog.catalog_id, "--yes")  # the fixture's own
     out = cli.ok(*CREATE, "--discover", "--include", "sales.*", "--exclude", "sales.tmp_*",
                  "--discovery-queue", "disc", "--discovery-owner", "team-a",
                  "--discovery-priority", "7", "--discovery-interval-s", "60")

@@ -11,8 +11,9 @@ import psycopg
 import pytest
 from psycopg.types.json import Jsonb
 
-from tests.unit.fakes import FakeCoordinator, FakeFormat
-from tms.domain import CommitEvent, Decision, Operation, Table, TableSpec
+from tests.helpers import store_catalog
+from tests.unit.fakes import FAKE_ROOT, FakeCoordinator, FakeFormat
+from tms.domain import CatalogType, CommitEvent, Decision, Operation, Table, TableSpec
 from tms.formats.iceberg_policy import K
 from tms.policy import MAX_PULL_INTERVAL_S
 from tms.scheduler.loop import Scheduler
@@ -40,8 +41,9 @@ def _seq(conn: psycopg.Connection) -> int:
 def test_one_bad_stored_value_does_not_stop_the_batch(db_dsn: str) -> None:
     store = PostgresStore(db_dsn)
     try:
+        store_catalog(store, "c", CatalogType.HADOOP, allowed_locations=(FAKE_ROOT,))
         for name in ("a", "bad-eval", "bad-interval", "z"):
-            assert store.table_register(TableSpec(table_id=name, format="fake",
+            assert store.table_register(TableSpec(table_id=name, format="fake", catalog="c",
                                                   table_name=name)) is not None
         with psycopg.connect(db_dsn, autocommit=True) as conn:
             for name, policy in (

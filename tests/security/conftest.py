@@ -1,5 +1,7 @@
 """The real tms-api process, started on a fresh database with a tokens file, for tests that
-play a hostile table owner: an owner-scoped token that may manage its team's tables only."""
+play a hostile table owner: an owner-scoped token that may manage its team's tables only.
+The database holds two catalogs to register tables in: ``cat``, a real pyiceberg SQL catalog
+(on the same database), and ``files``, a file-system catalog for Hudi base paths."""
 
 from __future__ import annotations
 
@@ -10,14 +12,17 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from tests.helpers import wait_for
+from tests.helpers import SqlCatalog, sql_catalog, wait_for
+from tms.domain import CatalogSpec, CatalogType
 from tms.local.ports import free_port
 from tms.local.postgres import LocalPostgres
+from tms.storage.postgres import PostgresStore
 from tms.v1 import tms_pb2_grpc
 
 OWNER = "team-a"
@@ -30,10 +35,15 @@ def bearer(token: str) -> tuple[tuple[str, str]]:
     return (("authorization", f"Bearer {token}"),)
 
 
+HUDI_CATALOG = "files"
+
+
 @dataclass
 class ApiProcess:
     address: str
     channel: grpc.Channel
+    catalog: SqlCatalog  # catalogs/cat (Iceberg tables)
+    hudi_root: Path  # the allowed location of catalogs/files (Hudi base paths)
 
     @property
     def stub(self) -> tms_pb2_grpc.TableManagementServiceStub:
@@ -56,6 +66,15 @@ def api_process(security_db: str, tmp_path_factory: pytest.TempPathFactory
                 ) -> Iterator[ApiProcess]:
     db_dsn = security_db
     tmp_path = tmp_path_factory.mktemp("api")
+    store = PostgresStore(db_dsn)
+    try:
+        catalog = sql_catalog(store, db_dsn, tmp_path / "warehouse")
+        hudi_root = tmp_path / "hudi"
+        hudi_root.mkdir()
+        store.catalog_create(CatalogSpec(HUDI_CATALOG, CatalogType.HADOOP,
+                                         allowed_locations=(str(hudi_root),)))
+    finally:
+        store.close()
     tokens = tmp_path / "tokens.json"
     tokens.write_text(json.dumps({"tokens": [
         {"name": "team-a-owner", "token": OWNER_TOKEN, "roles": ["admin"], "owners": [OWNER]},
@@ -82,7 +101,7 @@ def api_process(security_db: str, tmp_path_factory: pytest.TempPathFactory
                 return False
 
         wait_for(serving, "the API process to serve")
-        yield ApiProcess(address, channel)
+        yield ApiProcess(address, channel, catalog, hudi_root)
     finally:
         channel.close()
         proc.terminate()

@@ -40,8 +40,11 @@ TOKENS = {"tokens": [
      "tables": ["team_a.*"]},
     {"name": "owner-ops", "token": "scoped-admin-owners", "roles": ["admin", "reader"],
      "owners": ["team-a"]},
+    {"name": "team-a", "token": "owner-token", "roles": ["owner"], "owners": ["team-a"]},
+    {"name": "any-owner", "token": "unscoped-owner-token", "roles": ["owner"]},
 ]}
-DENIED = ("reader-token", "writer-token", "scoped-admin-tables", "scoped-admin-owners")
+DENIED = ("reader-token", "writer-token", "scoped-admin-tables", "scoped-admin-owners",
+          "owner-token", "unscoped-owner-token")
 PROC_TIMEOUT_S = 60
 
 
@@ -94,8 +97,10 @@ def test_only_an_unscoped_admin_manages_catalogs(secured) -> None:
     # nothing changed, and a scoped token cannot even learn whether a catalog exists
     got = stub.GetCatalog(tms_pb2.GetCatalogRequest(name="catalogs/lake"), metadata=ADMIN)
     assert got.properties["warehouse"] == "s3://lake/wh"
+    # (catalogs/cat is the fixture's own catalog)
     assert [c.name for c in stub.ListCatalogs(tms_pb2.ListCatalogsRequest(),
-                                              metadata=ADMIN).catalogs] == ["catalogs/lake"]
+                                              metadata=ADMIN).catalogs] == ["catalogs/cat",
+                                                                            "catalogs/lake"]
     with pytest.raises(grpc.RpcError) as info:
         stub.GetCatalog(tms_pb2.GetCatalogRequest(name="catalogs/nope"),
                         metadata=md("scoped-admin-tables"))
@@ -220,7 +225,7 @@ def test_locations_escaping_the_operator_bound_through_a_symlink(make_api,  # no
     lake.mkdir()
     outside.mkdir()
     (lake / "link").symlink_to(outside)
-    api = make_api(allowlist=RegistrationAllowlist(frozenset(), (str(lake),)))
+    api = make_api(allowlist=RegistrationAllowlist((str(lake),)))
     stub = api.stub()
     over = dict(type="hadoop", properties={}, secrets={})
     assert create(stub, "ok", allowed_locations=[str(lake / "t")], **over).name

@@ -14,7 +14,14 @@ from google.protobuf import field_mask_pb2
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from tests.integration.test_api import error_of
-from tests.security.conftest import OWNER, OWNER_TOKEN, WRITER_TOKEN, ApiProcess, bearer
+from tests.security.conftest import (
+    HUDI_CATALOG,
+    OWNER,
+    OWNER_TOKEN,
+    WRITER_TOKEN,
+    ApiProcess,
+    bearer,
+)
 from tms import strict
 from tms.formats.hudi import HudiFormat
 from tms.formats.iceberg import IcebergFormat
@@ -29,20 +36,23 @@ BAD_NUMBERS = [" 5", "5 ", "\u0665", "+5", "1_0", "0x10", "1e3", "", "9999999999
 BAD_BOOLEANS = ["yes", "no", "1", "0", "TRUE", "True", " true", "false ", "on", "off", ""]
 
 
-def register(stub, table_id: str, fmt: str = "iceberg", policy: dict[str, str] | None = None
-             ) -> tms_pb2.Table:
-    """The one place tables are registered (adapt here when tables name a catalog)."""
+def register(api: ApiProcess, table_id: str, fmt: str = "iceberg",
+             policy: dict[str, str] | None = None, create: bool = False) -> tms_pb2.Table:
+    """Register ``table_id`` in the process's catalogs: an Iceberg table ``ns.<id>`` of
+    catalogs/cat or a Hudi base path in catalogs/files (made first when ``create``; the
+    refused values never get as far as the catalog)."""
+    name = table_id.replace(".", "_")
     if fmt == "iceberg":
-        table = tms_pb2.Table(format="iceberg", catalog="cat", namespace="ns",
-                              table_name=table_id.replace(".", "_"), owner=OWNER,
-                              catalog_properties={"type": "sql",
-                                                  "uri": "postgresql+psycopg://x/y"},
-                              policy=policy or {})
+        table = api.catalog.pb("ns", name, create=create, owner=OWNER, policy=policy or {})
     else:
-        table = tms_pb2.Table(format="hudi", base_path=f"/lake/{table_id}", owner=OWNER,
-                              policy=policy or {})
-    return stub.RegisterTable(tms_pb2.RegisterTableRequest(table_id=table_id, table=table),
-                              metadata=OWNER_CREDS, timeout=10)
+        base = api.hudi_root / name
+        if create:
+            (base / ".hoodie").mkdir(parents=True, exist_ok=True)
+            (base / ".hoodie" / "hoodie.properties").write_text(f"hoodie.table.name={name}\n")
+        table = tms_pb2.Table(format="hudi", catalog=HUDI_CATALOG, base_path=str(base),
+                              owner=OWNER, policy=policy or {})
+    return api.stub.RegisterTable(tms_pb2.RegisterTableRequest(table_id=table_id, table=table),
+                                  metadata=OWNER_CREDS, timeout=10)
 
 
 def bad_values(k: PolicyKey) -> list[str]:
@@ -87,7 +97,7 @@ def test_every_iceberg_policy_key_refuses_bad_values(api_process: ApiProcess, ke
                                                      spec: PolicyKey) -> None:
     stub = api_process.stub
     for i, raw in enumerate(bad_values(spec)):
-        _refused(lambda r=raw, i=i: register(stub, f"t{i}", policy={key: r}),
+        _refused(lambda r=raw, i=i: register(api_process, f"t{i}", policy={key: r}),
                  f"table.policy[{key}]")
     got = stub.ListTables(tms_pb2.ListTablesRequest(), metadata=OWNER_CREDS).tables
     assert not [t for t in got if t.name.startswith("tables/t") and t.name[8:].isdigit()]
@@ -97,14 +107,14 @@ def test_every_iceberg_policy_key_refuses_bad_values(api_process: ApiProcess, ke
 def test_every_hudi_policy_key_refuses_bad_values(api_process: ApiProcess, key: str,
                                                   spec: PolicyKey) -> None:
     for i, raw in enumerate(bad_values(spec)):
-        _refused(lambda r=raw, i=i: register(api_process.stub, f"h{i}", "hudi", {key: r}),
+        _refused(lambda r=raw, i=i: register(api_process, f"h{i}", "hudi", {key: r}),
                  f"table.policy[{key}]")
 
 
 def test_unknown_keys_are_refused(api_process: ApiProcess) -> None:
     for key in ("compaction.min-small-file", "Compaction.enabled", "scheduler.pull-interval",
                 "spark.master", "spark.deploy-mode", "execution.engine", "x" * 100):
-        _refused(lambda k=key: register(api_process.stub, "t", policy={k: "1"}),
+        _refused(lambda k=key: register(api_process, "t", policy={k: "1"}),
                  f"table.policy[{key[:128]}]")
 
 
@@ -135,7 +145,7 @@ JVM_AND_CLASS_KEYS = [
 def test_spark_conf_cannot_carry_jvm_options_classes_paths_or_scripts(
         api_process: ApiProcess, conf_key: str) -> None:
     key = f"spark.conf.{conf_key}"
-    _refused(lambda: register(api_process.stub, "t", policy={key: "-javaagent:/tmp/evil.jar"}),
+    _refused(lambda: register(api_process, "t", policy={key: "-javaagent:/tmp/evil.jar"}),
              f"table.policy[{key}]")
 
 
@@ -145,14 +155,14 @@ def test_allowed_spark_keys_refuse_smuggled_values(api_process: ApiProcess) -> N
                      ("spark.conf.spark.sql.parquet.compression.codec", "org.Evil"),
                      ("spark.executor-memory", "4g --driver-java-options=-Dx"),
                      ("spark.driver-cores", "2 --class Evil")):
-        _refused(lambda k=key, r=raw: register(api_process.stub, "t", policy={k: r}),
+        _refused(lambda k=key, r=raw: register(api_process, "t", policy={k: r}),
                  f"table.policy[{key}]")
 
 
 def test_update_refuses_what_registration_refuses(api_process: ApiProcess) -> None:
     stub = api_process.stub
-    register(stub, "upd", policy={"spark.conf.spark.sql.shuffle.partitions": "64",
-                                  "spark.executor-memory": "4g"})
+    register(api_process, "upd", policy={"spark.conf.spark.sql.shuffle.partitions": "64",
+                                         "spark.executor-memory": "4g"}, create=True)
     for key, raw in (("scheduler.pull-interval-s", "99999999999999999999"),
                      ("spark.conf.spark.executor.defaultJavaOptions", "-Dx"),
                      ("compaction.enabled", "yes")):
@@ -177,8 +187,8 @@ ICEBERG_PARAMS = [(a, k, s) for a, keys in sorted(IcebergFormat.action_params.it
 
 def test_trigger_parameters_go_through_the_schema(api_process: ApiProcess) -> None:
     stub = api_process.stub
-    register(stub, "trig")
-    register(stub, "h", "hudi")
+    register(api_process, "trig", create=True)
+    register(api_process, "h", "hudi", create=True)
     _refused(lambda: _trigger(stub, "trig", "compaction", {"target-file-size-bytes": "-1"}),
              "params[target-file-size-bytes]")
     for action, key, spec in ICEBERG_PARAMS:
@@ -208,7 +218,7 @@ def _ts(when: datetime) -> Timestamp:
 
 def test_commit_times_outside_the_window_are_refused(api_process: ApiProcess) -> None:
     stub = api_process.stub
-    register(stub, "commits")
+    register(api_process, "commits", create=True)
     writer = bearer(WRITER_TOKEN)
     now = datetime.now(UTC)
     bad = [datetime(1, 1, 1, tzinfo=UTC), datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC),

@@ -84,6 +84,7 @@ class FakeStore:
     ops: list[tuple[int, Decision]] = field(default_factory=list)
     decisions: list[tuple[int, Decision, int | None]] = field(default_factory=list)
     finished_decisions: list[tuple[int, float]] = field(default_factory=list)
+    enqueued: list[EnqueueParams] = field(default_factory=list)
     to_claim: list[Operation] = field(default_factory=list)
     finished: list[tuple[Operation, Outcome]] = field(default_factory=list)
     renew_result: LeaseStatus = LeaseStatus.HELD
@@ -150,6 +151,7 @@ class FakeStore:
         if any(p == pk and d.action == params.action for p, d in self.ops):
             return None
         self.priorities.append(params.priority)
+        self.enqueued.append(params)
         self.ops.append((pk, Decision(params.action, True, params.reason, params.metrics,
                                       params.params)))
         return len(self.ops)

@@ -244,3 +244,19 @@ def test_a_stored_jvm_option_never_reaches_an_engine(tmp_path: Path) -> None:
              "e1", tmp_path).run_once()
     assert engine.jobs == [] and store.retried == []
     assert "not retryable: bad configuration" in (store.finished[0][1].error or "")
+
+
+def test_the_catalogs_default_policy_reaches_the_engine_under_the_tables_own(
+        tmp_path: Path) -> None:
+    catalog = make_catalog(default_policy={"spark.executor-memory": "64g"})
+    for policy, note in (({}, "spark.executor-memory=64g is above the queue's cap; capped at "
+                              "2g"),
+                         ({"spark.executor-memory": "1g"}, None)):
+        store = FakeStore(tables={1: replace(make_table(), policy=policy)},
+                          to_claim=[make_op()], catalogs={"c": catalog})
+        ex = Executor(store, {"fake": FakeFormat()},  # type: ignore[arg-type]
+                      _router(FakeEngine(), ResourceCaps(executor_memory="2g")), "e1",
+                      tmp_path)
+        assert ex.run_once()
+        result = store.finished[0][1].result or {}
+        assert result.get("resource_caps") == ([note] if note else None), policy

@@ -198,3 +198,29 @@ def test_missing_secret_is_a_reason_not_a_crash(monkeypatch: pytest.MonkeyPatch)
                                                            "env:TMS_SECRET_NOPE"})})
     assert scheduler(store).run_once() == 1 and store.ops == []
     assert "env:TMS_SECRET_NOPE" in _reasons(store)[0]
+
+
+class SeesPolicy(FakeFormat):
+    """Records the policy each inspection saw."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.policies: list[dict[str, str]] = []
+
+    def inspect(self, table, catalog):  # type: ignore[no-untyped-def]
+        self.policies.append(dict(table.policy))
+        return super().inspect(table, catalog)
+
+
+def test_the_catalogs_default_policy_applies_under_the_tables_own() -> None:
+    default = {"execution.max-attempts": "7", "scheduler.pull-interval-s": "77",
+               "compaction.min-small-files": "5"}  # the last: an Iceberg key, not fake's
+    store = FakeStore(tables={1: make_table(), 2: make_table(
+        pk=2, policy={"execution.max-attempts": "2"})}, dirty={1, 2},
+        catalogs={"c": make_catalog(default_policy=default)})
+    fmt = SeesPolicy()
+    assert scheduler(store, fmt=fmt).run_once() == 2
+    assert fmt.policies == [{"execution.max-attempts": "7", "scheduler.pull-interval-s": "77"},
+                            {"execution.max-attempts": "2", "scheduler.pull-interval-s": "77"}]
+    assert [p.max_attempts for p in store.enqueued] == [7, 2]
+    assert sorted(store.finished_decisions) == [(1, 77.0), (2, 77.0)]

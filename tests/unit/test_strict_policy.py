@@ -12,7 +12,13 @@ from tms.formats.hudi import HudiFormat
 from tms.formats.iceberg import IcebergFormat
 from tms.formats.iceberg_params import PARAMS
 from tms.jobs import iceberg_maintenance as job
-from tms.policy import COMMON_KEYS, effective_policy, pull_interval_s, validate_policy
+from tms.policy import (
+    COMMON_KEYS,
+    effective_policy,
+    in_force,
+    pull_interval_s,
+    validate_policy,
+)
 from tms.policy_types import Kind, PolicyKey, integer
 
 MALFORMED_NUMBERS = [" 5", "5 ", "5\n", "\u0665", "+5", "1_0", "0x10", "1e3", "", "05", "5.0",
@@ -106,6 +112,19 @@ def test_effective_policy_names_the_source() -> None:
         == "true"
     assert "stored value refused" in got["scheduler.pull-interval-s"].doc
     assert "spark.conf.spark.sql.shuffle.partitions" not in got  # unset, no default
+
+
+def test_policy_in_force_is_the_tables_over_its_catalogs_known_keys() -> None:
+    catalog = {"compaction.min-small-files": "40", "compaction.quiet-s": "10",
+               "compaction.delta-commits": "3", "execution.max-attempts": "5"}
+    got = in_force(IcebergFormat.policy_keys, {"compaction.min-small-files": "50"}, catalog)
+    assert got == {"compaction.min-small-files": "50", "compaction.quiet-s": "10",
+                   "execution.max-attempts": "5"}  # another format's key stays out
+    shown = {e.key: (e.value, e.source) for e in effective_policy(
+        IcebergFormat.policy_keys, {"compaction.min-small-files": "50"}, catalog)}
+    assert {k: shown[k] for k in got} == {"compaction.min-small-files": ("50", "table"),
+                                         "compaction.quiet-s": ("10", "catalog"),
+                                         "execution.max-attempts": ("5", "catalog")}
 
 
 # the job's own option checks ------------------------------------------------------------------

@@ -19,7 +19,7 @@ from tms.api.base import (
 )
 from tms.api.errors import ApiError, invalid, not_found
 from tms.domain import Operation, OperationState, Table, TableState
-from tms.policy import effective_policy, max_attempts
+from tms.policy import effective_policy, in_force, max_attempts
 from tms.storage.roles import EnqueueParams, OperationListParams
 from tms.v1 import tms_pb2
 
@@ -149,6 +149,17 @@ class OperationsMixin(ServicerBase):
             raise not_found(f"tables/{table.table_id}/operations/{op_id}")
         return convert.operation_to_pb(op)
 
+    def _catalog_policy(self, table: Table) -> dict[str, str]:
+        """The default policy of the table's catalog (empty if the catalog is gone)."""
+        catalog = self.store.catalog_get(table.catalog)
+        return dict(catalog.spec.default_policy) if catalog is not None else {}
+
+    def _policy_in_force(self, table: Table) -> dict[str, str]:
+        """The table's policy over its catalog's default, as the scheduler applies it."""
+        plugin = self.formats.get(table.format)
+        return in_force(plugin.policy_keys if plugin else {}, table.policy,
+                        self._catalog_policy(table))
+
     @rpc
     def TriggerOperation(self, request: tms_pb2.TriggerOperationRequest,
                          context: grpc.ServicerContext,
@@ -178,7 +189,8 @@ class OperationsMixin(ServicerBase):
         try:
             new_id = self.store.operation_enqueue(EnqueueParams(
                 table, request.action, "manual", f"manual: {note} (by {principal.name})",
-                max_attempts(table.policy), table.priority, params=dict(request.params)))
+                max_attempts(self._policy_in_force(table)), table.priority,
+                params=dict(request.params)))
             if new_id is None:
                 raise _exists(table, request.action,
                               self.store.operation_active(table.pk, request.action) or 0)
@@ -221,11 +233,10 @@ class OperationsMixin(ServicerBase):
             if e.active_state is not None:
                 item.active_state = tms_pb2.Operation.State.Value(e.active_state.value)
             out.append(item)
-        # the catalog's default policy joins here once tables name a catalog resource
         policy = [tms_pb2.PolicyValue(key=e.key, value=e.value, source=e.source,
                                       default=e.default, unit=e.unit, doc=e.doc)
                   for e in effective_policy(plugin.policy_keys if plugin else {},
-                                            table.policy, {})]
+                                            table.policy, self._catalog_policy(table))]
         return tms_pb2.ExplainTableResponse(
             table=request.name, state=tms_pb2.Table.State.Value(table.state.value), actions=out,
             policy=policy)

@@ -85,8 +85,10 @@ class RegistrationMixin(ServicerBase):
                            f"{catalog.name} cannot be used: {access.scrub(str(e))[:500]}",
                            "CATALOG_MISCONFIGURED", metadata={"catalog": catalog.name}) from None
         except CatalogUnreachable as e:
+            # the client's message names hosts and paths from the catalog's properties: the
+            # caller gets it (scrubbed), the log only its kind (no property value is logged)
             log.warning("catalog unreachable", catalog=catalog.catalog_id,
-                        error=access.scrub(str(e))[:500])
+                        error_type=type(e.__cause__ or e).__name__)
             raise unavailable(f"{catalog.name} cannot be reached: "
                               f"{access.scrub(str(e))[:500]}") from None
         try:

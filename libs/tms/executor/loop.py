@@ -17,6 +17,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from tms.engines.profiles import EngineRouter
 from tms.engines.workdir import SPEC_FILE_NAME, WorkdirError, private_dir
 from tms.executor.retry import RetryPolicy
 from tms.formats.base import CatalogUnreachable, TableFormatPlugin
+from tms.policy import in_force
 from tms.storage.roles import ExecutionStore
 from tms.telemetry import instruments
 from tms.tracing import context_from, tracer
@@ -214,7 +216,12 @@ class Executor:
         try:
             # secrets resolved here, at use (SecretError names the reference, not a value);
             # the plugin checks the table's location against the catalog's allowed ones
-            job = plugin.build_job(table, catalogs.access(catalog), op)
+            access = catalogs.access(catalog)
+            # the job and its engine (Spark keys, resources) follow the policy in force: the
+            # catalog's default policy under the table's own, as the scheduler decided with
+            table = replace(table, policy=in_force(plugin.policy_keys, table.policy,
+                                                   access.default_policy))
+            job = plugin.build_job(table, access, op)
             engine, capped = (self.engine.route(table) if isinstance(self.engine, EngineRouter)
                               else (self.engine, []))
         except ValueError as e:  # bad configuration: another attempt would fail the same way

@@ -22,7 +22,7 @@ from tms.coordination import Coordinator
 from tms.domain import Decision, Operation, Table
 from tms.formats.base import TableFormatPlugin, TableNotInCatalog
 from tms.jobs import locations
-from tms.policy import DEFAULT_MAX_ATTEMPTS, max_attempts, pull_interval_s
+from tms.policy import DEFAULT_MAX_ATTEMPTS, in_force, max_attempts, pull_interval_s
 from tms.storage.roles import DecisionStore, EnqueueParams
 from tms.telemetry import instruments
 from tms.tracing import context_from, current_traceparent, tracer
@@ -110,6 +110,10 @@ class DecisionMaker:
             return [], INSPECT_FAILURE_RETRY_S
         try:
             table, catalog = self._located(table, plugin)
+            # from here on the table's policy is the one in force: its catalog's default
+            # policy under its own (inspection, evaluation, attempts, next check)
+            table = replace(table, policy=in_force(plugin.policy_keys, table.policy,
+                                                   catalog.default_policy))
             metrics = plugin.inspect(table, catalog)
         except NotUsable as e:
             bound.warning("table not usable", reason=str(e))
@@ -163,8 +167,8 @@ class DecisionMaker:
         return table.priority + self.queue_priorities.get(table.queue, 0)
 
     def max_attempts(self, table: Table, action: str) -> int:
-        """The table's own limit if it sets one, else the action's (--max-attempts), else
-        DEFAULT_MAX_ATTEMPTS."""
+        """The table's limit if its policy in force sets one (its own or its catalog's
+        default), else the action's (--max-attempts), else DEFAULT_MAX_ATTEMPTS."""
         return max_attempts(table.policy,
                             self.max_attempts_by_action.get(action, DEFAULT_MAX_ATTEMPTS))
 

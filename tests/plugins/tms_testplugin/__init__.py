@@ -16,18 +16,22 @@ from typing import Any
 from tms.catalogs import CatalogAccess
 from tms.domain import Decision, JobSpec, Operation, Table, TableSpec
 from tms.formats.base import TableFormatPlugin, TableNotInCatalog
+from tms.policy_types import by_key, integer
 
 THRESHOLD_FILES = 10
 FILES_KEY = "constant.files"
+MAX_FILES = 999_999_999
 
 
 class ConstantFormat(TableFormatPlugin):
     name = "constant"
     actions = ("compaction",)
+    # a plugin's own key, declared with the schema's types like the built-in formats' keys
+    policy_keys = by_key((integer(FILES_KEY, None, 0, MAX_FILES, "count",
+                                  "the table's file count (required; nothing is inspected)"),))
 
     def validate(self, spec: TableSpec) -> list[tuple[str, str]]:
-        raw = spec.policy.get(FILES_KEY, "")
-        if not (raw.isascii() and raw.isdigit() and len(raw) <= 9):
+        if FILES_KEY not in spec.policy:  # its value is checked against policy_keys
             return [(f"table.policy[{FILES_KEY}]", "an integer file count is required")]
         return []
 
@@ -40,7 +44,7 @@ class ConstantFormat(TableFormatPlugin):
         return f"{root}/{table.namespace or 'default'}/{table.table_name}"
 
     def inspect(self, table: Table, catalog: CatalogAccess) -> dict[str, Any]:
-        return {"files": int(table.policy[FILES_KEY])}
+        return {"files": self.policy_keys[FILES_KEY].as_int(table.policy)}
 
     def evaluate(self, table: Table, metrics: Mapping[str, Any],
                  last_runs: Mapping[str, Operation | None], now: datetime
