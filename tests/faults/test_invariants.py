@@ -22,8 +22,9 @@ def _failed(rec: FaultRecord) -> set[str]:
 
 def _seed(dsn: str) -> None:
     with psycopg.connect(dsn, autocommit=True) as conn:
-        (pk,) = conn.execute("INSERT INTO tms_tables (table_id, format, table_name) "
-                             "VALUES ('t1', 'constant', 't1') RETURNING id").fetchone()
+        conn.execute("INSERT INTO tms_catalogs (catalog_id, type) VALUES ('c', 'hadoop')")
+        (pk,) = conn.execute("INSERT INTO tms_tables (table_id, format, catalog, table_name) "
+                             "VALUES ('t1', 'constant', 'c', 't1') RETURNING id").fetchone()
         conn.execute("INSERT INTO tms_commit_events (table_pk, commit_id) VALUES "
                      "(%s, 'stored'), (%s, 'phantom')", (pk, pk))
         # two operations of one table whose attempts overlap, one of them RUNNING on a dead lease
