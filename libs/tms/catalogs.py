@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from tms.domain import Catalog, CatalogType
 from tms.secrets import resolve_all
@@ -90,21 +90,34 @@ def access(catalog: Catalog, environ: Mapping[str, str] | None = None,
                          dict(spec.default_policy), tuple(values.values()))
 
 
-def _with_password(uri: str, user: str | None, password: str | None) -> str:
-    """``uri`` with the user and password put into its authority (each percent-quoted)."""
+def _sql_connection(cat: CatalogAccess) -> tuple[str, str | None, str | None]:
+    """(SQLAlchemy URL without credentials, user, password) of a sql/jdbc catalog. User and
+    password come from ``jdbc.user`` / ``jdbc.password``, else from the URL itself (a URL
+    given whole as a secret)."""
+    uri = cat.properties.get("uri", "")
+    if uri.startswith(_PG_JDBC_PREFIX):
+        uri = f"{_PG_SQLALCHEMY_SCHEME}:{uri[len(_PG_JDBC_PREFIX):]}"
     parts = urlsplit(uri)
-    if password is None and user is None:
+    user = cat.properties.get(USER_PROPERTY,
+                              unquote(parts.username) if parts.username else None)
+    password = cat.properties.get(PASSWORD_SECRET, unquote(parts.password)
+                                  if parts.password is not None else None)
+    host = parts.netloc.rpartition("@")[2]  # port and IPv6 brackets kept as written
+    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment)), user, \
+        password
+
+
+def _with_credentials(uri: str, user: str | None, password: str | None) -> str:
+    """``uri`` (without credentials) with user and password in its authority, each
+    percent-quoted."""
+    if user is None and password is None:
         return uri
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    name = user if user is not None else (parts.username or "")
-    auth = quote(name, safe="")
+    parts = urlsplit(uri)
+    auth = quote(user or "", safe="")
     if password is not None:
         auth += ":" + quote(password, safe="")
-    return urlunsplit((parts.scheme, f"{auth}@{host}", parts.path, parts.query, parts.fragment))
+    return urlunsplit((parts.scheme, f"{auth}@{parts.netloc}", parts.path, parts.query,
+                       parts.fragment))
 
 
 def pyiceberg_properties(cat: CatalogAccess) -> dict[str, str]:
@@ -118,11 +131,7 @@ def pyiceberg_properties(cat: CatalogAccess) -> dict[str, str]:
     props.update({k: v for k, v in cat.storage_options.items() if not k.startswith("fs.")})
     props["type"] = kind
     if kind == "sql":
-        uri = props.get("uri", "")
-        if uri.startswith(_PG_JDBC_PREFIX):
-            uri = _PG_SQLALCHEMY_SCHEME + uri[len(_PG_JDBC_PREFIX):]
-        props["uri"] = _with_password(uri, cat.properties.get(USER_PROPERTY),
-                                      cat.properties.get(PASSWORD_SECRET))
+        props["uri"] = _with_credentials(*_sql_connection(cat))
     return props
 
 
@@ -132,15 +141,9 @@ def job_properties(cat: CatalogAccess) -> dict[str, str]:
     property there, never inside a URL or on a command line)."""
     props = pyiceberg_properties(cat)
     if props.get("type") == "sql":
-        parts = urlsplit(props["uri"])
-        bare = _with_password(f"{parts.scheme}://{parts.hostname or ''}"
-                              f"{':' + str(parts.port) if parts.port else ''}{parts.path}"
-                              f"{'?' + parts.query if parts.query else ''}", None, None)
-        props["uri"] = bare
-        user = cat.properties.get(USER_PROPERTY, parts.username)
+        props["uri"], user, password = _sql_connection(cat)
         if user:
             props[USER_PROPERTY] = user
-        password = cat.properties.get(PASSWORD_SECRET, parts.password)
         if password is not None:
             props[PASSWORD_SECRET] = password
     return props
