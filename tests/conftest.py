@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import own_postgres
 from tms.local.postgres import LocalPostgres
 from tms.local.stack import LocalStack
 from tms.local.zookeeper import LocalZooKeeper
@@ -49,16 +50,8 @@ def tms_home() -> Path:
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[LocalPostgres]:
-    # Not under pytest's tmp dir: that one is private to us, and the server may run as the
-    # postgres system user, which must be able to reach its directory.
-    root = Path(tempfile.mkdtemp(prefix="tms-pg-"))
-    root.chmod(0o755)
-    server = LocalPostgres(root / "pg").start()
-    try:
+    with own_postgres("tms-pg-") as server:
         yield server
-    finally:
-        server.stop("immediate")
-        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture

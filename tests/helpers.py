@@ -4,8 +4,11 @@ catalog must really hold them)."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -14,6 +17,7 @@ from bench.common.procs import constant_catalog, stub_for
 from bench.common.procs import iceberg_catalog as _iceberg_catalog
 from tms.domain import Catalog, CatalogSpec, CatalogType
 from tms.local import iceberg_data
+from tms.local.postgres import LocalPostgres
 from tms.local.stack import LocalStack
 from tms.storage.roles import CatalogStore
 from tms.v1 import tms_pb2
@@ -108,3 +112,18 @@ def sql_catalog(store: CatalogStore, dsn: str, warehouse: Path, catalog_id: str 
 
 __all__ = ["SqlCatalog", "constant_catalog", "iceberg_catalog", "sql_catalog", "store_catalog",
            "stub_for", "wait_for"]
+
+
+@contextmanager
+def own_postgres(prefix: str) -> Iterator[LocalPostgres]:
+    """A PostgreSQL server of its own, stopped and removed afterwards. Not under pytest's tmp
+    dir: that one is private to us, and the server may run as the postgres system user,
+    which must be able to reach its directory."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    root.chmod(0o755)
+    server = LocalPostgres(root / "pg").start()
+    try:
+        yield server
+    finally:
+        server.stop("immediate")
+        shutil.rmtree(root, ignore_errors=True)

@@ -7,12 +7,12 @@ Only the formats shipped with TMS are documented here; a third-party plugin's ke
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from tms.formats.base import TableFormatPlugin
 from tms.formats.registry import load_formats
+from tms.generated import generator_main
 from tms.policy import SCHEDULER_KEYS
 from tms.policy_spark import SPARK_CONF_KEYS, SPARK_TABLE_KEYS
 from tms.policy_types import PolicyKey
@@ -80,18 +80,7 @@ def generate() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tms.policy_docs",
-                                     description="Generate docs/policy.md from the schema.")
-    parser.add_argument("--write", action="store_true",
-                        help=f"rewrite {DOC_PATH.name} (default: print to stdout)")
-    args = parser.parse_args(argv)
-    text = generate()
-    if args.write:
-        DOC_PATH.write_text(text)
-        print(f"wrote {DOC_PATH}")
-    else:
-        print(text, end="")
-    return 0
+    return generator_main("tms.policy_docs", DOC_PATH, generate, argv)
 
 
 if __name__ == "__main__":

@@ -11,15 +11,13 @@ gives up, a caller already waiting (a single-threaded scheduler) waits out its w
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
+from tests.helpers import own_postgres
 from tms.local.postgres import LocalPostgres
 from tms.storage.postgres.db import Db
 
@@ -36,14 +34,8 @@ SHORT_OUTAGE_S = 4.0  # longer than the pool's reconnect timeout
 
 @pytest.fixture(scope="module")
 def own_pg() -> Iterator[LocalPostgres]:
-    root = Path(tempfile.mkdtemp(prefix="tms-pg-restart-"))
-    root.chmod(0o755)
-    server = LocalPostgres(root / "pg").start()
-    try:
+    with own_postgres("tms-pg-restart-") as server:
         yield server
-    finally:
-        server.stop("immediate")
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def test_idle_connections_dead_after_a_quick_restart_are_never_handed_out(

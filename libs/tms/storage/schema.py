@@ -13,13 +13,13 @@ stopped at the end) and rewrites the file.
 
 from __future__ import annotations
 
-import argparse
 import re
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
+from tms.generated import generator_main
 from tms.local.postgres import LocalPostgres, _pg_bin
 from tms.storage.migrate import migrate
 
@@ -101,18 +101,7 @@ def generate_on_local_postgres() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tms.storage.schema",
-                                     description="Generate sql/schema.sql from the migrations.")
-    parser.add_argument("--write", action="store_true",
-                        help=f"rewrite {SCHEMA_PATH.name} (default: print to stdout)")
-    args = parser.parse_args(argv)
-    text = generate_on_local_postgres()
-    if args.write:
-        SCHEMA_PATH.write_text(text)
-        print(f"wrote {SCHEMA_PATH}")
-    else:
-        print(text, end="")
-    return 0
+    return generator_main("tms.storage.schema", SCHEMA_PATH, generate_on_local_postgres, argv)
 
 
 if __name__ == "__main__":
