@@ -23,7 +23,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
@@ -57,6 +57,8 @@ class CatalogAccess:
     allowed_locations: tuple[str, ...] = ()
     default_policy: dict[str, str] = field(default_factory=dict)
     secret_values: tuple[str, ...] = field(default=(), repr=False)
+    # property -> reference (env:/file:): not secret, what a job receives instead of values
+    secret_refs: dict[str, str] = field(default_factory=dict)
 
     def scrub(self, text: str) -> str:
         """``text`` (an error from a catalog client, say) with this catalog's secret values
@@ -87,7 +89,7 @@ def access(catalog: Catalog, environ: Mapping[str, str] | None = None,
         else:
             props[key] = value
     return CatalogAccess(spec.catalog_id, spec.type, props, storage, spec.allowed_locations,
-                         dict(spec.default_policy), tuple(values.values()))
+                         dict(spec.default_policy), tuple(values.values()), dict(spec.secrets))
 
 
 def _sql_connection(cat: CatalogAccess) -> tuple[str, str | None, str | None]:
@@ -147,6 +149,23 @@ def job_properties(cat: CatalogAccess) -> dict[str, str]:
         if password is not None:
             props[PASSWORD_SECRET] = password
     return props
+
+
+def job_catalog(cat: CatalogAccess) -> tuple[dict[str, str], dict[str, str]]:
+    """What a Spark job's spec carries for its catalog: (properties without any secret value,
+    property -> secret reference). The job resolves the references in its driver and merges
+    them over the properties; the result maps onto Spark exactly as ``job_properties`` does
+    (an equivalence a unit test holds). A spec so made may travel on a command line."""
+    refs = {k: r for k, r in cat.secret_refs.items() if not k.startswith("fs.")}
+    bare = replace(cat, properties={k: v for k, v in cat.properties.items()
+                                    if k not in cat.secret_refs},
+                   storage_options={k: v for k, v in cat.storage_options.items()
+                                    if k not in cat.secret_refs},
+                   secret_values=())
+    props = job_properties(bare)
+    if "uri" in refs:  # the whole URL is a secret: the job splits its credentials out
+        props.pop("uri", None)
+    return props, refs
 
 
 class PyicebergCatalogs:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from tms.domain.jobs import ApiEndpoint
 from tms.engines.profiles import ENGINE_COLD, EngineRouter, QueueProfile, load_profiles
 from tms.executor.loop import (
     HEARTBEAT_INTERVAL_S,
@@ -31,6 +32,9 @@ from tms_services.common import (
 
 ENV_ENGINE_CONFIG = "TMS_ENGINE_CONFIG"
 ENV_QUEUES = "TMS_EXECUTOR_QUEUES"
+ENV_API_TARGET = "TMS_API_TARGET"
+ENV_API_CA_FILE = "TMS_API_CA_FILE"
+ENV_API_SERVER_NAME = "TMS_API_SERVER_NAME"
 
 
 def make_router(settings: SparkSettings, config: Path | None, workdir: Path) -> EngineRouter:
@@ -43,6 +47,22 @@ def make_router(settings: SparkSettings, config: Path | None, workdir: Path) -> 
     else:
         default, queues = load_profiles(config, settings)
     return EngineRouter.from_entry_points(default, queues, workdir)
+
+
+def api_endpoint(target: str, ca_file: str | None, server_name: str | None,
+                 router: EngineRouter) -> ApiEndpoint | None:
+    """Where jobs report their results; ValueError when a queue runs its drivers in cluster
+    mode (they cannot write a file the executor reads) and no target is given."""
+    profiles = [router.default, *router.queues.values()]
+    if not target:
+        if any(p.settings.deploy_mode == "cluster" for p in profiles):
+            raise ValueError(f"--api-target (env {ENV_API_TARGET}) is required: a queue runs "
+                             "its Spark drivers in deploy mode 'cluster', and they report "
+                             "their results through the TMS API")
+        return None
+    if ca_file and not Path(ca_file).is_file():
+        raise ValueError(f"--api-ca-file: not a file: {ca_file}")
+    return ApiEndpoint(target, ca_file or None, server_name or None)
 
 
 @exit_if_unreachable("tms-executor")
@@ -60,6 +80,17 @@ def main(argv: list[str] | None = None) -> None:
                         help="TOML file: engine (a tms.engines entry point: spark-submit, "
                              "warm-spark) and Spark settings per queue "
                              f"(env {ENV_ENGINE_CONFIG})")
+    parser.add_argument("--api-target", default=os.environ.get(ENV_API_TARGET, ""),
+                        help="host:port of the TMS API as Spark drivers reach it: jobs report "
+                             "their results there (env " + ENV_API_TARGET + "; required for "
+                             "deploy mode cluster; unset: client-mode jobs write a local "
+                             "result file)")
+    parser.add_argument("--api-ca-file", default=os.environ.get(ENV_API_CA_FILE),
+                        help="CA certificate (PEM) of a TLS API, a path the driver can read "
+                             f"(env {ENV_API_CA_FILE})")
+    parser.add_argument("--api-server-name", default=os.environ.get(ENV_API_SERVER_NAME),
+                        help="the API certificate's name when it differs from the target's "
+                             f"host (env {ENV_API_SERVER_NAME})")
     parser.add_argument("--lease-s", type=float, default=LEASE_TIMEOUT_S)
     parser.add_argument("--heartbeat-s", type=float, default=HEARTBEAT_INTERVAL_S)
     parser.add_argument("--poll-interval-s", type=float, default=POLL_INTERVAL_S)
@@ -81,6 +112,8 @@ def main(argv: list[str] | None = None) -> None:
         retry = RetryPolicy(args.retry_base_delay_s, args.retry_max_delay_s)
         router = make_router(SparkSettings.from_env(home),
                              Path(args.engine_config) if args.engine_config else None, workdir)
+        api = api_endpoint(args.api_target.strip(), args.api_ca_file, args.api_server_name,
+                           router)
         executor_kw = dict(lease_s=args.lease_s, heartbeat_s=args.heartbeat_s)
         if args.lease_s < 3 * args.heartbeat_s:
             raise ValueError("--lease-s must be at least 3 x --heartbeat-s")
@@ -92,7 +125,7 @@ def main(argv: list[str] | None = None) -> None:
         Executor(store, load_formats(), router, args.id, workdir, **executor_kw,
                  poll_interval_s=args.poll_interval_s,
                  shutdown_grace_s=args.shutdown_grace_s, queues=queues or None,
-                 retry=retry).run(stop)
+                 retry=retry, api=api).run(stop)
     finally:
         router.close()
         store.close()

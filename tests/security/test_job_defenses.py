@@ -10,6 +10,7 @@ Spark tests are heavy (a cold spark-submit each): tables are tiny and each test 
 
 from __future__ import annotations
 
+import base64
 import os
 import stat
 import subprocess
@@ -180,12 +181,14 @@ def test_expire_snapshots_never_deletes_a_file_a_snapshot_borrowed(pg: Any, tmp_
 
 class ProcWatch:
     """Scans every process's command line (world-readable) and, where readable, environment
-    for a secret while a job runs; also records the Spark JVMs it saw."""
+    for a secret while a job runs, in clear and inside an inline spec (``--spec-b64``); also
+    records the Spark JVMs it saw."""
 
     def __init__(self, secret: str) -> None:
         self.secret = secret.encode()
         self.leaks: list[str] = []
         self.spark_jvms = 0
+        self.inline_specs = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._scan, daemon=True)
 
@@ -196,6 +199,16 @@ class ProcWatch:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
+
+    def _inline_spec(self, cmdline: bytes) -> bytes:
+        args = cmdline.split(b"\0")
+        if b"--spec-b64" not in args or args.index(b"--spec-b64") + 1 >= len(args):
+            return b""
+        self.inline_specs += 1
+        try:
+            return base64.b64decode(args[args.index(b"--spec-b64") + 1])
+        except ValueError:
+            return b""
 
     def _scan(self) -> None:
         seen: set[int] = set()
@@ -208,6 +221,8 @@ class ProcWatch:
                         data = (entry / part).read_bytes()
                     except OSError:
                         continue
+                    if part == "cmdline":
+                        data += b"\0" + self._inline_spec(data)
                     if self.secret in data:
                         self.leaks.append(f"{entry.name}/{part}")
                     if (part == "cmdline" and b"org.apache.spark.deploy.SparkSubmit" in data
@@ -233,23 +248,34 @@ def _spec_files(root: Path) -> list[Path]:
     return list(root.rglob(SPEC_FILE_NAME))
 
 
-def test_specs_are_private_gone_after_each_attempt_and_secrets_never_in_argv(
+def test_work_dirs_are_private_no_spec_file_and_secrets_never_in_argv(
         db_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cold engine's spec is inline (no file) and carries a secret *reference*: the
+    driver resolves it from the secret directory. Neither the value nor the executor's own
+    (unreferenced) TMS_SECRET_* variable reaches a command line or Spark's environment."""
     secret = f"pw-{uuid.uuid4().hex}"
-    # the executor holds the catalog's secret as a reference target: Spark must not inherit it
-    monkeypatch.setenv("TMS_SECRET_LAKE_PG", secret)
-    lake = Lake(db_dsn, tmp_path / "lake", password=secret)
+    secrets = tmp_path / "secrets"
+    secrets.mkdir(mode=0o700)
+    (secrets / "lake_pg").write_text(secret)
+    monkeypatch.setenv("TMS_SECRET_DIR", str(secrets))
+    monkeypatch.setenv("TMS_SECRET_LAKE_PG", secret)  # held by the executor, not referenced
+    lake = Lake(db_dsn, tmp_path / "lake")
     lake.table("ok", commits=3)
     store = PostgresStore(db_dsn)
     runner = Runner(store, tmp_path / "work")
     modes: dict[str, int] = {}
+    spec_files: list[Path] = []
 
-    def watch_modes() -> None:  # while a job runs, its spec file must be there and private
+    def by_reference(job: JobSpec) -> JobSpec:
+        return replace(job, spec={**job.spec, "catalog_secrets": {"jdbc.password":
+                                                                   "file:lake_pg"}})
+
+    def watch_modes() -> None:  # while a job runs, its work dir must be private
         while not done.is_set():
-            for spec in _spec_files(runner.workdir):
+            spec_files.extend(_spec_files(runner.workdir))
+            for attempt in runner.workdir.glob("op-*"):
                 try:
-                    modes["spec"] = stat.S_IMODE(spec.stat().st_mode)
-                    modes["attempt dir"] = stat.S_IMODE(spec.parent.stat().st_mode)
+                    modes["attempt dir"] = stat.S_IMODE(attempt.stat().st_mode)
                     modes["root"] = stat.S_IMODE(runner.workdir.stat().st_mode)
                 except FileNotFoundError:
                     pass
@@ -260,8 +286,9 @@ def test_specs_are_private_gone_after_each_attempt_and_secrets_never_in_argv(
     watcher.start()
     try:
         with ProcWatch(secret) as procs:
-            failed = runner.run("missing", lake.job("no_such_table"))
-            succeeded = runner.run("ok", lake.job("ok", allowed=[str(lake.allowed)]))
+            failed = runner.run("missing", by_reference(lake.job("no_such_table")))
+            succeeded = runner.run("ok", by_reference(lake.job("ok",
+                                                               allowed=[str(lake.allowed)])))
     finally:
         done.set()
         watcher.join()
@@ -269,14 +296,14 @@ def test_specs_are_private_gone_after_each_attempt_and_secrets_never_in_argv(
 
     assert failed.state is OperationState.FAILED and failed.lease.attempts_used == 1
     assert succeeded.state is OperationState.SUCCEEDED, succeeded.outcome.error
-    assert modes == {"spec": 0o600, "attempt dir": 0o700, "root": 0o700}
-    assert _spec_files(runner.workdir) == []
+    assert modes == {"attempt dir": 0o700, "root": 0o700}
+    assert spec_files == [] and _spec_files(runner.workdir) == []
     kept = runner.workdir / f"op-{failed.id}-attempt-1"  # the failure's log stays, private
     assert (kept / "driver.log").exists() and stat.S_IMODE(kept.stat().st_mode) == 0o700
     assert secret not in (kept / "driver.log").read_text(errors="replace")
     assert procs.spark_jvms >= 2, "the scan never saw spark-submit's JVM"
+    assert procs.inline_specs >= 2, "the scan never saw an inline spec"
     assert procs.leaks == []
-
 
 
 # --- a Hudi base path -----------------------------------------------------------------------

@@ -14,7 +14,7 @@ import pytest
 from tests.unit.fakes import FakeFormat, FakeStore, make_op, make_table
 from tms.domain import JobSpec, OperationState
 from tms.engines.base import EngineResult
-from tms.engines.spark_submit import SparkSubmitEngine, result_from_payload
+from tms.engines.spark_submit import error_from_log, result_from_payload
 from tms.engines.workdir import SPEC_FILE_NAME, WorkdirError, private_dir, write_spec
 from tms.executor.loop import Executor
 from tms.jobs import errors, iceberg_maintenance
@@ -113,7 +113,7 @@ def test_engine_classifies_the_log_when_no_result_was_written() -> None:
     tail = ("Error: Failed to load class com.example.NoSuchMain.\n"
             "java.lang.ClassNotFoundException: com.example.NoSuchMain\n")
     res = result_from_payload(None, tail, 101, None,
-                              lambda: SparkSubmitEngine._error_from_log(tail, 101))
+                              lambda: error_from_log(tail, 101))
     assert res.retryable is False
     assert res.error is not None and res.error.startswith("missing jar or class (check")
     assert "com.example.NoSuchMain" in res.error

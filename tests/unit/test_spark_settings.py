@@ -50,18 +50,24 @@ def test_bad_settings_name_their_variable(env: dict[str, str], var: str) -> None
 
 
 def test_table_names_never_reach_the_command_line(tmp_path: Path) -> None:
+    """The spec is one base64 argument: a hostile table name is data inside it."""
+    import base64
+    import json
+
     engine = SparkSubmitEngine(settings())
     job = JobSpec("pyspark", "job.py", {"table": "ns.t --conf spark.evil=1"})
-    argv = engine.argv(job, tmp_path / "spec.json", tmp_path / "result.json")
+    argv = engine.argv(job, tmp_path)
     assert not any("evil" in a for a in argv)
+    spec = argv[argv.index("--spec-b64") + 1]
+    assert json.loads(base64.b64decode(spec))["table"] == "ns.t --conf spark.evil=1"
+    assert argv[-2:] == ["--result", str(tmp_path / "result.json")]  # no API: a file
 
 
 def test_engine_refuses_jobs_it_cannot_run(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="TMS_HUDI_UTILITIES_JAR"):
-        SparkSubmitEngine(settings(), jvm_jar="").argv(JobSpec("jvm", "Main"), tmp_path,
-                                                       tmp_path)
+        SparkSubmitEngine(settings(), jvm_jar="").argv(JobSpec("jvm", "Main"), tmp_path)
     with pytest.raises(ValueError, match="'wasm'"):
-        SparkSubmitEngine(settings()).argv(JobSpec("wasm", "x"), tmp_path, tmp_path)
+        SparkSubmitEngine(settings()).argv(JobSpec("wasm", "x"), tmp_path)
 
 
 def test_hudi_compaction_command_line_exactly(tmp_path: Path) -> None:
@@ -77,7 +83,7 @@ def test_hudi_compaction_command_line_exactly(tmp_path: Path) -> None:
     op = make_op(action="compaction",
                  params={"mode": "execute", "instant": "20260101000000000"})
     job = HudiFormat().build_job(table, make_access("/lake"), op)
-    argv = SparkSubmitEngine(settings(), jvm_jar=jar).argv(job, tmp_path, tmp_path)
+    argv = SparkSubmitEngine(settings(), jvm_jar=jar).argv(job, tmp_path)
     at = argv.index("--class")
     assert argv[at:] == ["--class", "org.apache.hudi.utilities.HoodieCompactor", jar,
                          "--base-path", "/lake/trips", "--table-name", "trips",

@@ -39,7 +39,17 @@ R = TypeVar("R")
 
 def rpc(fn: Callable[..., R]) -> Callable[..., R]:
     """Authenticate, authorize by method, run, and map every failure to a proper status."""
+    return _handler(fn, bearer=True)
 
+
+def job_rpc(fn: Callable[..., R]) -> Callable[..., R]:
+    """As ``rpc`` for a method a Spark job calls: no bearer token (a driver on a cluster has
+    none); the handler authenticates the request itself (a per-attempt token) and gets no
+    principal."""
+    return _handler(fn, bearer=False)
+
+
+def _handler(fn: Callable[..., R], bearer: bool) -> Callable[..., R]:
     method = fn.__name__
 
     @functools.wraps(fn)
@@ -51,6 +61,8 @@ def rpc(fn: Callable[..., R]) -> Callable[..., R]:
                                    kind=SpanKind.SERVER)
         token = attach(set_span_in_context(span))
         try:
+            if not bearer:
+                return fn(self, request, context)
             principal = self.auth.authenticate(metadata)  # type: ignore[arg-type]
             self.auth.authorize(principal, method)
             return fn(self, request, context, principal)

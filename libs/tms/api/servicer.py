@@ -1,5 +1,5 @@
-"""The TableManagementService servicer, composed of its catalog, table, commit, operation
-and queue parts.
+"""The TableManagementService servicer, composed of its catalog, table, commit, operation,
+queue and job-result parts.
 
 Every handler runs inside :func:`tms.api.base.rpc`: authentication, authorization by method,
 ApiError to status, a lost database to UNAVAILABLE, so a client never sees INTERNAL for
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from tms.api.catalogs import CatalogsMixin
 from tms.api.commits import CommitsMixin
+from tms.api.job_results import JobResultsMixin
 from tms.api.operations import OperationsMixin
 from tms.api.queues import QueuesMixin
 from tms.api.tables import TablesMixin
@@ -17,5 +18,6 @@ from tms.v1 import tms_pb2_grpc
 
 
 class TableManagementServicer(CatalogsMixin, TablesMixin, CommitsMixin, OperationsMixin,
-                              QueuesMixin, tms_pb2_grpc.TableManagementServiceServicer):
+                              QueuesMixin, JobResultsMixin,
+                              tms_pb2_grpc.TableManagementServiceServicer):
     pass

@@ -21,6 +21,7 @@ from tms.domain.decisions import (
     Explanation,
 )
 from tms.domain.jobs import (
+    JobReport,
     JobSpec,
 )
 from tms.domain.operations import (
@@ -60,6 +61,7 @@ __all__ = [
     "DiscoveryStatus",
     "DueTable",
     "Explanation",
+    "JobReport",
     "JobSpec",
     "LeaseStatus",
     "Operation",

@@ -24,6 +24,11 @@ and checked again here, since a row stored before a rule tightened may carry any
     conf = { "spark.sql.shuffle.partitions" = "8" }
     [queues.small.caps]                # the most a table of this queue may ask for
     executor_memory = "4g"
+
+A queue's share of a shared cluster is a Spark setting of the queue (``cores_max`` on a
+standalone master, ``min_executors``/``max_executors`` for dynamic allocation, see
+``tms.spark.cluster_settings``): it holds for the queue's warm driver and cold jobs alike, and
+for tables with resources of their own (their settings start from the queue's).
 """
 
 from __future__ import annotations
@@ -48,12 +53,14 @@ from tms.engines.base import (
 from tms.policy import SPARK_CONF_KEYS, SPARK_CONF_PREFIX, SPARK_TABLE_KEYS
 from tms.policy_spark import conf_refusal
 from tms.spark.caps import ResourceCaps
+from tms.spark.cluster_settings import FIELDS as CLUSTER_FIELDS
 from tms.spark.settings import SparkSettings
 
 ENGINE_COLD = "spark-submit"  # entry-point names of the built-in engines
 ENGINE_WARM = "warm-spark"
 _SETTINGS_FIELDS = ("master", "deploy_mode", "driver_memory", "executor_memory", "jars",
-                    "packages", "conf", "driver_cores", "executor_cores", "num_executors")
+                    "packages", "conf", "driver_cores", "executor_cores", "num_executors",
+                    *CLUSTER_FIELDS)
 _TABLE_FIELD = {"spark.driver-memory": "driver_memory", "spark.executor-memory": "executor_memory",
                 "spark.driver-cores": "driver_cores", "spark.executor-cores": "executor_cores",
                 "spark.num-executors": "num_executors"}

@@ -19,7 +19,14 @@ way, so an operation reads the same whichever engine ran it.
   bringing different ones restarts the driver first.
 - Specs travel as 0600 files in the job's private work directory, named on the driver's stdin
   (a pipe), removed when the request ends; catalog properties reach the session as runtime
-  conf inside the driver, never on its command line or in its environment.
+  conf inside the driver, never on its command line or in its environment. The engine resolves
+  the spec's secret references itself (the driver's environment has none of them).
+- The warm driver keeps this pipe protocol and a local result file on purpose: it is the
+  executor's own child by design (client mode only), so nothing needs to travel through the
+  API. Cold jobs report through the API (``ReportJobResult``) so their driver may run anywhere.
+- On a shared cluster the driver's share is capped by its queue's settings (``cores_max``,
+  ``min_executors``/``max_executors``); on a standalone master without ``cores_max`` it takes
+  ``WARM_DEFAULT_CORES_MAX`` cores, never the whole cluster.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -43,11 +51,15 @@ from tms.engines.base import (
     ExecutionEngine,
     ProgressCallback,
 )
-from tms.engines.spark_submit import SparkSubmitEngine, read_result, result_from_payload
+from tms.engines.results import read_result, result_from_payload
+from tms.engines.spark_submit import SparkSubmitEngine
+from tms.engines.submission import inline_secrets
 from tms.engines.warm_process import DriverProcess, DriverStartError, Wait, read_log_since
 from tms.engines.workdir import private_dir, write_spec
 from tms.jobs import ICEBERG_MAINTENANCE_APP, WARM_DRIVER_APP
 from tms.jobs.spark_progress import ENV_PROGRESS_INTERVAL_S, PROGRESS_INTERVAL_S
+from tms.secrets import SecretError
+from tms.spark.cluster import Manager, manager_of
 from tms.spark.settings import SparkSettings
 
 READY_TIMEOUT_S = 180.0  # JVM + SparkContext start; a cold start takes ~6-10 s on 2 cores
@@ -58,6 +70,7 @@ FAILURE_COOLDOWN_S = 300.0  # then only the fallback runs jobs for this long
 DRIVER_LOG_MAX_BYTES = 64 * 1024 * 1024  # the shared driver log is emptied beyond this
 DRIVER_LOG_PREFIX = "warm-driver"
 STATE_SUBDIR = "warm"  # of the executor's state directory: the driver logs
+WARM_DEFAULT_CORES_MAX = 2  # a standalone cluster's cores a warm driver takes when not set
 _GATEWAY_ENV = ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET")
 
 log = structlog.get_logger("tms.engines.warm")
@@ -80,6 +93,15 @@ def driver_launch(settings: SparkSettings, progress_interval_s: float = PROGRESS
     env["PYSPARK_SUBMIT_ARGS"] = shlex.join([*argv[1:-1], "pyspark-shell"])
     env[ENV_PROGRESS_INTERVAL_S] = str(progress_interval_s)
     return [env["PYSPARK_DRIVER_PYTHON"], app], env
+
+
+def capped_share(settings: SparkSettings) -> SparkSettings:
+    """A warm driver holds its executors for its whole life: on a standalone master without
+    ``cores_max`` (Spark's default: every core of the cluster) it takes
+    ``WARM_DEFAULT_CORES_MAX``, so cold jobs are not starved."""
+    if manager_of(settings.master) is Manager.STANDALONE and settings.cores_max is None:
+        return replace(settings, cores_max=WARM_DEFAULT_CORES_MAX)
+    return settings
 
 
 def catalog_of(spec: Mapping[str, Any]) -> tuple[str, dict[str, str]] | None:
@@ -159,8 +181,9 @@ class WarmSparkEngine:
     @classmethod
     def from_settings(cls, settings: SparkSettings, state_dir: Path) -> WarmSparkEngine:
         """The entry point's constructor: cold spark-submit with the same settings as the
-        fallback, the driver log in ``state_dir/warm``."""
-        return cls(settings, SparkSubmitEngine.from_settings(settings, state_dir),
+        fallback, the driver log in ``state_dir/warm``; a standalone cluster's cores capped
+        (``capped_share``)."""
+        return cls(capped_share(settings), SparkSubmitEngine.from_settings(settings, state_dir),
                    state_dir / STATE_SUBDIR)
 
     @property
@@ -207,7 +230,11 @@ class WarmSparkEngine:
         self._ensure_alive()
         if not self.health.usable():
             return None
-        catalog = catalog_of(job.spec)
+        try:  # the driver is a local child: its spec file gets values, never references
+            spec = inline_secrets(job.spec)
+        except SecretError as e:
+            return EngineResult(False, None, f"bad configuration: {e}", retryable=False)
+        catalog = catalog_of(spec)
         if self._driver is not None and catalog and self._catalogs.conflicts(*catalog):
             log.info("catalog name reused with other properties: restarting the warm driver",
                      catalog=catalog[0])
@@ -222,7 +249,7 @@ class WarmSparkEngine:
         if handle:
             on_handle(handle)
         private_dir(workdir)
-        spec_path, result_path = write_spec(workdir, job.spec), workdir / "result.json"
+        spec_path, result_path = write_spec(workdir, spec), workdir / "result.json"
         result_path.unlink(missing_ok=True)
         if catalog:
             self._catalogs.add(*catalog)

@@ -22,7 +22,7 @@ from typing import IO, Any
 
 import structlog
 
-from tms.engines.spark_submit import die_with_parent
+from tms.engines.children import die_with_parent
 
 KILL_GRACE_S = 5.0  # SIGTERM to SIGKILL
 GROUP_GONE_TIMEOUT_S = 10.0  # after SIGKILL, how long to wait for the group to disappear

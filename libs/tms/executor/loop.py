@@ -4,6 +4,10 @@ The lease outlives several missed heartbeats (LEASE_TIMEOUT_S >= 3 x HEARTBEAT_I
 renewal finds the operation no longer ours (the reaper took it back, or it was cancelled) the
 engine is stopped at once and nothing this attempt says afterwards is written.
 
+With an API endpoint (``api``) each attempt's job gets a token of its own and reports its
+result through ReportJobResult, read back from the database when the driver has ended: the
+driver may then run anywhere (deploy mode ``cluster``).
+
 Work directories are private (0700: job specs carry catalog credentials); an attempt's spec
 file is gone when the attempt ends whatever its outcome, its driver log is kept on failure. An
 executor killed mid-attempt cannot remove its spec: the next start of the same executor (its
@@ -25,7 +29,16 @@ import structlog
 
 from tms import catalogs
 from tms.catalogs import CatalogCache
-from tms.domain import AttemptState, LeaseStatus, Operation, OperationState, Outcome
+from tms.domain import (
+    AttemptState,
+    JobReport,
+    JobSpec,
+    LeaseStatus,
+    Operation,
+    OperationState,
+    Outcome,
+)
+from tms.domain.jobs import ApiEndpoint, new_report_token, report_token_digest
 from tms.engines.base import EngineResult, ExecutionEngine
 from tms.engines.profiles import EngineRouter
 from tms.engines.workdir import SPEC_FILE_NAME, WorkdirError, private_dir
@@ -55,7 +68,8 @@ class Executor:
                  queues: Sequence[str] | None = None,
                  retry: RetryPolicy | None = None,
                  rand: Callable[[], float] = random.random,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 api: ApiEndpoint | None = None) -> None:
         if lease_s < 3 * heartbeat_s:
             raise ValueError("lease_s must be at least 3 x heartbeat_s")
         self.store = store
@@ -72,6 +86,7 @@ class Executor:
         self.retry = retry or RetryPolicy()
         self._rand = rand
         self._clock = clock
+        self.api = api  # None: jobs write a local result file (client mode only)
         self.finished = threading.Event()  # set after each recorded outcome: a test signal
 
     def run(self, stop: threading.Event) -> None:
@@ -237,6 +252,11 @@ class Executor:
             return Outcome(OperationState.FAILED, error=f"bad configuration: {e}"[:4000],
                            retryable=False)
 
+        if self.api is not None and job.kind == "pyspark":
+            job = self._with_report(op, job, self.api)
+            if job.report is None:  # the lease is gone already: nothing may run
+                return Outcome(OperationState.FAILED, error="attempt no longer ours")
+
         def on_handle(handle: str) -> None:
             self.store.attempt_set_engine_handle(op, self.executor_id, handle)
 
@@ -262,6 +282,20 @@ class Executor:
             log_tail = "".join(f"[tms] {n}\n" for n in capped) + log_tail
         return Outcome(state, result=result, error=res.error, log_tail=log_tail,
                        exit_code=res.exit_code, retryable=res.retryable)
+
+    def _with_report(self, op: Operation, job: JobSpec, api: ApiEndpoint) -> JobSpec:
+        """``job`` reporting its result through the API with a fresh token of this attempt
+        (only its digest is stored, fenced by the lease); without report when the attempt is
+        no longer ours."""
+        token = new_report_token()
+        if not self.store.attempt_set_report_token(op, self.executor_id,
+                                                   report_token_digest(token)):
+            return replace(job, report=None)
+        store = self.store
+        return replace(job, report=JobReport(
+            api.target, op.name, op.lease.attempt, token,
+            fetch=lambda: store.attempt_reported_result(op),
+            ca_file=api.ca_file, server_name=api.server_name))
 
     def _heartbeat(self, op: Operation, lost: threading.Event, cancelled: threading.Event,
                    stop_engine: threading.Event, done: threading.Event) -> None:

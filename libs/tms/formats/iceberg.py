@@ -14,7 +14,7 @@ from datetime import datetime
 from importlib import resources
 from typing import Any
 
-from tms.catalogs import CatalogAccess, PyicebergCatalogs, job_properties
+from tms.catalogs import CatalogAccess, PyicebergCatalogs, job_catalog
 from tms.domain import CatalogType, Decision, JobSpec, Operation, Table, TableSpec
 from tms.formats.base import (
     CatalogUnreachable,
@@ -151,8 +151,9 @@ class IcebergFormat(TableFormatPlugin):
     def build_job(self, table: Table, catalog: CatalogAccess, operation: Operation) -> JobSpec:
         """The job's spec names the checked location and the catalog's allowed locations:
         the job checks the location it reads from the catalog again before it touches
-        storage. A location never checked yet (a table not inspected since it was migrated)
-        is read from the catalog here."""
+        storage. The catalog's secrets travel as references the job resolves in its driver
+        (the spec goes on spark-submit's command line). A location never checked yet (a table
+        not inspected since it was migrated) is read from the catalog here."""
         raw = table.location
         if not raw:
             try:
@@ -160,9 +161,11 @@ class IcebergFormat(TableFormatPlugin):
             except TableNotInCatalog as e:
                 raise ValueError(f"the catalog no longer holds the table: {e}") from None
         location = str(locations.check(raw, catalog.allowed_locations))
+        properties, secrets = job_catalog(catalog)  # references only: the spec is inline
         return JobSpec(kind="pyspark", app=_job_app(), spec={
             "catalog_name": catalog.catalog_id,
-            "catalog_properties": job_properties(catalog),
+            "catalog_properties": properties,
+            "catalog_secrets": secrets,
             "table": f"{table.namespace}.{table.table_name}",
             "action": operation.action,
             "options": {k: str(v) for k, v in operation.work.params.items()},

@@ -24,6 +24,8 @@ PERMISSION_DENIED = "permission denied"
 NOT_FOUND = "table not found"
 INVALID_SPEC = "invalid job spec"
 LOCATION_REFUSED = "location refused"
+SECRET_UNAVAILABLE = "secret not available to the driver"
+CANNOT_REPORT = "job cannot report its result"
 # Lines of a driver log before the last fatal block that classification ignores (WARN lines
 # may mention a ClassNotFoundException Spark recovered from).
 _LOG_LEVEL_RE = re.compile(r"^\S+ \S+ (TRACE|DEBUG|INFO|WARN) ")
@@ -33,6 +35,10 @@ _FATAL_START_RE = re.compile(
 # (kind, pattern), first match wins: a missing class often also reads as a configuration
 # error ("Cannot initialize Catalog implementation X ... ClassNotFoundException: X").
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (SECRET_UNAVAILABLE, re.compile(
+        r"secret (env|file):\S+ (is not set|cannot be read|resolves outside|is larger|is not "
+        r"UTF-8)")),
+    (CANNOT_REPORT, re.compile(r"the job cannot report its result")),
     (MISSING_CLASS, re.compile(
         r"ClassNotFoundException|NoClassDefFoundError|Cannot find catalog plugin class"
         r"|CATALOG_PLUGIN_CLASS_NOT_FOUND|Failed to load class|Failed to find data source"
@@ -59,6 +65,10 @@ HINTS = {
     NOT_FOUND: "check the table's catalog, namespace and name",
     INVALID_SPEC: "check the operation's options and the table's registration",
     LOCATION_REFUSED: "the table's files must stay inside the catalog's allowed locations",
+    SECRET_UNAVAILABLE: "the driver resolves the catalog's secret references itself: give it "
+                        "the TMS_SECRET_* variables and TMS_SECRET_DIR (cluster mode: "
+                        "TMS_SPARK_K8S_SECRET mounts the secret into the driver pod)",
+    CANNOT_REPORT: "the driver needs grpcio and the TMS_JOB_TOKEN its executor gives it",
 }
 
 

@@ -5,13 +5,18 @@ Actions (``ACTIONS``), each one Iceberg Spark procedure: ``compaction`` and ``cl
 ``rewrite_manifests``, ``rewrite_position_deletes`` (``rewrite_position_delete_files``). The result
 is the procedure's result columns.
 
-spark-submit runs this file directly (``spark-submit ... iceberg_maintenance.py --spec S --result
-R``), so it imports nothing but pyspark and the standard library: it must also work when shipped
-alone to a cluster. The spec names the catalog exactly as the TMS side (pyiceberg) names it,
-because Iceberg's JDBC catalog keys its rows by catalog name: a different name would see no tables.
+spark-submit runs this file directly (``spark-submit ... iceberg_maintenance.py --spec-b64 B``),
+so it imports nothing but pyspark and the standard library (grpcio too, to report): it must
+also work when shipped alone to a cluster, where the driver may run on any node (deploy mode
+``cluster``). The spec therefore travels inline and carries secret *references*
+(``catalog_secrets``) that the job resolves in the driver (``secret_refs.py``); the result goes
+to the TMS API (``report.py``, the attempt's token in ``TMS_JOB_TOKEN``), or to ``--result``
+when the spec names no API (local runs and tests). The spec names the catalog exactly as the
+TMS side (pyiceberg) names it, because Iceberg's JDBC catalog keys its rows by catalog name: a
+different name would see no tables.
 
 Table names and options come from users, so they reach SQL only as validated identifiers or
-escaped string literals. The result file is always written, success or not, so the caller never
+escaped string literals. The result is always reported, success or not, so the caller never
 has to scrape Spark's log output; exit status is 0 on success and 1 on failure. A failure says
 whether another attempt could help (``retryable``: false for a bad spec, a missing table, a
 missing class, a bad catalog configuration, a permission refusal: ``errors.py``) and gives a
@@ -20,7 +25,7 @@ hint of what to fix.
 Before any action the table's real location, read from its metadata, is checked against the
 spec's ``allowed_locations`` (``table_guard.py``); ``remove_orphan_files`` deletes only
 candidates it checked. The catalog's properties, credentials included, reach Spark only as
-runtime conf set here from the spec file: never on a command line.
+runtime conf set here: never on a command line.
 
 The warm driver (``warm_driver.py``) runs the same specs through ``run_in_session`` in one
 long-lived session. Sibling modules (``locations``, ``errors``, ``table_guard``) come from the
@@ -31,6 +36,8 @@ with ``--py-files``).
 from __future__ import annotations
 
 import argparse
+import base64
+import binascii
 import json
 import os
 import re
@@ -45,11 +52,13 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 try:
-    from tms.jobs import errors, table_guard
+    from tms.jobs import errors, report, secret_refs, table_guard
     from tms.jobs.locations import LocationError, parse
 except ImportError:  # shipped alone: the siblings are next to this file
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import errors  # type: ignore[no-redef]
+    import report  # type: ignore[no-redef]
+    import secret_refs  # type: ignore[no-redef]
     import table_guard  # type: ignore[no-redef]
     from locations import LocationError, parse  # type: ignore[no-redef]
 
@@ -66,6 +75,7 @@ _SQLALCHEMY_PG_SCHEMES = ("postgresql", "postgresql+psycopg", "postgresql+psycop
 # Spark error classes that mean "the table is not there": no retry helps.
 NOT_FOUND_ERROR_CLASSES = frozenset({"TABLE_OR_VIEW_NOT_FOUND", "SCHEMA_NOT_FOUND"})
 MAX_ALLOWED_LOCATIONS = 100
+MAX_SPEC_BYTES = 64 * 1024  # an inline spec is one argument: Linux allows 128 KiB
 MAX_CAUSES = 8  # of a JVM exception, read for classification
 
 
@@ -85,6 +95,14 @@ class MaintenanceRequest:
     options: dict[str, str] = field(default_factory=dict)
     # None: the spec predates allowed locations and the job checks only what it can alone
     allowed_locations: tuple[str, ...] | None = None
+    # property -> secret reference (env:TMS_SECRET_* / file:<name>), resolved in the driver
+    catalog_secrets: dict[str, str] = field(default_factory=dict)
+    report: dict[str, Any] | None = None  # where to report the result (else a result file)
+
+    def resolved_properties(self) -> dict[str, str]:
+        """The catalog's properties with its secrets resolved here, in the driver (the spec
+        itself carries references only: it travels on a command line)."""
+        return {**self.catalog_properties, **secret_refs.resolve_all(self.catalog_secrets)}
 
     @property
     def table_ref(self) -> str:
@@ -164,6 +182,20 @@ def parse_spec(data: Any) -> MaintenanceRequest:
     for key in options:
         if not _OPTION_KEY_RE.fullmatch(key):
             raise SpecError(f"invalid option name {key[:200]!r}")
+    secrets = data.get("catalog_secrets") or {}
+    if not isinstance(secrets, dict):
+        raise SpecError("catalog_secrets must be an object")
+    for key, ref in secrets.items():
+        if not _PROPERTY_KEY_RE.fullmatch(str(key)) or not isinstance(ref, str):
+            raise SpecError(f"invalid catalog_secrets entry {str(key)[:200]!r}")
+        try:
+            secret_refs.parse_ref(ref)
+        except secret_refs.SecretError as e:
+            raise SpecError(f"catalog_secrets[{key}]: {e}") from None
+    try:
+        report_to = report.parse_report(data.get("report"))
+    except ValueError as e:
+        raise SpecError(str(e)) from None
     spec = MaintenanceRequest(
         catalog_name=catalog_name,
         catalog_properties={str(k): _option_value(str(k), v) for k, v in props.items()},
@@ -171,6 +203,8 @@ def parse_spec(data: Any) -> MaintenanceRequest:
         action=action,
         options={k: _option_value(k, v) for k, v in options.items()},
         allowed_locations=parse_allowed_locations(data.get("allowed_locations")),
+        catalog_secrets=dict(secrets),
+        report=report_to,
     )
     ACTIONS[action](spec)  # validates the action's options before anything starts
     return spec
@@ -508,7 +542,7 @@ def session_builder(app_name: str) -> Any:
 
 def build_session(spec: MaintenanceRequest) -> Any:
     builder = session_builder(f"tms-{spec.action}-{'.'.join(spec.table)}")
-    for key, value in catalog_conf(spec.catalog_name, spec.catalog_properties).items():
+    for key, value in catalog_conf(spec.catalog_name, spec.resolved_properties()).items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
 
@@ -572,6 +606,8 @@ def error_class(exc: BaseException, error_type: str, message: str) -> errors.Err
         return errors.ErrorClass(errors.INVALID_SPEC)
     if isinstance(exc, table_guard.LocationRefused):
         return errors.ErrorClass(errors.LOCATION_REFUSED)
+    if isinstance(exc, secret_refs.SecretError):
+        return errors.ErrorClass(errors.SECRET_UNAVAILABLE)
     get_error_class = getattr(exc, "getErrorClass", None)
     if callable(get_error_class):
         try:
@@ -612,18 +648,65 @@ def write_result(path: Path, payload: dict[str, Any]) -> None:
             os.unlink(tmp)
 
 
+def read_spec(args: argparse.Namespace) -> Any:
+    """The spec from ``--spec-b64`` (inline: no file on the executor's disk, so the driver may
+    run anywhere) or ``--spec`` (a file, for local runs and tests)."""
+    if args.spec_b64 is not None:
+        raw = args.spec_b64.encode()
+        if len(raw) > MAX_SPEC_BYTES * 2:
+            raise SpecError(f"the inline spec is larger than {MAX_SPEC_BYTES} bytes")
+        try:
+            return json.loads(base64.b64decode(raw, validate=True))
+        except (ValueError, binascii.Error) as e:
+            raise SpecError(f"--spec-b64 is not base64 of a JSON object: {e}") from None
+    return json.loads(args.spec.read_text())
+
+
+def report_of(raw: Any) -> dict[str, Any] | None:
+    """The spec's report target even when the rest of the spec is refused, so a bad spec is
+    reported like any other failure; None when absent or itself malformed."""
+    try:
+        return report.parse_report(raw.get("report")) if isinstance(raw, dict) else None
+    except ValueError:
+        return None
+
+
+def deliver(report_to: dict[str, Any] | None, payload: dict[str, Any],
+            result_path: Path | None) -> bool:
+    """Report through the API when the spec says where, else write the result file. False
+    when the result could not be delivered (the log then says why)."""
+    if report_to is not None:
+        try:
+            return report.send(report_to, payload)
+        except (report.ReportError, OSError) as e:
+            print(f"[tms-job] ReportError: {e}", file=sys.stderr)
+            return False
+    if result_path is None:
+        print("[tms-job] ReportError: no --result file and no report target: the job "
+              "cannot report its result", file=sys.stderr)
+        return False
+    write_result(result_path, payload)
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Run one Iceberg maintenance action.")
-    parser.add_argument("--spec", type=Path, required=True, help="job spec JSON file")
-    parser.add_argument("--result", type=Path, required=True, help="where to write result JSON")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--spec", type=Path, help="job spec JSON file")
+    source.add_argument("--spec-b64", help="job spec JSON, base64 (references, no secrets)")
+    parser.add_argument("--result", type=Path,
+                        help="where to write result JSON when the spec has no report target")
     args = parser.parse_args(argv)
+    report_to = None
     try:
-        spec = parse_spec(json.loads(args.spec.read_text()))
-        payload = run(spec)
+        raw = read_spec(args)
+        report_to = report_of(raw)
+        payload = run(parse_spec(raw))
     except Exception as exc:
         payload = failure_payload(exc)
         print(f"[tms-job] {payload['error_type']}: {payload['error']}", file=sys.stderr)
-    write_result(args.result, payload)
+    if not deliver(report_to, payload, args.result):
+        return 1
     return 0 if payload["ok"] else 1
 
 

@@ -88,15 +88,16 @@ def register_catalog(spark: Any, spec: im.MaintenanceRequest,
     by catalog name, and a loaded catalog never rereads its conf: a name already registered
     with other properties would silently reach the wrong catalog, so it is refused (the engine
     restarts the driver before sending such a spec)."""
+    props = spec.resolved_properties()  # the engine resolved references already: a no-op
     known = registered.get(spec.catalog_name)
     if known is not None:
-        if dict(known) != spec.catalog_properties:
+        if dict(known) != props:
             raise RuntimeError(f"catalog {spec.catalog_name!r} is registered in this session "
                                "with other properties; a new driver is needed")
         return
-    for key, value in im.catalog_conf(spec.catalog_name, spec.catalog_properties).items():
+    for key, value in im.catalog_conf(spec.catalog_name, props).items():
         spark.conf.set(key, value)
-    registered[spec.catalog_name] = dict(spec.catalog_properties)
+    registered[spec.catalog_name] = props
 
 
 def session_alive(spark: Any) -> bool:

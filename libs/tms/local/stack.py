@@ -118,9 +118,11 @@ class LocalStack:
                              ["--id", f"scheduler-{index}", *self.scheduler_args])
 
     def start_executor(self, index: int = 0) -> ServiceProcess:
+        # jobs report their results through the API (when one was started)
+        api = ["--api-target", self.api_address] if self.api_port else []
         return self._service(f"executor-{index}", "tms_services.executor",
                              ["--id", f"executor-{index}", "--workdir",
-                              str(self.workdir(index)), *self.executor_args])
+                              str(self.workdir(index)), *api, *self.executor_args])
 
     def workdir(self, index: int) -> Path:
         return self.state_dir / "work" / f"executor-{index}"

@@ -20,11 +20,14 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tms.secrets import DEFAULT_SECRET_DIR, ENV_SECRET_DIR
 from tms.secrets import ENV_PREFIX as SECRET_ENV_PREFIX
+from tms.spark import cluster_settings as cs
+from tms.spark.cluster import refusal
 from tms.spark.provision import ICEBERG_RUNTIME_JAR, POSTGRES_JDBC_JAR, default_jars
 
 log = logging.getLogger(__name__)
@@ -47,7 +50,8 @@ ENV_PACKAGES = "TMS_SPARK_PACKAGES"
 ENV_CONF = "TMS_SPARK_CONF"
 
 _MASTER_RE = re.compile(
-    r"^(local(\[(\*|[1-9]\d*)(,[1-9]\d*)?\])?|yarn|(spark|k8s|mesos)://[^\s,]+)$"
+    r"^(local(\[(\*|[1-9]\d*)(,[1-9]\d*)?\])?|yarn|(spark|mesos)://[^\s,]+"
+    r"|k8s://(https?://)?[A-Za-z0-9.\-\[\]:]+(:\d{1,5})?/?)$"
 )
 _MEMORY_RE = re.compile(r"^[1-9][0-9]*[kmgtKMGT]?$")
 _MAVEN_PART = r"[A-Za-z0-9_.\-]+"
@@ -110,9 +114,23 @@ class SparkSettings:
     driver_cores: int | None = None  # None: Spark's own default
     executor_cores: int | None = None
     num_executors: int | None = None  # YARN / Kubernetes static allocation
+    # a queue's share of a shared cluster (see cluster_settings): standalone cores, executors
+    cores_max: int | None = None
+    min_executors: int | None = None
+    max_executors: int | None = None
+    # where the driver and executors run on YARN / Kubernetes (see cluster_settings)
+    yarn_queue: str | None = None
+    k8s_namespace: str = cs.DEFAULT_K8S_NAMESPACE
+    k8s_image: str | None = None
+    k8s_service_account: str | None = None
+    k8s_driver_template: str | None = None
+    k8s_executor_template: str | None = None
+    k8s_secret: str | None = None
+    k8s_secret_dir: str = DEFAULT_SECRET_DIR
 
     def __post_init__(self) -> None:
-        for name in ("driver_cores", "executor_cores", "num_executors"):
+        for name in ("driver_cores", "executor_cores", "num_executors", "cores_max",
+                     "max_executors"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                       or not 1 <= value <= MAX_CORES_OR_EXECUTORS):
@@ -123,8 +141,10 @@ class SparkSettings:
         if self.deploy_mode not in DEPLOY_MODES:
             raise ValueError(f"{ENV_DEPLOY_MODE}: must be one of {DEPLOY_MODES}, "
                              f"got {self.deploy_mode!r}")
-        if self.is_local and self.deploy_mode == "cluster":
-            raise ValueError(f"{ENV_DEPLOY_MODE}: 'cluster' cannot be used with a local master")
+        refused = refusal(self.master, self.deploy_mode)
+        if refused:
+            raise ValueError(f"{ENV_DEPLOY_MODE}: {refused}")
+        cs.validate(self)
         for env, value in ((ENV_DRIVER_MEMORY, self.driver_memory),
                            (ENV_EXECUTOR_MEMORY, self.executor_memory)):
             if not _MEMORY_RE.fullmatch(value):
@@ -185,6 +205,7 @@ class SparkSettings:
             jars=jars,
             packages=packages,
             conf=_parse_conf(environ.get(ENV_CONF, "")),
+            **cs.from_env(environ),
         )
 
     @property
@@ -201,15 +222,24 @@ class SparkSettings:
                 "spark.driver.bindAddress": LOCAL_BIND_ADDRESS,
                 "spark.driver.host": LOCAL_BIND_ADDRESS,
             })
+        conf.update(cs.cluster_conf(self))
         conf.update(self.conf)
         return conf
 
     def submit_argv(self, app_path: str, app_args: list[str],
-                    py_files: list[str] | None = None) -> list[str]:
+                    py_files: list[str] | None = None,
+                    extra_conf: Mapping[str, str] | None = None,
+                    properties_file: str | None = None) -> list[str]:
         """The full spark-submit command line, for ``subprocess`` without a shell;
-        ``py_files`` are Python modules shipped next to a PySpark application."""
+        ``py_files`` are Python modules shipped next to a PySpark application, ``extra_conf``
+        one submission's own conf (never secret: a command line is world-readable), and
+        ``properties_file`` a private file of conf that must not be on it."""
         argv = [spark_submit_path(), "--master", self.master, "--deploy-mode", self.deploy_mode,
                 "--driver-memory", self.driver_memory]
+        if properties_file:
+            argv += ["--properties-file", properties_file]
+        if self.yarn_queue:
+            argv += ["--queue", self.yarn_queue]
         for flag, number in (("--driver-cores", self.driver_cores),
                              ("--executor-cores", self.executor_cores),
                              ("--num-executors", self.num_executors)):
@@ -221,20 +251,24 @@ class SparkSettings:
             argv += ["--packages", ",".join(self.packages)]
         if py_files:
             argv += ["--py-files", ",".join(py_files)]
-        for key, value in self.effective_conf().items():
+        for key, value in {**self.effective_conf(), **(extra_conf or {})}.items():
             argv += ["--conf", f"{key}={value}"]
         return [*argv, app_path, *app_args]
 
-    def submit_env(self, base_env: Mapping[str, str]) -> dict[str, str]:
+    def submit_env(self, base_env: Mapping[str, str],
+                   secrets: Iterable[str] = ()) -> dict[str, str]:
         """Environment for spark-submit: this venv's Python on both driver and executors.
 
         pip-installed spark-submit otherwise starts whatever ``python3`` is on PATH, which lacks
         pyspark. SPARK_HOME is pinned to the pyspark package so a stray SPARK_HOME for another
-        Spark version cannot redirect the launcher. The catalogs' secrets (``TMS_SECRET_*``,
-        resolved by TMS into the job's private spec) are not passed on: Spark never needs them
-        in its environment.
+        Spark version cannot redirect the launcher. Of the catalogs' secrets (``TMS_SECRET_*``)
+        only ``secrets`` are passed on: the variables the job's own spec references, which a
+        client-mode driver resolves itself (the spec travels on the command line, so it holds
+        references, never values). ``TMS_SECRET_DIR`` (a path) is always kept.
         """
-        env = {k: v for k, v in base_env.items() if not k.startswith(SECRET_ENV_PREFIX)}
+        keep = set(secrets) | {ENV_SECRET_DIR}
+        env = {k: v for k, v in base_env.items()
+               if not k.startswith(SECRET_ENV_PREFIX) or k in keep}
         env["PYSPARK_PYTHON"] = sys.executable
         env["PYSPARK_DRIVER_PYTHON"] = sys.executable
         env["SPARK_HOME"] = str(spark_home())

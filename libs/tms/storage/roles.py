@@ -10,6 +10,7 @@ IntakeStore        the API's NotifyCommit(s): the one intake path for commits
 CatalogStore       the API's catalog RPCs (admin): operator-owned catalog connections
 TableStore         the API's table RPCs: registration, reads, request ids
 OperationStore     the API's operation, explain and queue RPCs
+ReportStore        the API's ReportJobResult: a running attempt's job reports its result
 DecisionStore      the scheduler: due tables, operations queued, decisions
 ExecutionStore     the executor: claim, lease, fenced ends of an attempt
 MaintenanceStore   the scheduler's leader: reaper, retention, gauges
@@ -247,6 +248,12 @@ class ExecutionStore(Protocol):
     def operation_release(self, op: Operation, owner: str, reason: str) -> bool:
         """Fenced hand-back to the queue (graceful shutdown); not counted as a failure."""
 
+    def attempt_set_report_token(self, op: Operation, owner: str, digest: bytes) -> bool:
+        """Fenced: the SHA-256 of the token this RUNNING attempt's job reports with."""
+
+    def attempt_reported_result(self, op: Operation) -> dict[str, Any] | None:
+        """What this attempt's job reported through ReportJobResult; None: nothing yet."""
+
 
 class MaintenanceStore(Protocol):
     def operation_reap_expired(self) -> tuple[list[int], list[int]]:
@@ -315,7 +322,28 @@ class DiscoveryStore(Protocol):
         """MISSING -> ACTIVE at its (checked) location; False when it was not MISSING."""
 
 
-class ApiStore(IntakeStore, CatalogStore, TableStore, OperationStore, Protocol):
+@dataclass(frozen=True)
+class ReportTarget:
+    """An attempt as ReportJobResult sees it before writing: its token's digest (None: the
+    executor gave it none), whether it still runs, what it reported already."""
+
+    token_sha256: bytes | None
+    running: bool
+    reported: dict[str, Any] | None
+
+
+class ReportStore(Protocol):
+    def attempt_report_lookup(self, table_id: str, op_id: int, attempt: int
+                              ) -> ReportTarget | None:
+        """The attempt of that table's operation; None when there is none."""
+
+    def attempt_report_result(self, op_id: int, attempt: int, digest: bytes,
+                              result: dict[str, Any]) -> bool:
+        """Fenced write of the job's result: that attempt, still RUNNING, that token digest,
+        nothing reported yet. False when any of it no longer holds."""
+
+
+class ApiStore(IntakeStore, CatalogStore, TableStore, OperationStore, ReportStore, Protocol):
     """Everything the API nodes use."""
 
 
@@ -326,6 +354,7 @@ class SchedulerStore(DecisionStore, MaintenanceStore, Protocol):
 __all__ = [
     "ApiStore", "CatalogStore", "CatalogTable", "DecisionStore", "DiscoveredRegistration",
     "DiscoveryStore", "DuplicateTable", "EnqueueParams", "ExecutionStore", "IntakeStore",
-    "MaintenanceStore", "OperationListParams", "OperationStore", "RequestRecord",
+    "MaintenanceStore", "OperationListParams", "OperationStore", "ReportStore", "ReportTarget",
+    "RequestRecord",
     "SchedulerStore", "TableGone", "TableListParams", "TableStore",
 ]

@@ -509,6 +509,24 @@ class CancelOperationRequest(_message.Message):
     name: str
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
+class ReportJobResultRequest(_message.Message):
+    __slots__ = ("operation", "attempt", "token", "result_json")
+    OPERATION_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    RESULT_JSON_FIELD_NUMBER: _ClassVar[int]
+    operation: str
+    attempt: int
+    token: str
+    result_json: str
+    def __init__(self, operation: _Optional[str] = ..., attempt: _Optional[int] = ..., token: _Optional[str] = ..., result_json: _Optional[str] = ...) -> None: ...
+
+class ReportJobResultResponse(_message.Message):
+    __slots__ = ("first",)
+    FIRST_FIELD_NUMBER: _ClassVar[int]
+    first: bool
+    def __init__(self, first: _Optional[bool] = ...) -> None: ...
+
 class RetryOperationRequest(_message.Message):
     __slots__ = ("name",)
     NAME_FIELD_NUMBER: _ClassVar[int]

@@ -151,6 +151,11 @@ class TableManagementServiceStub:
                 request_serializer=tms_dot_v1_dot_tms__pb2.UpdateQueueRequest.SerializeToString,
                 response_deserializer=tms_dot_v1_dot_tms__pb2.Queue.FromString,
                 _registered_method=True)
+        self.ReportJobResult = channel.unary_unary(
+                '/tms.v1.TableManagementService/ReportJobResult',
+                request_serializer=tms_dot_v1_dot_tms__pb2.ReportJobResultRequest.SerializeToString,
+                response_deserializer=tms_dot_v1_dot_tms__pb2.ReportJobResultResponse.FromString,
+                _registered_method=True)
 
 
 class TableManagementServiceServicer:
@@ -339,6 +344,18 @@ class TableManagementServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReportJobResult(self, request, context):
+        """The Spark job of a running attempt reports its result here (the driver may run on another
+        machine: no file travels back). Authenticated by the attempt's own token (given to the
+        job by its executor, never on a command line), not by a bearer token: accepted only for
+        that operation and attempt while it runs. PERMISSION_DENIED for a wrong token, NOT_FOUND
+        for an unknown operation or attempt, FAILED_PRECONDITION once the attempt has ended or
+        when a different result was reported already (the same one again is acknowledged).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TableManagementServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -451,6 +468,11 @@ def add_TableManagementServiceServicer_to_server(servicer, server):
                     servicer.UpdateQueue,
                     request_deserializer=tms_dot_v1_dot_tms__pb2.UpdateQueueRequest.FromString,
                     response_serializer=tms_dot_v1_dot_tms__pb2.Queue.SerializeToString,
+            ),
+            'ReportJobResult': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReportJobResult,
+                    request_deserializer=tms_dot_v1_dot_tms__pb2.ReportJobResultRequest.FromString,
+                    response_serializer=tms_dot_v1_dot_tms__pb2.ReportJobResultResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1053,6 +1075,33 @@ class TableManagementService:
             '/tms.v1.TableManagementService/UpdateQueue',
             tms_dot_v1_dot_tms__pb2.UpdateQueueRequest.SerializeToString,
             tms_dot_v1_dot_tms__pb2.Queue.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReportJobResult(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tms.v1.TableManagementService/ReportJobResult',
+            tms_dot_v1_dot_tms__pb2.ReportJobResultRequest.SerializeToString,
+            tms_dot_v1_dot_tms__pb2.ReportJobResultResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -89,8 +89,14 @@ CREATE TABLE public.tms_attempts (
     result jsonb,
     retry_at timestamp with time zone,
     progress jsonb,
+    report_token_sha256 bytea,
+    reported_result jsonb,
+    reported_at timestamp with time zone,
     CONSTRAINT tms_attempts_attempt_check CHECK ((attempt >= 1)),
-    CONSTRAINT tms_attempts_check CHECK (((state = 'RUNNING'::public.tms_attempt_state) = (finished_at IS NULL)))
+    CONSTRAINT tms_attempts_check CHECK (((state = 'RUNNING'::public.tms_attempt_state) = (finished_at IS NULL))),
+    CONSTRAINT tms_attempts_report_token_sha256_check CHECK (((report_token_sha256 IS NULL) OR (octet_length(report_token_sha256) = 32))),
+    CONSTRAINT tms_attempts_reported_check CHECK (((reported_result IS NULL) = (reported_at IS NULL))),
+    CONSTRAINT tms_attempts_reported_result_check CHECK (((reported_result IS NULL) OR (jsonb_typeof(reported_result) = 'object'::text)))
 );
 
 --
