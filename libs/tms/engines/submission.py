@@ -43,6 +43,9 @@ PROPERTIES_FILE_NAME = "submit.properties"  # 0600, deleted once spark-submit ha
 LOCAL_SCHEME = "local://"  # a path inside the driver's image (Kubernetes cluster mode)
 ENV_SPARK_CONF_DIR = "SPARK_CONF_DIR"
 SPARK_DEFAULTS = "spark-defaults.conf"
+# names the attempt (its work directory) on the command line and in Spark's UI: which
+# operation a spark-submit process or a cluster's application belongs to
+ATTEMPT_CONF = "spark.tms.attempt"
 
 
 class SubmissionError(ValueError):
@@ -95,7 +98,8 @@ def build(settings: SparkSettings, job: JobSpec, workdir: Path, base_env: Mappin
         if not jvm_jar:
             raise SubmissionError(f"TMS_HUDI_UTILITIES_JAR must name the Hudi utilities-"
                                   f"bundle jar to run {job.app}")
-        argv = settings.submit_argv(jvm_jar, list(job.args))
+        argv = settings.submit_argv(jvm_jar, list(job.args),
+                                    extra_conf={ATTEMPT_CONF: workdir.name})
         at = argv.index(jvm_jar)
         return Submission([*argv[:at], "--class", job.app, *argv[at:]],
                           settings.submit_env(base_env))
@@ -132,7 +136,8 @@ def _pyspark(settings: SparkSettings, job: JobSpec, workdir: Path,
         env = settings.submit_env(base_env, env_refs)
         if job.report is not None:
             env[ENV_JOB_TOKEN] = job.report.token
-        return Submission(settings.submit_argv(app, args, py_files=py_files),
+        return Submission(settings.submit_argv(app, args, py_files=py_files,
+                                               extra_conf={ATTEMPT_CONF: workdir.name}),
                           env, result_path=result_path)
     return _cluster(settings, manager, job, workdir, base_env, app, args, py_files,
                     env_refs, file_refs)
@@ -142,7 +147,7 @@ def _cluster(settings: SparkSettings, manager: Manager, job: JobSpec, workdir: P
              base_env: Mapping[str, str], app: str, args: list[str], py_files: list[str],
              env_refs: list[str], file_refs: list[str]) -> Submission:
     assert job.report is not None
-    extra: dict[str, str] = {}
+    extra: dict[str, str] = {ATTEMPT_CONF: workdir.name}
     private = {driver_env_key(manager, ENV_JOB_TOKEN): job.report.token}
     pod_name = None
     if manager is Manager.KUBERNETES:
