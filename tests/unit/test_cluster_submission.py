@@ -366,3 +366,37 @@ def test_an_executor_with_a_cluster_mode_queue_needs_the_api_target(tmp_path: Pa
     assert api_endpoint("tms-api:50051", None, None, router) is not None
     plain = EngineRouter(cold, {}, {"spark-submit": lambda s: SparkSubmitEngine(s)})
     assert api_endpoint("", None, None, plain) is None  # client mode: a local result file
+
+
+def test_kubernetes_jars_are_the_images_own(tmp_path: Path) -> None:
+    jar = tmp_path / "iceberg.jar"
+    jar.write_bytes(b"")
+    sub = build(_k8s(jars=(str(jar), "s3a://b/extra.jar")), _job({**SPEC, "catalog_secrets": {}}),
+                tmp_path / "op-1", ENV)
+    assert sub.argv[sub.argv.index("--jars") + 1] == f"local://{jar},s3a://b/extra.jar"
+
+
+def test_the_pods_entry_point_commands_exactly() -> None:
+    from tms.spark.k8s_entrypoint import EXECUTOR_BACKEND, command, spark_home
+
+    assert command(["driver", "--properties-file", "/opt/spark/conf/spark.properties",
+                    "--class", "org.apache.spark.deploy.PythonRunner", "local:///app.py"],
+                   {"SPARK_DRIVER_BIND_ADDRESS": "10.1.2.3"}) == [
+        SUBMIT, "--conf", "spark.driver.bindAddress=10.1.2.3",
+        "--conf", "spark.executorEnv.SPARK_DRIVER_POD_IP=10.1.2.3", "--deploy-mode", "client",
+        "--properties-file", "/opt/spark/conf/spark.properties",
+        "--class", "org.apache.spark.deploy.PythonRunner", "local:///app.py"]
+    env = {"JAVA_HOME": "/usr/lib/jvm/java-17", "SPARK_EXECUTOR_MEMORY": "1024m",
+           "SPARK_JAVA_OPT_10": "-Dz=3", "SPARK_JAVA_OPT_2": "-Dy=2", "SPARK_JAVA_OPT_0": "-Dx=1",
+           "SPARK_DRIVER_URL": "spark://CoarseGrainedScheduler@d:7078", "SPARK_EXECUTOR_ID": "4",
+           "SPARK_EXECUTOR_CORES": "1", "SPARK_APPLICATION_ID": "spark-abc",
+           "SPARK_EXECUTOR_POD_IP": "10.1.2.4", "SPARK_RESOURCE_PROFILE_ID": "0",
+           "SPARK_EXECUTOR_POD_NAME": "tms-op-1-exec-4"}
+    assert command(["executor"], env) == [
+        "/usr/lib/jvm/java-17/bin/java", "-Dx=1", "-Dy=2", "-Dz=3", "-Xms1024m", "-Xmx1024m",
+        "-cp", f"{spark_home()}/jars/*", EXECUTOR_BACKEND,
+        "--driver-url", "spark://CoarseGrainedScheduler@d:7078", "--executor-id", "4",
+        "--cores", "1", "--app-id", "spark-abc", "--hostname", "10.1.2.4",
+        "--resourceProfileId", "0", "--podName", "tms-op-1-exec-4"]
+    with pytest.raises(ValueError, match="driver"):
+        command(["sh", "-c", "id"], env)

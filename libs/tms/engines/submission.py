@@ -26,7 +26,7 @@ import base64
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -130,8 +130,10 @@ def _pyspark(settings: SparkSettings, job: JobSpec, workdir: Path,
         args = ["--result", str(result_path)]
     args = ["--spec-b64", encode_spec(spec), *args]
     app, py_files = job.app, [str(f) for f in JOB_SUPPORT_FILES]
-    if cluster and manager is Manager.KUBERNETES:  # the image carries the jobs (TMS image)
+    if cluster and manager is Manager.KUBERNETES:  # the image carries jobs and jars (TMS's)
         app, py_files = LOCAL_SCHEME + app, [LOCAL_SCHEME + f for f in py_files]
+        settings = replace(settings, jars=tuple(j if "://" in j else LOCAL_SCHEME + j
+                                                for j in settings.jars))
     if not cluster:
         env = settings.submit_env(base_env, env_refs)
         if job.report is not None:
