@@ -400,3 +400,23 @@ def test_the_pods_entry_point_commands_exactly() -> None:
         "--resourceProfileId", "0", "--podName", "tms-op-1-exec-4"]
     with pytest.raises(ValueError, match="driver"):
         command(["sh", "-c", "id"], env)
+
+
+def test_a_warm_driver_never_takes_a_whole_standalone_cluster(tmp_path: Path) -> None:
+    from tms.engines.warm import WARM_DEFAULT_CORES_MAX, WarmSparkEngine, driver_launch
+
+    standalone = SparkSettings(master="spark://10.0.0.2:7077")
+    warm = WarmSparkEngine.from_settings(standalone, tmp_path)
+    assert warm.settings.cores_max == WARM_DEFAULT_CORES_MAX
+    assert f"spark.cores.max={WARM_DEFAULT_CORES_MAX}" in driver_launch(warm.settings)[1][
+        "PYSPARK_SUBMIT_ARGS"]
+    own = WarmSparkEngine.from_settings(replace_settings(standalone, cores_max=1), tmp_path)
+    assert own.settings.cores_max == 1  # the queue's own share is kept
+    local = WarmSparkEngine.from_settings(SparkSettings(), tmp_path)
+    assert local.settings.cores_max is None
+
+
+def replace_settings(settings: SparkSettings, **kw: Any) -> SparkSettings:
+    from dataclasses import replace
+
+    return replace(settings, **kw)
