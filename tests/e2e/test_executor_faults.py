@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import signal
 import subprocess
+from dataclasses import replace
 
 import pytest
 
 from tests.helpers import iceberg_catalog, stub_for, wait_for
 from tms.local import iceberg_data
+from tms.storage.postgres import PostgresStore
 from tms.v1 import tms_pb2
 
 pytestmark = pytest.mark.e2e
@@ -55,9 +57,9 @@ def test_kill_9_executor_mid_compaction(make_stack, round_: int) -> None:
     first.proc.send_signal(signal.SIGKILL)  # the executor alone, not its process group
     first.proc.wait()
     wait_for(lambda: not _spark_pids(marker), "the orphaned Spark driver to die", 30)
-    # had the driver outlived its executor, it would have finished and written its result
-    assert (stack.workdir(0) / marker / "spec.json").exists()
-    assert not (stack.workdir(0) / marker / "result.json").exists()
+    # the spec was inline (no file to sweep); had the driver outlived its executor, it would
+    # have finished and reported its result for attempt 1 (checked below)
+    assert not (stack.workdir(0) / marker / "spec.json").exists()
 
     stack.start_executor(1)
     done = wait_for(lambda: (o := _op(stub)) and o.state == tms_pb2.Operation.SUCCEEDED and o,
@@ -65,6 +67,14 @@ def test_kill_9_executor_mid_compaction(make_stack, round_: int) -> None:
     assert done.attempt == 2 and done.executor_id == "executor-1"
     after = iceberg_data.stats(table)
     assert after["data_files"] == 1 and after["rows_scanned"] == before["rows_scanned"]
+    store = PostgresStore(stack.database_url)
+    try:
+        op = store.operation_get("killed", int(done.name.rsplit("/", 1)[1]))
+        assert op is not None and store.attempt_reported_result(op) is not None  # attempt 2
+        first_attempt = replace(op, lease=replace(op.lease, attempt=1))
+        assert store.attempt_reported_result(first_attempt) is None  # the killed driver
+    finally:
+        store.close()
 
 
 def test_cancel_running_compaction_stops_spark(make_stack) -> None:
