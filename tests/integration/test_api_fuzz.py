@@ -570,6 +570,17 @@ def gen_trigger(g: Gen) -> Message:
         request_id=g.request_id())
 
 
+def gen_report(g: Gen) -> Message:
+    """A job's result report: no bearer token counts, only the attempt's (never known here),
+    so every case must end PERMISSION_DENIED, NOT_FOUND, FAILED_PRECONDITION or
+    INVALID_ARGUMENT."""
+    body = g.text(('{"ok": true, "result": {}}', '{"ok": false, "error": "x"}', "[]",
+                   '{"ok": NaN}'), valid=('{"ok": true, "result": {"n": 1}}',))
+    return tms_pb2.ReportJobResultRequest(
+        operation=g.op_name(), attempt=g.integer(-5, 2**31 - 1, (0, 1, 2), valid=(1, 2)),
+        token=g.short_text(("x" * 43, "tok en", ""), valid=("A" * 43,)), result_json=body)
+
+
 def gen_explain(g: Gen) -> Message:
     return tms_pb2.ExplainTableRequest(name=g.table_name())
 
@@ -692,7 +703,7 @@ GENERATORS: dict[str, Callable[[Gen], Message]] = {
     "ListQueues": gen_list_queues, "UpdateQueue": gen_update_queue,
     "CreateCatalog": gen_create_catalog, "GetCatalog": gen_get_catalog,
     "ListCatalogs": gen_list_catalogs, "UpdateCatalog": gen_update_catalog,
-    "DeleteCatalog": gen_delete_catalog,
+    "DeleteCatalog": gen_delete_catalog, "ReportJobResult": gen_report,
 }
 WEIGHTS = {"DeregisterTable": 0.3, "PauseTable": 0.5, "ResumeTable": 0.5, "NotifyCommits": 0.7,
            "DeleteCatalog": 0.3}
