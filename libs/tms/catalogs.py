@@ -137,9 +137,16 @@ def pyiceberg_properties(cat: CatalogAccess) -> dict[str, str]:
 
 def job_properties(cat: CatalogAccess) -> dict[str, str]:
     """The catalog properties a Spark job receives in its (private) spec file: pyiceberg's
-    form, which the job maps onto Iceberg's Spark catalog (``jdbc.password`` stays a separate
-    property there, never inside a URL or on a command line)."""
+    form with the storage options (``s3.*``, and the operator's Hadoop ``fs.*``), which the job
+    maps onto Iceberg's Spark catalog and S3A (``tms.jobs.spark_catalogs``; ``jdbc.password``
+    stays a separate property there, never inside a URL or on a command line). A ``hadoop``
+    catalog (no pyiceberg counterpart) goes as it is, typed ``hadoop``."""
+    if cat.type is CatalogType.HADOOP:  # Iceberg's HadoopCatalog: no pyiceberg counterpart
+        props = {**cat.properties, **cat.storage_options, "type": "hadoop"}
+        return props
     props = pyiceberg_properties(cat)
+    # the operator's own Hadoop conf (``fs.*``) is for Spark only; pyiceberg never sees it
+    props.update({k: v for k, v in cat.storage_options.items() if k.startswith("fs.")})
     if props.get("type") == "sql":
         props["uri"], user, password = _sql_connection(cat)
         if user:

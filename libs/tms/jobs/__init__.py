@@ -12,4 +12,5 @@ ICEBERG_MAINTENANCE_APP = Path(__file__).with_name("iceberg_maintenance.py")
 WARM_DRIVER_APP = Path(__file__).with_name("warm_driver.py")
 # Standard-library modules the jobs import: shipped next to them when TMS is not installed.
 JOB_SUPPORT_FILES = tuple(Path(__file__).with_name(name)
-                          for name in ("locations.py", "errors.py", "table_guard.py"))
+                          for name in ("locations.py", "errors.py", "table_guard.py",
+                                       "spark_catalogs.py"))
