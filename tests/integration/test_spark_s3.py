@@ -6,6 +6,8 @@ with S3A from the provisioned ``hadoop-aws`` / AWS SDK bundle.
 
 And a job whose S3A jar is left out of the configured jars: refused before any JVM starts,
 non-retryable, naming hadoop-aws; run anyway, the job's own failure says the same.
+
+And Iceberg's Hadoop catalog (no pyiceberg counterpart: Spark writes the table) on the same S3.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
 import threading
 import uuid
 from collections.abc import Iterator
@@ -28,6 +31,7 @@ from tms import catalogs
 from tms.domain import CatalogType, JobSpec
 from tms.engines.spark_submit import SparkSubmitEngine
 from tms.formats.iceberg import IcebergFormat
+from tms.jobs import ICEBERG_MAINTENANCE_APP, JOB_SUPPORT_FILES
 from tms.local import iceberg_data
 from tms.spark.jar_check import engine_refusal
 from tms.spark.provision import AWS_SDK_BUNDLE, HADOOP_AWS
@@ -144,3 +148,63 @@ def test_missing_s3a_jar_fails_at_once_naming_it(pg: Any, moto: MotoServer, tms_
                                 "org.apache.hadoop.fs.s3a.S3AFileSystem from hadoop-aws"), \
         res.error
     assert os.environ.get(SECRET_ENV) is None  # the test's keys never reached the environment
+
+
+# Runs SQL in a session built exactly as the job builds it (from a spec file, so the keys stay
+# off the command line) and writes the last statement's rows as JSON.
+SQL_SCRIPT = """
+import json, sys
+import iceberg_maintenance as im
+spec = im.parse_spec(json.loads(open(sys.argv[1]).read()))
+spark = im.build_session(spec)
+rows = [spark.sql(q).collect() for q in sys.argv[3:]][-1]
+open(sys.argv[2], "w").write(json.dumps([list(r) for r in rows], default=str))
+spark.stop()
+"""
+
+
+def _spark_sql(settings: SparkSettings, tmp_path: Path, spec: dict[str, Any],
+               *statements: str) -> Any:
+    script, spec_file, out = tmp_path / "sql.py", tmp_path / "sql-spec.json", tmp_path / "o.json"
+    script.write_text(SQL_SCRIPT)
+    spec_file.write_text(json.dumps(spec))
+    spec_file.chmod(0o600)
+    shipped = [str(ICEBERG_MAINTENANCE_APP), *map(str, JOB_SUPPORT_FILES)]
+    argv = settings.submit_argv(str(script), [str(spec_file), str(out), *statements],
+                                py_files=shipped)
+    proc = subprocess.run(argv, env=settings.submit_env(os.environ), capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads(out.read_text())
+
+
+def test_hadoop_catalog_compaction_on_s3(moto: MotoServer, tms_home: Path,
+                                         tmp_path: Path) -> None:
+    bucket = f"tms-it-{uuid.uuid4().hex[:10]}"
+    moto.create_bucket(bucket)
+    catalog = make_catalog(
+        "hcat", type=CatalogType.HADOOP, properties={"warehouse": f"s3://{bucket}/wh"},
+        storage_options={"s3.endpoint": moto.endpoint, "s3.region": moto.region,
+                         "s3.path-style-access": "true"},
+        secrets={"s3.access-key-id": f"env:{KEY_ENV}",
+                 "s3.secret-access-key": f"env:{SECRET_ENV}"},
+        allowed_locations=(f"s3://{bucket}",))
+    access = catalogs.access(catalog, environ={KEY_ENV: moto.access_key,
+                                               SECRET_ENV: moto.secret_key})
+    table = make_table(format="iceberg", catalog="hcat", namespace="ns", table_name="t",
+                       location=f"s3://{bucket}/wh/ns/t")
+    job = IcebergFormat().build_job(table, access, make_op(params={"min-input-files": "2"}))
+    settings = _settings(tms_home)
+    inserts = [f"INSERT INTO hcat.ns.t VALUES ({i}, 'r{i}'), ({i + 100}, 'x')" for i in range(6)]
+    check = ("SELECT (SELECT count(*) FROM hcat.ns.t), (SELECT sum(id) FROM hcat.ns.t), "
+             "(SELECT count(*) FROM hcat.ns.t.files)")
+    before = _spark_sql(settings, tmp_path, job.spec, "CREATE NAMESPACE hcat.ns",
+                        "CREATE TABLE hcat.ns.t (id bigint, s string) USING iceberg",
+                        *inserts, check)
+    assert before[0][:2] == [12, 630] and before[0][2] >= 6  # one file or more per insert
+
+    res = _run(SparkSubmitEngine(settings), job, tmp_path / "work")
+
+    assert res.succeeded, f"{res.error}\n{res.log_tail[-4000:]}"
+    assert res.result["rewritten_data_files_count"] == before[0][2]
+    assert _spark_sql(settings, tmp_path, job.spec, check) == [[12, 630, 1]]
