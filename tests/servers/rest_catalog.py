@@ -6,6 +6,8 @@ moto server and the S3A jars are given).
 
 No ready-made REST catalog server is installable from the registries reachable here (PyPI,
 Debian, npm); the Iceberg runtime jar the project provisions carries the server-side code.
+Backed by Iceberg's HadoopCatalog, the same server writes real HadoopCatalog tables (version
+hint and ``vN.metadata.json`` files) from pyiceberg's commits.
 
 With ``token``, every call must carry ``Authorization: Bearer TOKEN``; with ``credential``
 (``id:secret``) too, the OAuth2 client-credentials exchange at ``/v1/oauth/tokens`` hands that
@@ -82,14 +84,16 @@ def _escape(value: str) -> str:
 
 
 def _config(port: int, warehouse: str, token: str | None, credential: str | None,
-            jdbc: JdbcBackend | None, s3: MotoServer | None) -> str:
+            jdbc: JdbcBackend | None, hadoop: bool, s3: MotoServer | None) -> str:
     conf = {"server.port": str(port), "catalog.warehouse": warehouse,
             "catalog.io-impl": HADOOP_FILE_IO}
     if token:
         conf["server.token"] = token
     if credential:
         conf["server.credential"] = credential
-    if jdbc is None:
+    if hadoop:  # Iceberg's HadoopCatalog: version-hint.text + vN.metadata.json in the warehouse
+        conf["catalog.type"] = "hadoop"
+    elif jdbc is None:
         conf["catalog.catalog-impl"] = IN_MEMORY_CATALOG
     else:
         conf.update({"catalog.type": "jdbc", "catalog.uri": jdbc.url,
@@ -117,11 +121,13 @@ def _answers(uri: str, token: str | None) -> bool:
 @contextmanager
 def rest_catalog(root: Path, jars_dir: Path, warehouse: str | None = None, *,
                  token: str | None = None, credential: str | None = None,
-                 jdbc: JdbcBackend | None = None,
+                 jdbc: JdbcBackend | None = None, hadoop: bool = False,
                  s3: MotoServer | None = None) -> Iterator[RestCatalog]:
     """Start a REST catalog under ``root`` (config, log; the default warehouse
     ``root/warehouse``); stop it on exit. ``jars_dir`` holds the Iceberg runtime and shaded
-    Jackson (and the S3A pair when ``s3`` is given)."""
+    Jackson (and the S3A pair when ``s3`` is given). The backend is the JdbcCatalog on
+    ``jdbc``, else with ``hadoop`` Iceberg's HadoopCatalog over the warehouse (so tables
+    written through this server are real HadoopCatalog tables), else the in-memory catalog."""
     root.mkdir(parents=True, exist_ok=True)
     jars = [jars_dir.resolve() / ICEBERG_RUNTIME_JAR, jars_dir.resolve() / SHADED_JACKSON_JAR]
     missing = [str(j) for j in jars if not j.is_file()]
@@ -137,7 +143,7 @@ def rest_catalog(root: Path, jars_dir: Path, warehouse: str | None = None, *,
         warehouse = (root / "warehouse").as_uri()
     port = free_port()
     config = root / "rest-catalog.properties"
-    config.write_text(_config(port, warehouse, token, credential, jdbc, s3))
+    config.write_text(_config(port, warehouse, token, credential, jdbc, hadoop, s3))
     config.chmod(0o600)  # holds the token and the backend's password
     base = [*map(str, jars), pyspark_classpath()]
     classes = compile_sources(REST_SOURCES, base)

@@ -1,0 +1,124 @@
+"""The reach matrix, scheduler side: for each catalog type (sql, rest, hive, glue, hadoop) on
+each storage (a local directory, S3 on moto), a real catalog server on loopback, a catalog
+created through the API (secrets by reference), a table written by pyiceberg with a few
+commits, registered through the API (the plugin locates it, the location is checked),
+another found by discovery, and both inspected through the Iceberg plugin.
+
+The hadoop cells' tables are real Iceberg HadoopCatalog tables: pyiceberg commits through a
+REST server backed by Iceberg's own HadoopCatalog, which writes ``version-hint.text`` and
+``vN.metadata.json`` into the warehouse; TMS reads them without any catalog server.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.conftest import Api
+from tests.integration.reach_support import (
+    COMMITS,
+    ROWS_PER_COMMIT,
+    Cell,
+    Servers,
+    iter_cells,
+    make_cell,
+    start_servers,
+)
+from tms.catalogs import access
+from tms.formats.registry import load_formats
+from tms.local.postgres import LocalPostgres
+from tms.scheduler.discovery import Discovery
+from tms.v1 import tms_pb2
+
+pytestmark = pytest.mark.integration
+
+@pytest.fixture(scope="module")
+def iceberg_dsn(pg_server: LocalPostgres) -> str:
+    """The database the sql cells' pyiceberg catalogs and the REST server's JdbcCatalog use."""
+    name = f"reach_{int(time.time() * 1000) % 10**9}"
+    pg_server.create_database(name)
+    return str(pg_server.dsn(name))
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory, iceberg_dsn: str,
+            tms_home: Path) -> Iterator[Servers]:
+    with ExitStack() as stack:
+        started = start_servers(stack, tmp_path_factory.mktemp("reach"), iceberg_dsn,
+                                tms_home / "jars")
+        print("reach servers' start seconds:",
+              {k: round(v, 1) for k, v in sorted(started.start_s.items())})
+        yield started
+
+
+@pytest.fixture
+def environ(servers: Servers, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The secrets' values, in this process's environment (the in-process API reads them)."""
+    env = servers.environ()
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    return env
+
+
+def create_catalog(api: Api, cell: Cell, catalog_id: str, namespace: str) -> None:
+    api.stub().CreateCatalog(tms_pb2.CreateCatalogRequest(catalog_id=catalog_id, catalog=(
+        tms_pb2.Catalog(type=cell.ctype, properties=cell.properties, secrets=cell.secrets,
+                        storage_options=cell.storage_options,
+                        allowed_locations=[cell.warehouse],
+                        discovery=tms_pb2.CatalogDiscovery(
+                            enabled=True, interval_s=10, include=[f"{namespace}.*"])))))
+
+
+def register(api: Api, catalog_id: str, namespace: str, name: str) -> tms_pb2.Table:
+    return api.stub().RegisterTable(tms_pb2.RegisterTableRequest(
+        table_id=f"{catalog_id}_{name}", table=tms_pb2.Table(
+            format="iceberg", catalog=catalog_id, namespace=namespace, table_name=name)))
+
+
+def same_place(a: str, b: str) -> bool:
+    from tms.jobs.locations import parse, resolve
+
+    return resolve(parse(a, literal=True)) == resolve(parse(b, literal=True))
+
+
+def inspect(api: Api, table_id: str, environ: dict[str, str]) -> dict[str, Any]:
+    view = api.store.table_get(table_id)
+    assert view is not None, table_id
+    catalog = api.store.catalog_get(view.table.catalog)
+    assert catalog is not None
+    return dict(load_formats()["iceberg"].inspect(view.table, access(catalog, environ)))
+
+
+@pytest.mark.parametrize("ctype,storage", list(iter_cells()))
+def test_cell(servers: Servers, make_api: Callable[..., Api], environ: dict[str, str],
+              iceberg_dsn: str, ctype: str, storage: str) -> None:
+    cell = make_cell(servers, ctype, storage, iceberg_dsn)
+    api = make_api()
+    catalog_id, namespace = f"{ctype}_{storage}", f"n_{storage}"
+    create_catalog(api, cell, catalog_id, namespace)
+
+    written = cell.write(namespace, "events")
+    made = register(api, catalog_id, namespace, "events")
+    assert same_place(made.location, written.metadata.location)
+    assert same_place(made.location, cell.table_location(namespace, "events"))
+
+    cell.write(namespace, "orders")
+    later = datetime.now(UTC) + timedelta(hours=1)  # the catalog is due
+    discovery = Discovery(api.store, load_formats(), now=lambda: later, environ=environ)
+    (report,) = [r for r in discovery.run_once() if r.catalog_id == catalog_id]
+    assert report.error is None, report.error
+    assert report.registered == [f"{catalog_id}.{namespace}.orders"], report
+    assert report.skipped == []
+
+    for table_id in (f"{catalog_id}_events", f"{catalog_id}.{namespace}.orders"):
+        metrics = inspect(api, table_id, environ)
+        assert (metrics["data_files"], metrics["snapshots"], metrics["records"]) == (
+            COMMITS, COMMITS, COMMITS * ROWS_PER_COMMIT), (table_id, metrics)
+        assert metrics["delete_files"] == 0 and metrics["total_bytes"] > 0
+
