@@ -145,6 +145,6 @@ def open_store(location: str, storage_options: Mapping[str, str]) -> tuple[Store
     scheme, netloc, path = io.parse_location(location)
     try:
         fs = io.fs_by_scheme(scheme, netloc)
-    except ValueError as e:  # a scheme pyarrow cannot reach
+    except (ValueError, OSError) as e:  # a scheme pyarrow cannot reach (no libhdfs ...)
         raise StorageError(f"cannot open {where.scheme}:// storage: {e}") from None
     return ArrowStore(fs, where.scheme, where.authority), path.rstrip("/") or path
