@@ -145,7 +145,10 @@ class HudiFormat(TableFormatPlugin):
         """The base path, when it holds a Hudi table (``.hoodie/hoodie.properties``), read
         where it lives with the catalog's storage options. A base path whose storage cannot
         be read from here raises UnsupportedSchemeError, and one that cannot be reached
-        CatalogUnreachable: unknown is not the same as gone."""
+        CatalogUnreachable: unknown is not the same as gone. The base path is the table
+        owner's claim: it is checked against the allowed locations before anything is read
+        there (LocationError), so storage outside them is never probed."""
+        resolve_base_path(table.base_path, catalog.allowed_locations)
         try:
             store, root = open_table(table.base_path, catalog.storage_options)
         except UnsupportedSchemeError:
