@@ -23,6 +23,7 @@ import pytest
 from tests.integration.conftest import Api
 from tests.integration.reach_support import (
     COMMITS,
+    REST_TOKEN_ENV,
     ROWS_PER_COMMIT,
     Cell,
     Servers,
@@ -32,6 +33,7 @@ from tests.integration.reach_support import (
 )
 from tms.catalogs import access
 from tms.formats.registry import load_formats
+from tms.local.iceberg_data import SCHEMA
 from tms.local.postgres import LocalPostgres
 from tms.scheduler.discovery import Discovery
 from tms.v1 import tms_pb2
@@ -122,3 +124,109 @@ def test_cell(servers: Servers, make_api: Callable[..., Api], environ: dict[str,
             COMMITS, COMMITS, COMMITS * ROWS_PER_COMMIT), (table_id, metrics)
         assert metrics["delete_files"] == 0 and metrics["total_bytes"] > 0
 
+
+
+# --- the attacker's inputs --------------------------------------------------------------------
+
+@pytest.mark.parametrize("ctype,props,storage,field", [
+    ("rest", {"uri": "http://admin:pw@127.0.0.1:8181/"}, {}, "catalog.properties[uri]"),
+    ("rest", {"uri": "http://127.0.0.1:8181/?token=abc"}, {}, "catalog.properties[uri]"),
+    ("rest", {"uri": "http://127.0.0.1:8181/", "token": "abc"}, {},
+     "catalog.properties[token]"),
+    ("rest", {"uri": "http://127.0.0.1:8181/", "credential": "id:secret"}, {},
+     "catalog.properties[credential]"),
+    ("hive", {"uri": "thrift://user:pw@127.0.0.1:9083"}, {}, "catalog.properties[uri]"),
+    ("glue", {"warehouse": "s3://lake/wh"}, {}, "catalog.properties[glue.region]"),
+    ("glue", {"glue.region": "us-east-1", "glue.endpoint": "ftp://127.0.0.1/"}, {},
+     "catalog.properties[glue.endpoint]"),
+    ("hadoop", {"warehouse": "s3://other-bucket/wh"}, {}, "catalog.properties[warehouse]"),
+    ("hadoop", {"warehouse": "s3://lake/wh/../../x"}, {}, "catalog.properties[warehouse]"),
+    ("hadoop", {}, {"s3.endpoint": "file:///etc"}, "catalog.storage_options[s3.endpoint]"),
+    ("hadoop", {}, {"s3.secret-access-key": "abc"},
+     "catalog.storage_options[s3.secret-access-key]"),
+])
+def test_catalog_inputs_refused(make_api: Callable[..., Api], ctype: str, props: dict,
+                                storage: dict, field: str) -> None:
+    from tests.integration.test_api import error_of
+
+    api = make_api()
+    code, fields = error_of(lambda: api.stub().CreateCatalog(tms_pb2.CreateCatalogRequest(
+        catalog_id="evil", catalog=tms_pb2.Catalog(type=ctype, properties=props,
+                                                   storage_options=storage,
+                                                   allowed_locations=["s3://lake/wh"]))))
+    assert (code.name, fields) == ("INVALID_ARGUMENT", [field])
+    assert api.store.catalog_get("evil") is None
+
+
+def _refused(api: Api, catalog_id: str, namespace: str, name: str) -> tuple[str, str]:
+    import grpc
+
+    with pytest.raises(grpc.RpcError) as info:
+        register(api, catalog_id, namespace, name)
+    assert api.store.table_get(f"{catalog_id}_{name}") is None
+    return info.value.code().name, str(info.value.details())
+
+
+def test_version_hint_pointing_outside_the_table(servers: Servers, make_api: Callable[..., Api],
+                                                 environ: dict[str, str],
+                                                 iceberg_dsn: str) -> None:
+    """A table writer controls version-hint.text and the metadata files: a hint that names a
+    path (pyiceberg's own reader would follow it) or metadata naming another table's directory
+    is refused; nothing is registered."""
+    cell = make_cell(servers, "hadoop", "local", iceberg_dsn)
+    api = make_api()
+    create_catalog(api, cell, "hadoop_local", "n_evil")
+    cell.write("n_evil", "victim", commits=1)
+    cell.write("n_evil", "hinted", commits=1)
+    cell.write("n_evil", "moved", commits=1)
+    hinted = Path(cell.table_location("n_evil", "hinted")) / "metadata"
+    (hinted / "version-hint.text").write_text("../../victim/metadata/v2.metadata.json")
+    code, why = _refused(api, "hadoop_local", "n_evil", "hinted")
+    assert code == "PERMISSION_DENIED" and "version number" in why
+    (hinted / "version-hint.text").write_text("-1")
+    assert _refused(api, "hadoop_local", "n_evil", "hinted")[0] == "PERMISSION_DENIED"
+
+    # metadata copied from the victim: its location is the victim's directory
+    victim = Path(cell.table_location("n_evil", "victim")) / "metadata"
+    moved = Path(cell.table_location("n_evil", "moved")) / "metadata"
+    hint = (moved / "version-hint.text").read_text().strip()
+    (moved / f"v{hint}.metadata.json").write_bytes(
+        (victim / f"v{(victim / 'version-hint.text').read_text().strip()}.metadata.json")
+        .read_bytes())
+    code, why = _refused(api, "hadoop_local", "n_evil", "moved")
+    assert code == "PERMISSION_DENIED" and "not its own directory" in why
+
+
+def test_s3_table_in_another_bucket(servers: Servers, make_api: Callable[..., Api],
+                                    environ: dict[str, str], iceberg_dsn: str) -> None:
+    """A table whose catalog puts it in a bucket the TMS catalog does not allow is refused
+    (the location is the catalog's, checked on scheme + bucket + whole path segments)."""
+    cell = make_cell(servers, "sql", "s3", iceberg_dsn)
+    api = make_api()
+    create_catalog(api, cell, "sql_s3", "n_other")
+    servers.moto.create_bucket("reach-other")
+    cell.writer.create_namespace_if_not_exists("n_other")
+    cell.writer.create_table("n_other.elsewhere", schema=SCHEMA,
+                             location="s3://reach-other/sql/n_other/elsewhere")
+    cell.writer.create_table("n_other.prefix", schema=SCHEMA,
+                             location=f"{cell.warehouse}x/n_other/prefix")
+    for name in ("elsewhere", "prefix"):
+        code, why = _refused(api, "sql_s3", "n_other", name)
+        assert code == "PERMISSION_DENIED" and "outside the allowed locations" in why
+
+
+def test_rest_token_is_passed_by_reference(servers: Servers, make_api: Callable[..., Api],
+                                           environ: dict[str, str], iceberg_dsn: str,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The REST server demands the bearer token: the one the reference resolves to opens the
+    catalog (test_cell), a wrong one is UNAVAILABLE and its value is never echoed."""
+    cell = make_cell(servers, "rest", "local", iceberg_dsn)
+    api = make_api()
+    create_catalog(api, cell, "rest_local", "n_token")
+    cell.write("n_token", "events", commits=1)
+    wrong = "wrong-token-value-42"
+    monkeypatch.setenv(REST_TOKEN_ENV, wrong)
+    code, why = _refused(api, "rest_local", "n_token", "events")
+    assert code == "UNAVAILABLE" and wrong not in why
+    monkeypatch.setenv(REST_TOKEN_ENV, servers.environ()[REST_TOKEN_ENV])
+    assert register(api, "rest_local", "n_token", "events").location

@@ -33,7 +33,7 @@ from tms.jobs.locations import LocationError, parse, resolve
 
 WAREHOUSE_KEY = "warehouse"
 VERSION_HINT = "version-hint.text"
-MAX_HINT_BYTES = 32
+MAX_HINT_BYTES = 4096  # a version number; anything longer is refused as not one
 MAX_LISTED_DIRS = 20_000  # directories looked into by one discovery walk
 _HINT_RE = re.compile(r"[0-9]{1,18}")
 _NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,127}")
