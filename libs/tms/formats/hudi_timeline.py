@@ -136,6 +136,9 @@ def local_path(base_path: str) -> Path:
         return Path(base_path)
     if scheme == "file" and parts.netloc in ("", "localhost"):
         return Path(unquote(parts.path))
+    if scheme == "file":
+        raise UnsupportedSchemeError(f"cannot read {base_path!r}: scheme 'file' URIs must be "
+                                     "on this machine (no host or localhost)")
     raise UnsupportedSchemeError(
         f"cannot read {base_path!r}: scheme {scheme!r} needs a Hadoop filesystem; "
         "only local paths and file:// URIs can be inspected")
