@@ -162,6 +162,26 @@ def job_properties(cat: CatalogAccess) -> dict[str, str]:
     return props
 
 
+def _ignore_table_io_properties(catalog: Any) -> None:
+    """Tables' FileIO from the catalog's properties only. pyiceberg's sql, hive and glue
+    catalogs merge a table's own properties over the catalog's when they build its FileIO,
+    so a table writer could name ``py-io-impl`` (any importable class) or an ``s3.endpoint``
+    of theirs that would receive the catalog's signed requests. (A REST catalog's FileIO also
+    takes the server's per-table config, vended credentials: left as pyiceberg builds it.)"""
+    from pyiceberg.catalog.rest import RestCatalog
+    from pyiceberg.io import load_file_io
+
+    if isinstance(catalog, RestCatalog):
+        return
+    own = dict(catalog.properties)
+
+    def catalog_file_io(properties: Mapping[str, str] | None = None,
+                        location: str | None = None) -> Any:
+        return load_file_io(own, location)
+
+    catalog._load_file_io = catalog_file_io
+
+
 class PyicebergCatalogs:
     """Opened pyiceberg catalogs, one per catalog connection (keyed by fingerprint, so a
     changed property or rotated secret opens a fresh one). Thread-safe."""
@@ -178,6 +198,7 @@ class PyicebergCatalogs:
             found = self._open.get(key)
             if found is None:
                 found = load_catalog(cat.catalog_id, **pyiceberg_properties(cat))
+                _ignore_table_io_properties(found)
                 self._open = {k: v for k, v in self._open.items() if k[0] != cat.catalog_id}
                 self._open[key] = found
             return found

@@ -230,3 +230,26 @@ def test_rest_token_is_passed_by_reference(servers: Servers, make_api: Callable[
     assert code == "UNAVAILABLE" and wrong not in why
     monkeypatch.setenv(REST_TOKEN_ENV, servers.environ()[REST_TOKEN_ENV])
     assert register(api, "rest_local", "n_token", "events").location
+
+
+@pytest.mark.parametrize("ctype", ["sql", "glue"])
+def test_table_properties_never_steer_the_schedulers_file_io(
+        servers: Servers, make_api: Callable[..., Api], environ: dict[str, str],
+        iceberg_dsn: str, ctype: str) -> None:
+    """A table writer sets ``s3.endpoint`` (and ``py-io-impl``) on their table: the scheduler
+    still reads the table with the catalog's storage settings, never sends the catalog's
+    signed requests elsewhere, never imports the named class."""
+    cell = make_cell(servers, ctype, "s3", iceberg_dsn)
+    api = make_api()
+    catalog_id = f"{ctype}_s3"
+    create_catalog(api, cell, catalog_id, "n_props")
+    from tms.catalogs import _ignore_table_io_properties
+
+    _ignore_table_io_properties(cell.writer)  # else the writer itself cannot commit them
+    table = cell.write("n_props", "steered", commits=2)
+    with table.transaction() as tx:
+        tx.set_properties({"s3.endpoint": "http://127.0.0.1:9",
+                           "py-io-impl": "tests.integration.no_such_module.FileIO"})
+    register(api, catalog_id, "n_props", "steered")
+    metrics = inspect(api, f"{catalog_id}_steered", environ)
+    assert (metrics["snapshots"], metrics["manifests"]) == (2, 2)  # properties: no snapshot
