@@ -11,8 +11,19 @@ Property conventions (what an operator writes in a catalog, whatever its type):
   the password is the secret ``jdbc.password`` (Iceberg's JdbcCatalog name). pyiceberg gets it
   inside the URL, Spark as ``jdbc.password``.
 - ``jdbc``: as ``sql``, with a ``jdbc:postgresql://`` ``uri``.
-- ``rest``, ``hive``, ``glue``: the properties of pyiceberg's and Iceberg's catalogs of that type.
-- ``hadoop``: file-system tables (Hudi base paths, path-based Iceberg); no catalog server.
+- ``rest``, ``hive``, ``glue``: the properties of pyiceberg's and Iceberg's catalogs of that type,
+  under pyiceberg's names: ``rest`` an http(s) ``uri``, an optional ``warehouse``, and the secrets
+  ``token`` or ``credential`` (``client-id:secret``, exchanged for a token); ``hive`` a
+  ``thrift://`` ``uri`` and a ``warehouse``; ``glue`` a ``glue.region`` (or ``client.region``), an
+  optional ``glue.endpoint`` / ``glue.id``, and the secrets ``glue.access-key-id`` /
+  ``glue.secret-access-key`` (or ``client.*``; none: the process's own AWS credentials).
+- ``hadoop``: file-system tables, no catalog server: Hudi base paths under the allowed
+  locations, and Iceberg tables in HadoopCatalog layout under the ``warehouse`` property
+  (``<warehouse>/<ns>/<table>/metadata/version-hint.text``).
+
+Storage options (every type) use pyiceberg's FileIO names (``s3.endpoint``, ``s3.region``,
+``s3.path-style-access``; the secrets ``s3.access-key-id``, ``s3.secret-access-key``); a secret
+named like a storage option is one (:data:`STORAGE_PREFIXES`).
 """
 
 from __future__ import annotations
@@ -38,6 +49,8 @@ _URI_PASSWORD_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^/?#@\s:]*:)[^/?#\s]
 USER_PROPERTY = "jdbc.user"
 _PG_JDBC_PREFIX = "jdbc:postgresql:"
 _PG_SQLALCHEMY_SCHEME = "postgresql+psycopg"
+# storage option keys: Hadoop's fs.*, pyiceberg FileIO's s3.* gcs.* adls.* hdfs.*
+STORAGE_PREFIXES = ("fs.", "s3.", "gcs.", "adls.", "hdfs.")
 _PYICEBERG_TYPES = {CatalogType.SQL: "sql", CatalogType.JDBC: "sql", CatalogType.REST: "rest",
                     CatalogType.HIVE: "hive", CatalogType.GLUE: "glue"}
 
@@ -78,13 +91,13 @@ class CatalogAccess:
 def access(catalog: Catalog, environ: Mapping[str, str] | None = None,
            secret_dir: Path | None = None) -> CatalogAccess:
     """Resolve the catalog's secret references (SecretError names the missing reference).
-    A secret whose name is a storage option (``fs.*``, ``s3.*`` ...) already present in
-    ``storage_options`` goes there; every other secret is a catalog property."""
+    A secret whose name is a storage option (``fs.*``, ``s3.*`` ... :data:`STORAGE_PREFIXES`,
+    or a key of ``storage_options``) goes there; every other secret is a catalog property."""
     spec = catalog.spec
     values = resolve_all(spec.secrets, environ, secret_dir)
     props, storage = dict(spec.properties), dict(spec.storage_options)
     for key, value in values.items():
-        if key in storage or key.startswith("fs."):
+        if key in storage or key.startswith(STORAGE_PREFIXES):
             storage[key] = value
         else:
             props[key] = value
@@ -139,9 +152,16 @@ def pyiceberg_properties(cat: CatalogAccess) -> dict[str, str]:
 
 def job_properties(cat: CatalogAccess) -> dict[str, str]:
     """The catalog properties a Spark job receives in its (private) spec file: pyiceberg's
-    form, which the job maps onto Iceberg's Spark catalog (``jdbc.password`` stays a separate
-    property there, never inside a URL or on a command line)."""
+    form with the storage options (``s3.*``, and the operator's Hadoop ``fs.*``), which the job
+    maps onto Iceberg's Spark catalog and S3A (``tms.jobs.spark_catalogs``; ``jdbc.password``
+    stays a separate property there, never inside a URL or on a command line). A ``hadoop``
+    catalog (no pyiceberg counterpart) goes as it is, typed ``hadoop``."""
+    if cat.type is CatalogType.HADOOP:  # Iceberg's HadoopCatalog: no pyiceberg counterpart
+        props = {**cat.properties, **cat.storage_options, "type": "hadoop"}
+        return props
     props = pyiceberg_properties(cat)
+    # the operator's own Hadoop conf (``fs.*``) is for Spark only; pyiceberg never sees it
+    props.update({k: v for k, v in cat.storage_options.items() if k.startswith("fs.")})
     if props.get("type") == "sql":
         props["uri"], user, password = _sql_connection(cat)
         if user:
@@ -156,7 +176,7 @@ def job_catalog(cat: CatalogAccess) -> tuple[dict[str, str], dict[str, str]]:
     property -> secret reference). The job resolves the references in its driver and merges
     them over the properties; the result maps onto Spark exactly as ``job_properties`` does
     (an equivalence a unit test holds). A spec so made may travel on a command line."""
-    refs = {k: r for k, r in cat.secret_refs.items() if not k.startswith("fs.")}
+    refs = dict(cat.secret_refs)  # every secret the job gets, Hadoop ``fs.*`` ones included
     bare = replace(cat, properties={k: v for k, v in cat.properties.items()
                                     if k not in cat.secret_refs},
                    storage_options={k: v for k, v in cat.storage_options.items()
@@ -166,6 +186,26 @@ def job_catalog(cat: CatalogAccess) -> tuple[dict[str, str], dict[str, str]]:
     if "uri" in refs:  # the whole URL is a secret: the job splits its credentials out
         props.pop("uri", None)
     return props, refs
+
+
+def _ignore_table_io_properties(catalog: Any) -> None:
+    """Tables' FileIO from the catalog's properties only. pyiceberg's sql, hive and glue
+    catalogs merge a table's own properties over the catalog's when they build its FileIO,
+    so a table writer could name ``py-io-impl`` (any importable class) or an ``s3.endpoint``
+    of theirs that would receive the catalog's signed requests. (A REST catalog's FileIO also
+    takes the server's per-table config, vended credentials: left as pyiceberg builds it.)"""
+    from pyiceberg.catalog.rest import RestCatalog
+    from pyiceberg.io import load_file_io
+
+    if isinstance(catalog, RestCatalog):
+        return
+    own = dict(catalog.properties)
+
+    def catalog_file_io(properties: Mapping[str, str] | None = None,
+                        location: str | None = None) -> Any:
+        return load_file_io(own, location)
+
+    catalog._load_file_io = catalog_file_io
 
 
 class PyicebergCatalogs:
@@ -184,6 +224,7 @@ class PyicebergCatalogs:
             found = self._open.get(key)
             if found is None:
                 found = load_catalog(cat.catalog_id, **pyiceberg_properties(cat))
+                _ignore_table_io_properties(found)
                 self._open = {k: v for k, v in self._open.items() if k[0] != cat.catalog_id}
                 self._open[key] = found
             return found

@@ -259,9 +259,14 @@ def test_registration_goes_through_the_catalog(stub) -> None:
 
     code, _ = error_of(lambda: register(stub, "a", catalog="nope", create=False))
     assert code == grpc.StatusCode.NOT_FOUND
-    _catalog(stub, "files", type=CatalogType.HADOOP)
-    code, fields = error_of(lambda: register(stub, "a", catalog="files"))
+    # Hudi tables live in hadoop catalogs only (Iceberg tables in any type, hadoop included)
+    code, fields = error_of(lambda: register(stub, "a", create=False, format="hudi",
+                                             base_path="/tmp/t"))
     assert code == grpc.StatusCode.INVALID_ARGUMENT and fields == ["table.catalog"]
+    _catalog(stub, "files", type=CatalogType.HADOOP)
+    with pytest.raises(grpc.RpcError) as info:  # no HadoopCatalog table at <warehouse>/ns/events
+        register(stub, "a", catalog="files")
+    assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     with pytest.raises(grpc.RpcError) as info:
         register(stub, "a", table_name="never_created", create=False)
     assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION

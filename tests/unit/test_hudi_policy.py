@@ -227,7 +227,9 @@ SPEC = TableSpec(table_id="t", format="hudi", base_path="/lake/trips", table_nam
 @pytest.mark.parametrize("change,field,words", [
     ({"base_path": ""}, "table.base_path", "required for hudi"),
     ({"base_path": "lake/trips"}, "table.base_path", "absolute"),
-    ({"base_path": "s3a://bucket/trips"}, "table.base_path", "scheme 's3a'"),
+    ({"base_path": "file://otherhost/trips"}, "table.base_path", "on this machine"),
+    ({"base_path": "ftp://host/trips"}, "table.base_path", "unsupported location scheme"),
+    ({"base_path": "s3a://user:pw@bucket/trips"}, "table.base_path", "credentials"),
     ({"table_name": "-x"}, "table.table_name", "letters"),
     ({"policy": {"compaction.delta-commit": "5"}}, "table.policy[compaction.delta-commit]",
      "unknown policy key; known: clean.commits, "),
@@ -264,6 +266,7 @@ def test_validate_accepts_good_specs() -> None:
     assert plugin.check_policy(policy) == []
     assert plugin.check_policy({"compaction.trigger-strategy": "num_or_time"})  # exact only
     assert plugin.validate(replace(SPEC, base_path="file:///lake/trips", table_name="")) == []
+    assert plugin.validate(replace(SPEC, base_path="s3a://bucket/lake/trips")) == []
 
 
 # build_job ----------------------------------------------------------------------------------------

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import pathlib
 import zipfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,6 +27,7 @@ from tms.formats.hudi_timeline import (
     parse_instant_time,
     read_timeline,
 )
+from tms.formats.storage import LocalStore
 
 REPO_ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
 FIXTURES = REPO_ROOT.parent / "shared" / "fixtures" / "hudi"
@@ -207,13 +207,13 @@ def test_reads_only_properties_and_replace_plans(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     base = unzip(V9_TXNS, tmp_path)
     opened: list[str] = []
-    real_open = pathlib.Path.open
+    real_read = LocalStore.read
 
-    def spy(self: Path, *args: object, **kwargs: object) -> object:
-        opened.append(self.name)
-        return real_open(self, *args, **kwargs)  # type: ignore[call-overload]
+    def spy(self: LocalStore, path: str, *args: object) -> bytes:
+        opened.append(Path(path).name)
+        return real_read(self, path, *args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(pathlib.Path, "open", spy)  # read_text / read_bytes go through it
+    monkeypatch.setattr(LocalStore, "read", spy)  # every file the reader opens
     read_timeline(str(base))
     # the newest replacecommit was planned as clustering: no plan needed to be read
     assert opened == ["hoodie.properties"]
@@ -233,9 +233,17 @@ def test_not_a_hudi_table(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("uri", ["s3a://bucket/t", "hdfs://nn:8020/t", "file://otherhost/t"])
-def test_other_schemes_are_refused(uri: str) -> None:
+def test_other_schemes_are_not_local(uri: str) -> None:
     scheme = uri.split(":")[0]
     with pytest.raises(UnsupportedSchemeError, match=f"scheme '{scheme}'"):
+        local_path(uri)
+
+
+@pytest.mark.parametrize("uri", ["file://otherhost/t", "ftp://host/t", "s3://bad_bucket!/t"])
+def test_unreadable_base_paths_are_refused(uri: str) -> None:
+    """Object stores are read through pyarrow (tests/integration/test_hudi_s3.py); a file: URI
+    on another host, an unknown scheme or a malformed bucket never are."""
+    with pytest.raises(UnsupportedSchemeError):
         read_timeline(uri)
 
 

@@ -35,9 +35,10 @@ CASES: list[tuple[Catalog, dict[str, str]]] = [
     (_catalog(CatalogType.JDBC, {"uri": "jdbc:postgresql://[::1]:5432/db"},
               {"jdbc.password": "file:pg"}), {}),
     (_catalog(CatalogType.REST, {"uri": "http://rest:8181", "warehouse": "s3://b/w"},
-              {"token": "env:TMS_SECRET_REST", "s3.secret-access-key": "file:s3"},
+              {"token": "env:TMS_SECRET_REST", "s3.secret-access-key": "file:s3",
+               "fs.s3a.session.token": "file:pg"},
               {"s3.endpoint": "http://s3:9000", "s3.access-key-id": "AKIA",
-               "fs.s3a.secret.key": "x"}), {"TMS_SECRET_REST": "t0k"}),
+               "fs.s3a.path.style.access": "true"}), {"TMS_SECRET_REST": "t0k"}),
 ]
 
 
@@ -57,8 +58,12 @@ def test_references_resolved_in_the_driver_reach_spark_exactly_as_values(
     with pytest.MonkeyPatch.context() as mp:
         for k, v in env.items():
             mp.setenv(k, v)
-        in_driver = iceberg_maintenance.catalog_conf("lake", spec.resolved_properties())
-    assert in_driver == iceberg_maintenance.catalog_conf("lake", job_properties(cat))
+        resolved = spec.resolved_properties()
+        in_driver = {**iceberg_maintenance.session_hadoop_conf(resolved),
+                     **iceberg_maintenance.catalog_conf("lake", resolved)}
+    values = job_properties(cat)
+    assert in_driver == {**iceberg_maintenance.session_hadoop_conf(values),
+                         **iceberg_maintenance.catalog_conf("lake", values)}
 
 
 def test_a_missing_secret_in_the_driver_is_not_retried_and_names_the_reference(

@@ -9,8 +9,10 @@ by reference only, are in :mod:`tms.api.catalog_maps`):
 
 - per type, the properties it needs (:data:`REQUIRED_PROPERTIES`; given in properties or in
   secrets), ``sql`` and ``jdbc`` a PostgreSQL ``uri``, ``rest`` an http(s) one, ``hive`` a
-  thrift one; a ``warehouse`` (all types but rest, where it may be a name) must lie inside
-  the catalog's allowed locations;
+  thrift one, ``glue`` a region (:data:`GLUE_REGION_KEYS`) and, if given, an http(s)
+  ``glue.endpoint``; a ``warehouse`` (all types but rest, where it may be a name; for
+  ``hadoop`` the root of its Iceberg tables) must lie inside the catalog's allowed locations;
+  an ``s3.endpoint`` storage option is an http(s) URL;
 - allowed locations (1..64) parse with the one normaliser (:mod:`tms.jobs.locations`) and,
   when the API was started with ``--allowed-locations``, lie inside those (the operator's
   outer bound, checked after symlinks);
@@ -42,6 +44,12 @@ URI_KEY = "uri"
 REQUIRED_PROPERTIES: dict[CatalogType, tuple[str, ...]] = {
     CatalogType.SQL: (URI_KEY,), CatalogType.JDBC: (URI_KEY,), CatalogType.REST: (URI_KEY,),
     CatalogType.HIVE: (URI_KEY,), CatalogType.GLUE: (), CatalogType.HADOOP: ()}
+# pyiceberg's names of a Glue catalog's region (one is needed: Glue has no default) and
+# endpoint; Iceberg's Spark GlueCatalog reads the region from the same client settings
+GLUE_REGION_KEYS = ("glue.region", "client.region")
+GLUE_ENDPOINT_KEY = "glue.endpoint"
+S3_ENDPOINT_KEY = "s3.endpoint"
+_HTTP = ("http", "https")
 _SQLALCHEMY_PG_RE = re.compile(r"^postgresql(\+[a-z0-9_]{1,32})?$")
 _JDBC_PG_PREFIX = "jdbc:postgresql:"
 _URI_SCHEMES = {CatalogType.REST: ("http", "https"), CatalogType.HIVE: ("thrift",)}
@@ -97,6 +105,23 @@ def _type_properties(p: Problems, field: str, spec: CatalogSpec, good: list[str]
                                          "properties, or in secrets if it holds one)"))
     if URI_KEY in good:
         _uri(p, f"{field}[{URI_KEY}]", spec.type, spec.properties[URI_KEY])
+    if spec.type is CatalogType.GLUE:
+        if not any(spec.properties.get(k) for k in GLUE_REGION_KEYS):
+            p.append((f"{field}[{GLUE_REGION_KEYS[0]}]",
+                      f"required for a glue catalog (or {GLUE_REGION_KEYS[1]}): the AWS region "
+                      "of the Glue Data Catalog"))
+        if GLUE_ENDPOINT_KEY in good:
+            _http_url(p, f"{field}[{GLUE_ENDPOINT_KEY}]", spec.properties[GLUE_ENDPOINT_KEY])
+
+
+def _http_url(p: Problems, field: str, value: str) -> None:
+    try:
+        parts = urlsplit(value)
+        ok = parts.scheme in _HTTP and bool(parts.hostname)
+    except ValueError:
+        ok = False
+    if not ok:
+        p.append((field, "an endpoint is http(s)://host[:port][/path]"))
 
 
 def _locations(p: Problems, field: str, values: Sequence[str],
@@ -178,6 +203,9 @@ def check_spec(p: Problems, field: str, spec: CatalogSpec, *, type_known: bool,
     False skips the per-type rules (the type itself was refused)."""
     props = maps.check_maps(p, field, spec)
     allowed = _locations(p, f"{field}.allowed_locations", spec.allowed_locations, outer)
+    if S3_ENDPOINT_KEY in spec.storage_options:
+        _http_url(p, f"{field}.storage_options[{S3_ENDPOINT_KEY}]",
+                  spec.storage_options[S3_ENDPOINT_KEY])
     if type_known:
         _type_properties(p, f"{field}.properties", spec, props)
         if WAREHOUSE_KEY in props and spec.type is not CatalogType.REST:

@@ -23,11 +23,11 @@ from collections.abc import Mapping
 from urllib.parse import unquote
 
 from tms.api import validate as v
+from tms.catalogs import STORAGE_PREFIXES
 from tms.domain import CatalogSpec
 from tms.secrets import ENV_SECRET_DIR, SecretError, looks_secret, parse_ref, uri_has_password
 
 PROPERTY_KEY_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
-STORAGE_PREFIXES = ("fs.", "s3.", "gcs.", "adls.", "hdfs.")
 MAX_ENTRIES = 64  # per map, and per list of owners, tokens, patterns
 MAX_VALUE_LEN = 4096
 TYPE_KEY = "type"

@@ -80,6 +80,10 @@ class RegistrationMixin(ServicerBase):
                            f"{catalog.name} does not hold {identifier(spec)[:300]!r}: "
                            f"{access.scrub(str(e))[:500]}", "TABLE_NOT_IN_CATALOG",
                            metadata={"catalog": catalog.name}) from None
+        except locations.LocationError as e:  # a claimed location outside the catalog's
+            raise permission_denied(f"{identifier(spec)[:300]!r} lives where {catalog.name} "
+                                    f"allows no tables: {access.scrub(str(e))}",
+                                    catalog=catalog.name) from None
         except ValueError as e:  # the catalog's configuration cannot be used to open it
             raise ApiError(grpc.StatusCode.FAILED_PRECONDITION,
                            f"{catalog.name} cannot be used: {access.scrub(str(e))[:500]}",

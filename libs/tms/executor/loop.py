@@ -45,6 +45,7 @@ from tms.engines.workdir import SPEC_FILE_NAME, WorkdirError, private_dir
 from tms.executor.retry import RetryPolicy
 from tms.formats.base import CatalogUnreachable, TableFormatPlugin
 from tms.policy import in_force
+from tms.spark.jar_check import engine_refusal
 from tms.storage.roles import ExecutionStore
 from tms.telemetry import instruments
 from tms.tracing import context_from, tracer
@@ -244,6 +245,9 @@ class Executor:
                            retryable=False)
         except CatalogUnreachable as e:  # may pass: retried (the message is scrubbed)
             return Outcome(OperationState.FAILED, error=str(e)[:4000])
+        missing_jar = engine_refusal(job, engine)  # before any JVM starts, for every engine
+        if missing_jar is not None:
+            return Outcome(OperationState.FAILED, error=missing_jar[:4000], retryable=False)
         workdir = self.workdir / f"op-{op.id}-attempt-{op.lease.attempt}"
         try:
             private_dir(self.workdir)

@@ -23,14 +23,21 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from tms.domain import CatalogType, Decision, JobSpec, Operation, Table, TableSpec
-from tms.formats.base import DiscoveredTable, TableFormatPlugin, TableNotInCatalog
+from tms.formats.base import (
+    CatalogUnreachable,
+    DiscoveredTable,
+    TableFormatPlugin,
+    TableNotInCatalog,
+)
 from tms.formats.hudi_discovery import discover_tables
 from tms.formats.hudi_timeline import (
     TimelineError,
     UnsupportedSchemeError,
     local_path,
+    open_table,
     read_timeline,
 )
+from tms.formats.storage import StorageError
 from tms.jobs import locations
 from tms.jobs.locations import LOCAL_SCHEME, Location, LocationError
 from tms.policy_types import PolicyKey, boolean, by_key, choice, integer, text, zone, zone_of
@@ -122,33 +129,45 @@ class HudiFormat(TableFormatPlugin):
     def validate(self, spec: TableSpec) -> list[tuple[str, str]]:
         problems: list[tuple[str, str]] = []
         try:
-            if not spec.base_path or not local_path(spec.base_path).is_absolute():
-                problems.append(("table.base_path", "required for hudi: an absolute path or "
-                                 "file:// URI of the table (the directory holding .hoodie)"))
-        except TimelineError as e:
+            if not spec.base_path:
+                problems.append(("table.base_path", "required for hudi: an absolute path, "
+                                 "file:// or object-store URI of the table (the directory "
+                                 "holding .hoodie)"))
+            elif locations.parse(spec.base_path, literal=True).local:
+                local_path(spec.base_path)  # a file: URI on another host is refused
+        except (TimelineError, LocationError) as e:
             problems.append(("table.base_path", str(e)))
         if spec.table_name and not _NAME_RE.fullmatch(spec.table_name):
             problems.append(("table.table_name", "letters, digits, _ - (max 128)"))
         return problems
 
     def locate(self, table: Table, catalog: CatalogAccess) -> str:
-        """The base path, when it holds a Hudi table (``.hoodie/hoodie.properties``).
-        A base path this process cannot read (an object store) raises
-        UnsupportedSchemeError: unknown is not the same as gone."""
+        """The base path, when it holds a Hudi table (``.hoodie/hoodie.properties``), read
+        where it lives with the catalog's storage options. A base path whose storage cannot
+        be read from here raises UnsupportedSchemeError, and one that cannot be reached
+        CatalogUnreachable: unknown is not the same as gone. The base path is the table
+        owner's claim: it is checked against the allowed locations before anything is read
+        there (LocationError), so storage outside them is never probed."""
+        resolve_base_path(table.base_path, catalog.allowed_locations)
         try:
-            props = local_path(table.base_path) / ".hoodie" / "hoodie.properties"
+            store, root = open_table(table.base_path, catalog.storage_options)
         except UnsupportedSchemeError:
             raise
         except TimelineError as e:
             raise TableNotInCatalog(str(e)) from None
-        if not props.is_file():
+        try:
+            found = store.kind(store.join(root, ".hoodie", "hoodie.properties")) == "file"
+        except StorageError as e:
+            raise CatalogUnreachable(catalog.scrub(str(e))[:1000]) from None
+        if not found:
             raise TableNotInCatalog(f"no Hudi table at {table.base_path[:300]!r} "
                                     "(.hoodie/hoodie.properties is missing)")
         return table.base_path
 
     def inspect(self, table: Table, catalog: CatalogAccess) -> dict[str, Any]:
         return read_timeline(table.location or table.base_path,
-                             zone_of(TIMEZONE.as_str(table.policy))).metrics()
+                             zone_of(TIMEZONE.as_str(table.policy)),
+                             catalog.storage_options).metrics()
 
     @staticmethod
     def checked_base_path(table: Table, catalog: CatalogAccess) -> str:
@@ -162,7 +181,7 @@ class HudiFormat(TableFormatPlugin):
         return base
 
     def discover(self, catalog: CatalogAccess) -> list[DiscoveredTable]:
-        return discover_tables(catalog.allowed_locations)
+        return discover_tables(catalog.allowed_locations, catalog.storage_options)
 
     def evaluate(self, table: Table, metrics: Mapping[str, Any],
                  last_runs: Mapping[str, Operation | None], now: datetime

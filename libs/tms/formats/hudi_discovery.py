@@ -1,4 +1,5 @@
-"""Hudi tables of a hadoop catalog, found by walking its allowed locations for base paths.
+"""Hudi tables of a hadoop catalog, found by walking its allowed locations for base paths
+(local directories through the OS, object stores through pyarrow).
 
 The walk is bounded (depth and directory count) and never follows a symlink, so a link inside
 an allowed location cannot lead discovery to a table outside it.
@@ -8,11 +9,12 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from tms.formats.base import DiscoveredTable
 from tms.formats.hudi_timeline import UnsupportedSchemeError
+from tms.formats.storage import StorageError, Store, open_store
 from tms.jobs.locations import LocationError, parse, resolve
 
 # Bounds of a walk of a hadoop catalog's allowed locations for base paths.
@@ -54,10 +56,50 @@ def _walk(root: Path) -> Iterator[Path]:
                 pending.append((directory / name, depth + 1))
 
 
-def discover_tables(allowed_locations: Iterable[str]) -> list[DiscoveredTable]:
-    """The Hudi tables under a hadoop catalog's (local) allowed locations. A table's
-    namespace is its parent directory relative to the allowed location (segments joined by
-    ``.``), its name the directory's; it is known by its base path."""
+def _store_is_table(store: Store, path: str) -> bool:
+    return (store.kind(store.join(path, ".hoodie")) == "dir"
+            and store.kind(store.join(path, ".hoodie", "hoodie.properties")) == "file")
+
+
+def _walk_store(store: Store, root: str) -> Iterator[tuple[str, tuple[str, ...]]]:
+    """(path, parts below root) of the directories below ``root`` in an object store, the
+    same walk as :func:`_walk` (no hidden directories, never into a table)."""
+    pending: list[tuple[str, tuple[str, ...]]] = [(root, ())]
+    while pending:
+        directory, parts = pending.pop()
+        for entry in sorted(store.list_dir(directory), key=lambda e: e.name):
+            if not entry.is_dir or entry.name.startswith("."):
+                continue
+            path = store.join(directory, entry.name)
+            yield path, (*parts, entry.name)
+            if len(parts) + 1 < MAX_WALK_DEPTH and not _store_is_table(store, path):
+                pending.append((path, (*parts, entry.name)))
+
+
+def _discover_in_store(allowed: str, storage_options: Mapping[str, str], looked: int
+                       ) -> tuple[list[DiscoveredTable], int]:
+    """The tables under one object-store allowed location (base paths as URIs)."""
+    store, root = open_store(allowed, storage_options)
+    prefix = allowed.split("://", 1)[0].lower() + "://"
+    found: list[DiscoveredTable] = []
+    if _store_is_table(store, root):
+        return [DiscoveredTable("", root.rsplit("/", 1)[-1], prefix + root)], looked
+    for path, parts in _walk_store(store, root):
+        looked += 1
+        if looked > MAX_WALK_DIRS:
+            raise WalkTooLarge(f"more than {MAX_WALK_DIRS} directories under the "
+                               "allowed locations")
+        if _store_is_table(store, path):
+            found.append(DiscoveredTable(".".join(parts[:-1]), parts[-1], prefix + path))
+    return found, looked
+
+
+def discover_tables(allowed_locations: Iterable[str],
+                    storage_options: Mapping[str, str] | None = None) -> list[DiscoveredTable]:
+    """The Hudi tables under a hadoop catalog's allowed locations (local directories, or
+    object stores read with the catalog's storage options). A table's namespace is its
+    parent directory relative to the allowed location (segments joined by ``.``), its name
+    the directory's; it is known by its base path."""
     found: list[DiscoveredTable] = []
     looked = 0
     for allowed in allowed_locations:
@@ -66,8 +108,12 @@ def discover_tables(allowed_locations: Iterable[str]) -> list[DiscoveredTable]:
         except LocationError:
             continue  # the API refuses these; nothing to list
         if not where.local:
-            raise UnsupportedSchemeError(f"cannot list {allowed[:200]!r}: only local "
-                                         "allowed locations can be walked")
+            try:
+                more, looked = _discover_in_store(allowed, storage_options or {}, looked)
+            except (StorageError, LocationError) as e:
+                raise UnsupportedSchemeError(f"cannot list {allowed[:200]!r}: {e}") from None
+            found += more
+            continue
         root = Path(where.path)
         if _is_table(root):
             found.append(DiscoveredTable("", root.name, str(root)))

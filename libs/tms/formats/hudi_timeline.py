@@ -1,6 +1,8 @@
 """Cheap reading of a Hudi table's active timeline, for the scheduler's inspection.
 
-Only directory names are listed: an instant's action, state and times are all in its file name,
+The table is read where it lives (a local directory, or S3 and other object stores through
+pyarrow with the catalog's storage options, :mod:`tms.formats.storage`). Only directory names
+are listed: an instant's action, state and times are all in its file name,
 so no data file and (almost) no metadata file is ever opened. The one exception is a
 ``replacecommit``, which Hudi writes both for clustering and for insert_overwrite: as Hudi's own
 ``ClusteringUtils`` does, its small ``.requested`` file is read to see whether it holds a
@@ -23,7 +25,6 @@ take a ``timezone`` argument for writers elsewhere.
 from __future__ import annotations
 
 import enum
-import os
 import re
 import zlib
 from collections import Counter
@@ -35,11 +36,17 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from tms.formats.storage import LocalStore, StorageError, Store, open_store
+from tms.jobs.locations import LocationError
+
 _COMPLETED_V2 = re.compile(r"(\d{14,})_(\d{14,})\.([a-z]+)")
 _PENDING = re.compile(r"(\d{14,})\.([a-z]+)\.(requested|inflight)")
 _COMMIT_INFLIGHT = re.compile(r"(\d{14,})\.inflight")
 _COMPLETED_V1 = re.compile(r"(\d{14,})\.([a-z]+)")
 WRITE_ACTIONS = frozenset({"commit", "deltacommit", "replacecommit"})  # Hudi's commits timeline
+MAX_PROPERTIES_BYTES = 1 << 20
+MAX_PLAN_BYTES = 16 << 20  # a clustering plan (.requested) read to tell it from an overwrite
+_TIMELINE_DIR_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}")
 
 
 class TimelineError(Exception):
@@ -47,7 +54,7 @@ class TimelineError(Exception):
 
 
 class UnsupportedSchemeError(TimelineError):
-    """The base path needs a Hadoop filesystem (s3a://, hdfs://, ...), which we do not have."""
+    """The base path's storage cannot be read from here (a scheme pyarrow cannot open)."""
 
 
 class TableType(enum.StrEnum):
@@ -129,15 +136,37 @@ def local_path(base_path: str) -> Path:
         return Path(base_path)
     if scheme == "file" and parts.netloc in ("", "localhost"):
         return Path(unquote(parts.path))
+    if scheme == "file":
+        raise UnsupportedSchemeError(f"cannot read {base_path!r}: scheme 'file' URIs must be "
+                                     "on this machine (no host or localhost)")
     raise UnsupportedSchemeError(
         f"cannot read {base_path!r}: scheme {scheme!r} needs a Hadoop filesystem; "
         "only local paths and file:// URIs can be inspected")
 
 
+def open_table(base_path: str, storage_options: Mapping[str, str] | None = None
+               ) -> tuple[Store, str]:
+    """(the store holding the table, its base path in that store): local paths and
+    ``file://`` URIs through the OS, object stores through pyarrow with the catalog's storage
+    options. UnsupportedSchemeError when the scheme cannot be read from here."""
+    parts = urlsplit(base_path)
+    if not parts.scheme or parts.scheme.lower() == "file":
+        return LocalStore(), str(local_path(base_path))
+    try:
+        return open_store(base_path, storage_options or {})
+    except (StorageError, LocationError) as e:
+        raise UnsupportedSchemeError(f"cannot read {base_path[:200]!r}: {e}") from None
+
+
 def read_properties(path: Path) -> dict[str, str]:
     """Java .properties as Hudi writes them (one line per key, ``\\:`` escapes)."""
+    return parse_properties(path.read_text(encoding="utf-8"))
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java .properties text as Hudi writes it."""
     props: dict[str, str] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in text.splitlines():
         line = line.strip()
         if not line or line[0] in "#!":
             continue
@@ -146,15 +175,22 @@ def read_properties(path: Path) -> dict[str, str]:
     return props
 
 
-def read_timeline(base_path: str, timezone: tzinfo = UTC) -> TimelineSummary:
-    """Summarise the active timeline of the table at ``base_path`` (see the module doc)."""
-    meta = local_path(base_path) / ".hoodie"
+def read_timeline(base_path: str, timezone: tzinfo = UTC,
+                  storage_options: Mapping[str, str] | None = None) -> TimelineSummary:
+    """Summarise the active timeline of the table at ``base_path`` (see the module doc),
+    wherever it lives (:func:`open_table`)."""
+    store, root = open_table(base_path, storage_options)
+    meta = store.join(root, ".hoodie")
     for name in ("hoodie.properties", "hoodie.properties.backup"):
-        if (meta / name).is_file():
-            props = read_properties(meta / name)
+        path = store.join(meta, name)
+        if store.kind(path) == "file":
+            try:
+                props = parse_properties(store.read(path, MAX_PROPERTIES_BYTES).decode("utf-8"))
+            except (StorageError, UnicodeDecodeError) as e:
+                raise TimelineError(f"cannot read {base_path}/.hoodie/{name}: {e}") from None
             break
     else:
-        raise TimelineError(f"not a Hudi table: no {meta / 'hoodie.properties'}")
+        raise TimelineError(f"not a Hudi table: no {base_path}/.hoodie/hoodie.properties")
     try:
         version = int(props.get("hoodie.table.version", "0"))
         table_type = TableType(props.get("hoodie.table.type", "COPY_ON_WRITE").upper())
@@ -162,17 +198,31 @@ def read_timeline(base_path: str, timezone: tzinfo = UTC) -> TimelineSummary:
         raise TimelineError(f"bad hoodie.properties in {meta}: {e}") from None
     if props.get("hoodie.table.timeline.timezone", "").upper() == "UTC":
         timezone = UTC
-    tl_dir = meta / props.get("hoodie.timeline.path", "timeline") if version >= 8 else meta
-    instants = _scan(tl_dir)
+    tl_name = props.get("hoodie.timeline.path", "timeline")
+    if not _TIMELINE_DIR_RE.fullmatch(tl_name):  # a name inside .hoodie, never a path
+        raise TimelineError(f"bad hoodie.timeline.path {tl_name[:80]!r} in {base_path}")
+    tl_dir = store.join(meta, tl_name) if version >= 8 else meta
+    instants = _scan(store, tl_dir)
     return _summarise(props.get("hoodie.table.name", ""), version, table_type, str(timezone),
-                      instants, tl_dir, timezone)
+                      instants, Timeline(store, tl_dir), timezone)
 
 
-def _scan(tl_dir: Path) -> tuple[Instant, ...]:
+@dataclass(frozen=True)
+class Timeline:
+    """Where a table's instant files are."""
+
+    store: Store
+    path: str
+
+    def file(self, name: str) -> str:
+        return self.store.join(self.path, name)
+
+
+def _scan(store: Store, tl_dir: str) -> tuple[Instant, ...]:
     try:
-        names = [e.name for e in os.scandir(tl_dir) if e.is_file()]
-    except FileNotFoundError:
-        return ()
+        names = [e.name for e in store.list_dir(tl_dir) if e.is_file]
+    except StorageError as e:
+        raise TimelineError(str(e)) from None
     done: dict[str, tuple[str, str | None]] = {}  # time -> (action, completion time)
     requested: dict[str, str] = {}  # time -> the action its .requested file names
     inflight: dict[str, str] = {}
@@ -197,7 +247,7 @@ def _scan(tl_dir: Path) -> tuple[Instant, ...]:
 
 
 def _summarise(name: str, version: int, table_type: TableType, zone: str,
-               instants: tuple[Instant, ...], tl_dir: Path, tz: tzinfo) -> TimelineSummary:
+               instants: tuple[Instant, ...], tl_dir: Timeline, tz: tzinfo) -> TimelineSummary:
     done = [i for i in instants if i.state is State.COMPLETED]
     pending = [i for i in instants if i.state is not State.COMPLETED]
 
@@ -211,7 +261,7 @@ def _summarise(name: str, version: int, table_type: TableType, zone: str,
         if i.planned_action == "clustering" or i.action == "clustering":
             return True
         return i.action == "replacecommit" and _holds_clustering_plan(
-            tl_dir / f"{i.time}.{i.planned_action or 'replacecommit'}.requested")
+            tl_dir, f"{i.time}.{i.planned_action or 'replacecommit'}.requested")
 
     def writes_after(t: str | None) -> int:
         return sum(1 for i in done if i.action in WRITE_ACTIONS and (t is None or i.time > t))
@@ -243,11 +293,11 @@ def _summarise(name: str, version: int, table_type: TableType, zone: str,
         last_completed_instant=last, last_completed_time=when(last))
 
 
-def _holds_clustering_plan(requested: Path) -> bool:
+def _holds_clustering_plan(timeline: Timeline, requested: str) -> bool:
     """Hudi's test: the requested file is a non-empty HoodieRequestedReplaceMetadata whose
     first field, ``operationType``, is ``CLUSTER`` (insert_overwrite leaves it empty or null)."""
     try:
-        data = requested.read_bytes()
+        data = timeline.store.read(timeline.file(requested), MAX_PLAN_BYTES)
         return bool(data) and _first_avro_string(data) == "CLUSTER"
     except (OSError, ValueError, IndexError, zlib.error):
         return False

@@ -16,6 +16,7 @@ from typing import Any
 
 from tms.catalogs import CatalogAccess, PyicebergCatalogs, job_catalog
 from tms.domain import CatalogType, Decision, JobSpec, Operation, Table, TableSpec
+from tms.formats import iceberg_hadoop
 from tms.formats.base import (
     CatalogUnreachable,
     DiscoveredTable,
@@ -46,7 +47,7 @@ class IcebergFormat(TableFormatPlugin):
     policy_keys = K
     action_params = PARAMS
     catalog_types = (CatalogType.SQL, CatalogType.JDBC, CatalogType.REST, CatalogType.HIVE,
-                     CatalogType.GLUE)
+                     CatalogType.GLUE, CatalogType.HADOOP)
 
     def __init__(self) -> None:
         self._catalogs = PyicebergCatalogs()
@@ -73,7 +74,14 @@ class IcebergFormat(TableFormatPlugin):
 
         ident = (*table.namespace.split("."), table.table_name)
         try:
-            tbl = self._catalogs.get(catalog).load_table(ident)
+            if catalog.type is CatalogType.HADOOP:  # no catalog server: the files themselves
+                tbl = iceberg_hadoop.load_table(iceberg_hadoop.table_location(
+                    iceberg_hadoop.warehouse_of(catalog.properties), table.namespace,
+                    table.table_name), catalog.storage_options)
+            else:
+                tbl = self._catalogs.get(catalog).load_table(ident)
+        except TableNotInCatalog as e:
+            raise TableNotInCatalog(catalog.scrub(str(e))[:500]) from None
         except (NoSuchTableError, NoSuchNamespaceError) as e:
             raise TableNotInCatalog(catalog.scrub(str(e))[:500]) from None
         except ValueError:  # CatalogUnsupported and the like: bad configuration
@@ -98,6 +106,11 @@ class IcebergFormat(TableFormatPlugin):
         return str(self._load(table, catalog).metadata.location)
 
     def discover(self, catalog: CatalogAccess) -> list[DiscoveredTable]:
+        if catalog.type is CatalogType.HADOOP:
+            if not catalog.properties.get(iceberg_hadoop.WAREHOUSE_KEY):
+                return []  # a hadoop catalog of Hudi tables only
+            return iceberg_hadoop.discover(iceberg_hadoop.warehouse_of(catalog.properties),
+                                           catalog.storage_options)
         return list_tables(self._catalogs.get(catalog))
 
     # inspection -----------------------------------------------------------------------------

@@ -13,4 +13,5 @@ WARM_DRIVER_APP = Path(__file__).with_name("warm_driver.py")
 # Standard-library modules the jobs import: shipped next to them when TMS is not installed.
 JOB_SUPPORT_FILES = tuple(Path(__file__).with_name(name)
                           for name in ("locations.py", "errors.py", "table_guard.py",
-                                       "secret_refs.py", "report.py"))
+                                       "spark_catalogs.py", "jars.py", "secret_refs.py",
+                                       "report.py"))

@@ -16,7 +16,15 @@ Standard library only: spark-submit ships this file next to the maintenance job.
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
+from pathlib import Path
+
+try:
+    from tms.jobs import jars
+except ImportError:  # shipped alone: the sibling is next to this file
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import jars  # type: ignore[no-redef]
 
 MISSING_CLASS = "missing jar or class"
 BAD_CONFIGURATION = "bad catalog configuration"
@@ -74,9 +82,11 @@ HINTS = {
 
 @dataclass(frozen=True)
 class ErrorClass:
-    """``kind`` is None for an error another attempt may fix."""
+    """``kind`` is None for an error another attempt may fix; ``detail`` replaces the kind's
+    generic hint when more is known (the jar a missing class is in)."""
 
     kind: str | None
+    detail: str | None = None
 
     @property
     def retryable(self) -> bool:
@@ -85,7 +95,9 @@ class ErrorClass:
     @property
     def hint(self) -> str | None:
         """What kind of error it is and what to fix, e.g. ``permission denied (check ...)``."""
-        return None if self.kind is None else f"{self.kind} ({HINTS[self.kind]})"
+        if self.kind is None:
+            return None
+        return f"{self.kind} ({self.detail or HINTS[self.kind]})"
 
     def describe(self, error: str) -> str:
         """``error`` prefixed with the hint."""
@@ -96,9 +108,13 @@ RETRYABLE = ErrorClass(None)
 
 
 def classify(text: str) -> ErrorClass:
-    """The class of an error from its type, message and causes."""
+    """The class of an error from its type, message and causes; a missing class of a known
+    jar names the jar and how to provide it (``jars.NEEDS``)."""
     for kind, pattern in _RULES:
         if pattern.search(text):
+            if kind == MISSING_CLASS:
+                need = jars.need_for_error(text)
+                return ErrorClass(kind, need.describe() if need else None)
             return ErrorClass(kind)
     return RETRYABLE
 

@@ -49,32 +49,31 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 try:
-    from tms.jobs import errors, report, secret_refs, table_guard
+    from tms.jobs import errors, report, secret_refs, spark_catalogs, table_guard
     from tms.jobs.locations import LocationError, parse
 except ImportError:  # shipped alone: the siblings are next to this file
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import errors  # type: ignore[no-redef]
     import report  # type: ignore[no-redef]
     import secret_refs  # type: ignore[no-redef]
+    import spark_catalogs  # type: ignore[no-redef]
     import table_guard  # type: ignore[no-redef]
     from locations import LocationError, parse  # type: ignore[no-redef]
 
 MAX_ERROR_CHARS = 4000
-SPARK_CATALOG_CLASS = "org.apache.iceberg.spark.SparkCatalog"
+SPARK_CATALOG_CLASS = spark_catalogs.SPARK_CATALOG_CLASS
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
-JDBC_CATALOG_IMPL = "org.apache.iceberg.jdbc.JdbcCatalog"
+JDBC_CATALOG_IMPL = spark_catalogs.JDBC_CATALOG_IMPL
 
 _CATALOG_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _IDENT_PART_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-]{0,254}$")
 _OPTION_KEY_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")
-_PROPERTY_KEY_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")
-_SQLALCHEMY_PG_SCHEMES = ("postgresql", "postgresql+psycopg", "postgresql+psycopg2")
 # Spark error classes that mean "the table is not there": no retry helps.
 NOT_FOUND_ERROR_CLASSES = frozenset({"TABLE_OR_VIEW_NOT_FOUND", "SCHEMA_NOT_FOUND"})
 MAX_ALLOWED_LOCATIONS = 100
+_SECRET_KEY_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,199}$")  # a property's name
 MAX_SPEC_BYTES = 64 * 1024  # an inline spec is one argument: Linux allows 128 KiB
 MAX_CAUSES = 8  # of a JVM exception, read for classification
 
@@ -186,7 +185,7 @@ def parse_spec(data: Any) -> MaintenanceRequest:
     if not isinstance(secrets, dict):
         raise SpecError("catalog_secrets must be an object")
     for key, ref in secrets.items():
-        if not _PROPERTY_KEY_RE.fullmatch(str(key)) or not isinstance(ref, str):
+        if not _SECRET_KEY_RE.fullmatch(str(key)) or not isinstance(ref, str):
             raise SpecError(f"invalid catalog_secrets entry {str(key)[:200]!r}")
         try:
             secret_refs.parse_ref(ref)
@@ -210,39 +209,25 @@ def parse_spec(data: Any) -> MaintenanceRequest:
     return spec
 
 
-def _sql_catalog_to_jdbc(props: Mapping[str, str]) -> dict[str, str]:
-    """Map pyiceberg's SqlCatalog properties onto Iceberg's JdbcCatalog.
-
-    Both store tables in the same ``iceberg_tables`` rows, so a table pyiceberg created is the
-    table Spark compacts. pyiceberg takes a SQLAlchemy URL, Iceberg a JDBC URL plus credentials.
-    """
-    out = {k: v for k, v in props.items() if k not in ("type", "uri")}
-    url = urlsplit(props.get("uri", ""))
-    if url.scheme not in _SQLALCHEMY_PG_SCHEMES or not url.hostname:
-        raise SpecError("catalog type 'sql' is supported only with a postgresql:// uri "
-                        f"(got scheme {url.scheme!r})")
-    host = f"[{url.hostname}]" if ":" in url.hostname else url.hostname
-    port = f":{url.port}" if url.port else ""
-    query = f"?{url.query}" if url.query else ""
-    out["catalog-impl"] = JDBC_CATALOG_IMPL
-    out["uri"] = f"jdbc:postgresql://{host}{port}{url.path}{query}"
-    if url.username:
-        out["jdbc.user"] = unquote(url.username)
-    if url.password is not None:
-        out["jdbc.password"] = unquote(url.password)
-    return out
-
-
 def catalog_conf(name: str, props: Mapping[str, str]) -> dict[str, str]:
-    """Spark conf registering catalog ``name`` with the given Iceberg catalog properties."""
-    if props.get("type") == "sql":
-        props = _sql_catalog_to_jdbc(props)
-    conf = {f"spark.sql.catalog.{name}": SPARK_CATALOG_CLASS}
-    for key, value in props.items():
-        if not _PROPERTY_KEY_RE.fullmatch(key):
-            raise SpecError(f"invalid catalog property name {key[:200]!r}")
-        conf[f"spark.sql.catalog.{name}.{key}"] = value
-    return conf
+    """Spark conf registering catalog ``name`` with the spec's (pyiceberg-style) catalog
+    properties: Iceberg's catalog properties for its type and the storage's Hadoop conf, per
+    catalog (``spark_catalogs``)."""
+    try:
+        return spark_catalogs.catalog_conf(name, props)
+    except spark_catalogs.CatalogConfError as e:
+        raise SpecError(str(e)) from None
+
+
+def session_hadoop_conf(props: Mapping[str, str]) -> dict[str, str]:
+    """The catalog's Hadoop conf for the whole session (``spark.hadoop.*``), set by the
+    one-shot job, which serves one catalog: what Spark itself lists or opens outside the
+    catalog's FileIO (``remove_orphan_files`` lists the table's directory) reaches the same
+    store with the same keys. The warm driver, serving many catalogs, keeps them per catalog."""
+    try:
+        return {f"spark.hadoop.{k}": v for k, v in spark_catalogs.hadoop_conf(props).items()}
+    except spark_catalogs.CatalogConfError as e:
+        raise SpecError(str(e)) from None
 
 
 def _row_dict(row: Any) -> dict[str, Any]:
@@ -542,7 +527,9 @@ def session_builder(app_name: str) -> Any:
 
 def build_session(spec: MaintenanceRequest) -> Any:
     builder = session_builder(f"tms-{spec.action}-{'.'.join(spec.table)}")
-    for key, value in catalog_conf(spec.catalog_name, spec.resolved_properties()).items():
+    props = spec.resolved_properties()  # references resolved here, in the driver
+    conf = {**session_hadoop_conf(props), **catalog_conf(spec.catalog_name, props)}
+    for key, value in conf.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
 

@@ -34,8 +34,10 @@ from tms.storage.roles import DiscoveredRegistration, DiscoveryStore
 DISCOVERY_POLL_INTERVAL_S = 5.0  # how often the leader looks for catalogs due for a listing
 DISCOVERY_CLAIM_BATCH = 10  # catalogs claimed per look
 MAX_REGISTER_PER_PASS = 1000  # new tables located and registered per catalog per listing
-FORMAT_BY_TYPE = {CatalogType.HADOOP: "hudi"}  # every other catalog type holds Iceberg tables
-DEFAULT_FORMAT = "iceberg"
+# The formats a catalog type holds: a hadoop catalog holds Hudi base paths and Iceberg tables
+# in HadoopCatalog layout; every other type holds Iceberg tables.
+FORMATS_BY_TYPE = {CatalogType.HADOOP: ("hudi", "iceberg")}
+DEFAULT_FORMATS = ("iceberg",)
 
 log = structlog.get_logger("tms.scheduler.discovery")
 
@@ -85,24 +87,29 @@ class Discovery:
         """List one (claimed) catalog and bring its registrations in line; record the
         outcome in its discovery status."""
         report = DiscoveryReport(catalog.catalog_id)
-        fmt = FORMAT_BY_TYPE.get(catalog.spec.type, DEFAULT_FORMAT)
-        bound = log.bind(catalog=catalog.catalog_id, format=fmt)
+        fmts = FORMATS_BY_TYPE.get(catalog.spec.type, DEFAULT_FORMATS)
+        bound = log.bind(catalog=catalog.catalog_id, formats=",".join(fmts))
         scrub: Callable[[str], str] = str
+        passes: list[tuple[CatalogPass, list[DiscoveredTable]]] = []
         try:
-            plugin = self.formats.get(fmt)
-            if plugin is None:
-                raise LookupError(f"no {fmt!r} format plugin is installed")
+            plugins = {f: self.formats[f] for f in fmts if f in self.formats}
+            if not plugins:
+                raise LookupError(f"no {' or '.join(map(repr, fmts))} format plugin is "
+                                  "installed")
             cat = access(catalog, self._environ, self._secret_dir)
             scrub = scrubber(catalog, cat)
-            listed = plugin.discover(cat)
+            # every format listed before anything changes: one failed listing changes nothing
+            for fmt, plugin in plugins.items():
+                passes.append((CatalogPass(self.store, catalog, cat, plugin, fmt, scrub),
+                               plugin.discover(cat)))
         except Exception as e:  # unreachable, a secret missing, a listing too large ...
             report.error = scrub(f"listing failed: {type(e).__name__}: {e}")
             bound.warning("catalog listing failed", error=report.error)
         else:
-            report.listed = len(listed)
+            report.listed = sum(len(listed) for _, listed in passes)
             try:
-                self._reconcile(CatalogPass(self.store, catalog, cat, plugin, fmt, scrub),
-                                listed, report, now)
+                for p, listed in passes:
+                    self._reconcile(p, listed, report, now)
             except Exception as e:  # the database, mostly: what is done stays done
                 report.error = scrub(f"reconciling failed: {type(e).__name__}: {e}")
                 bound.warning("catalog reconciling failed", error=report.error)

@@ -1,0 +1,121 @@
+"""Refuse, before spark-submit, a job whose catalog or storage needs a jar Spark will not have.
+
+Without this a missing jar costs a JVM start and a Spark session before it fails (and, for a
+class loaded lazily, possibly minutes into the job). The executor knows the job's catalog type
+and table location from its spec, and the engine's settings name the jars and Maven packages
+Spark will get: every class the job needs (``tms.jobs.jars``) must be in one of the local
+jars (their zip listings are read once per path and modification time), in Spark's own jars,
+or come with a package in ``TMS_SPARK_PACKAGES``. Jars given as URLs (``hdfs://``, ``s3a://``)
+cannot be looked into here; with one of those configured an unfound class is not refused.
+
+Engine-independent: the executor calls :func:`missing` for any engine that has Spark settings
+(cold spark-submit and the warm driver alike).
+"""
+
+from __future__ import annotations
+
+import threading
+import zipfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from tms.domain import JobSpec
+from tms.jobs import jars
+from tms.jobs.locations import LocationError, parse
+from tms.spark.settings import SparkSettings, spark_home
+
+_PROBES = frozenset(need.entry for need in jars.NEEDS.values())
+_listing_lock = threading.Lock()
+_listings: dict[tuple[str, int, int], frozenset[str]] = {}
+
+
+def _probes_in(jar: Path) -> frozenset[str]:
+    """Which of the table's classes ``jar`` holds; cached by path, mtime and size (a replaced
+    jar is read again). An unreadable jar holds nothing."""
+    try:
+        st = jar.stat()
+    except OSError:
+        return frozenset()
+    key = (str(jar), st.st_mtime_ns, st.st_size)
+    with _listing_lock:
+        found = _listings.get(key)
+    if found is None:
+        try:
+            with zipfile.ZipFile(jar) as zf:
+                found = frozenset(_PROBES.intersection(zf.namelist()))
+        except (OSError, zipfile.BadZipFile):
+            found = frozenset()
+        with _listing_lock:
+            _listings[key] = found
+    return found
+
+
+def _scheme(location: str) -> str | None:
+    try:
+        return parse(location, literal=True).scheme
+    except LocationError:
+        return None
+
+
+def needs_of(spec: Mapping[str, Any]) -> list[jars.JarNeed]:
+    """What an Iceberg maintenance spec needs: the runtime, its catalog type's jar, and its
+    storage's (from the table location and the catalog's warehouse). Other specs: nothing."""
+    props = spec.get("catalog_properties")
+    if not isinstance(props, Mapping):
+        return []
+    keys = list(jars.ICEBERG_NEEDS)
+    kind = props.get("type")
+    keys += jars.CATALOG_NEEDS.get(str(kind), ())
+    if kind in ("sql", "jdbc") and not str(props.get("uri", "")).startswith(("postgresql",
+                                                                           "jdbc:postgresql")):
+        keys.remove("jdbc")  # only the PostgreSQL driver is in the table
+    for location in (spec.get("location"), props.get("warehouse")):
+        if isinstance(location, str) and location:
+            keys += jars.STORAGE_NEEDS.get(_scheme(location) or "", ())
+    return [jars.NEEDS[k] for k in dict.fromkeys(keys)]
+
+
+def _spark_jars() -> list[Path]:
+    try:
+        return sorted((spark_home() / "jars").glob("*.jar"))
+    except ImportError:  # no pyspark here: Spark's own jars are unknown
+        return []
+
+
+def missing(spec: Mapping[str, Any], settings: SparkSettings,
+            spark_jars: Iterable[Path] | None = None) -> list[jars.JarNeed]:
+    """The needs of ``spec`` that neither the configured jars, Spark's own jars, nor the
+    configured packages satisfy (empty when a remote jar might)."""
+    needs = needs_of(spec)
+    if not needs:
+        return []
+    if any("://" in j for j in settings.jars):
+        return []
+    local = [Path(j) for j in settings.jars]
+    local += list(spark_jars) if spark_jars is not None else _spark_jars()
+    present: set[str] = set()
+    for jar in local:
+        present |= _probes_in(jar)
+    packages = [p.rsplit(":", 1)[0] for p in settings.packages]
+    return [need for need in needs
+            if need.entry not in present
+            and not any(pkg.startswith(prefix) for pkg in packages for prefix in need.packages)]
+
+
+def refusal(spec: Mapping[str, Any], settings: SparkSettings,
+            spark_jars: Iterable[Path] | None = None) -> str | None:
+    """The error for a job that cannot load its classes, naming each jar; None if it can."""
+    absent = missing(spec, settings, spark_jars)
+    if not absent:
+        return None
+    return "missing jar: " + "; ".join(need.describe() for need in absent)
+
+
+def engine_refusal(job: JobSpec, engine: object) -> str | None:
+    """:func:`refusal` for a job about to run on ``engine``: engines with Spark settings (the
+    built-in cold and warm ones) are checked, others (third-party) are trusted."""
+    settings = getattr(engine, "settings", None)
+    if job.kind != "pyspark" or not isinstance(settings, SparkSettings):
+        return None
+    return refusal(job.spec, settings)

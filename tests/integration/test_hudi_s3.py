@@ -1,0 +1,164 @@
+"""Hudi tables on S3 (moto on loopback): real fixture tables copied with boto3, inspected and
+discovered through the Hudi plugin with the catalog's storage options, and compared with the
+same tables inspected locally and with hudi-rs (the ``hudi`` package) as the oracle."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from tests.integration.conftest import Api
+from tests.integration.discovery_support import unzip_hudi
+from tests.integration.test_api import error_of
+from tests.servers.moto import MotoServer, moto_server
+from tms.catalogs import access
+from tms.formats.hudi_timeline import WRITE_ACTIONS, TimelineError, read_timeline
+from tms.formats.registry import load_formats
+from tms.scheduler.discovery import Discovery
+from tms.v1 import tms_pb2
+
+pytestmark = pytest.mark.integration
+
+BUCKET = "hudi-lake"
+TABLES = {"trips_v6": "quickstart_trips_table__mor__avro__v6_trips_8i3d.zip",
+          "trips_v8": "quickstart_trips_table__mor__avro__v8_trips_8i3u1d.zip",
+          "txns_v9": "sample_table__mor__avro__v9_txns_simple_meta.zip"}
+KEY_ENV, SECRET_ENV = "TMS_SECRET_HUDI_S3_KEY", "TMS_SECRET_HUDI_S3_SECRET"
+
+
+def upload(moto: MotoServer, local: Path, prefix: str) -> None:
+    s3 = moto.boto3_client("s3")
+    for f in sorted(local.rglob("*")):
+        if f.is_file():
+            s3.upload_file(str(f), BUCKET, f"{prefix}/{f.relative_to(local)}")  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[MotoServer, Path]]:
+    """moto with every table of TABLES under s3://hudi-lake/ns/<name>; the local copies."""
+    root = tmp_path_factory.mktemp("hudi-s3")
+    with moto_server(root / "moto") as moto:
+        moto.create_bucket(BUCKET)
+        for name, fixture in TABLES.items():
+            upload(moto, unzip_hudi(root / "local" / name, fixture), f"ns/{name}")
+        yield moto, root / "local"
+
+
+def storage(moto: MotoServer) -> dict[str, str]:
+    return {"s3.endpoint": moto.endpoint, "s3.region": moto.region,
+            "s3.path-style-access": "true", "s3.access-key-id": moto.access_key,
+            "s3.secret-access-key": moto.secret_key}
+
+
+def oracle(moto: MotoServer, uri: str) -> dict[str, Any]:
+    """What hudi-rs reads from the S3 copy: the write actions' counts and the latest."""
+    from hudi import HudiTableBuilder
+
+    table = HudiTableBuilder.from_base_uri(uri).with_storage_options({
+        "aws_endpoint_url": moto.endpoint, "aws_access_key_id": moto.access_key,
+        "aws_secret_access_key": moto.secret_key, "aws_region": moto.region,
+        "aws_allow_http": "true"}).build()
+    tl = table.get_timeline()
+    return {"table_name": table.table_name, "table_type": table.table_type,
+            "commit": len(tl.get_completed_commits()),
+            "deltacommit": len(tl.get_completed_deltacommits()),
+            "replacecommit": len(tl.get_completed_replacecommits()),
+            "latest": tl.get_latest_commit_timestamp()}
+
+
+@pytest.mark.parametrize("name", sorted(TABLES))
+def test_s3_inspection_matches_local_and_hudi_rs(lake: tuple[MotoServer, Path],
+                                                 name: str) -> None:
+    moto, local = lake
+    uri = f"s3://{BUCKET}/ns/{name}"
+    on_s3 = read_timeline(uri, storage_options=storage(moto))
+    assert on_s3.metrics() == read_timeline(str(local / name)).metrics()
+    writes = [i for i in on_s3.instants if i.state.value == "COMPLETED"
+              and i.action in WRITE_ACTIONS]
+    mine = {"table_name": on_s3.table_name, "table_type": on_s3.table_type.value,
+            **{a: on_s3.completed_by_action.get(a, 0) for a in sorted(WRITE_ACTIONS)},
+            "latest": max(i.time for i in writes)}
+    assert mine == oracle(moto, uri)
+
+
+def test_hostile_timeline_path_is_refused(lake: tuple[MotoServer, Path]) -> None:
+    """hoodie.timeline.path is the table writer's: a path out of .hoodie is never listed."""
+    moto, local = lake
+    props = (local / "txns_v9" / ".hoodie" / "hoodie.properties").read_text()
+    moto.boto3_client("s3").put_object(  # type: ignore[attr-defined]
+        Bucket=BUCKET, Key="evil/t/.hoodie/hoodie.properties",
+        Body=props + "hoodie.timeline.path=../../ns/trips_v8/.hoodie\n")
+    with pytest.raises(TimelineError, match="bad hoodie.timeline.path"):
+        read_timeline(f"s3://{BUCKET}/evil/t", storage_options=storage(moto))
+
+
+def hadoop_catalog(api: Api, moto: MotoServer, allowed: str = f"s3://{BUCKET}/ns") -> None:
+    api.stub().CreateCatalog(tms_pb2.CreateCatalogRequest(catalog_id="hudi_s3", catalog=(
+        tms_pb2.Catalog(type="hadoop", storage_options={
+            "s3.endpoint": moto.endpoint, "s3.region": moto.region,
+            "s3.path-style-access": "true"},
+            secrets={"s3.access-key-id": f"env:{KEY_ENV}",
+                     "s3.secret-access-key": f"env:{SECRET_ENV}"},
+            allowed_locations=[allowed],
+            discovery=tms_pb2.CatalogDiscovery(enabled=True, interval_s=10)))))
+
+
+@pytest.fixture
+def environ(lake: tuple[MotoServer, Path], monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    env = {KEY_ENV: lake[0].access_key, SECRET_ENV: lake[0].secret_key}
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    return env
+
+
+def register(api: Api, table_id: str, base_path: str) -> tms_pb2.Table:
+    return api.stub().RegisterTable(tms_pb2.RegisterTableRequest(
+        table_id=table_id, table=tms_pb2.Table(format="hudi", catalog="hudi_s3",
+                                               base_path=base_path)))
+
+
+def test_register_discover_and_inspect_on_s3(lake: tuple[MotoServer, Path],
+                                             make_api: Callable[..., Api],
+                                             environ: dict[str, str]) -> None:
+    moto, local = lake
+    api = make_api()
+    hadoop_catalog(api, moto)
+    made = register(api, "trips", f"s3://{BUCKET}/ns/trips_v8")
+    assert made.location == f"s3://{BUCKET}/ns/trips_v8"
+
+    later = datetime.now(UTC) + timedelta(hours=1)
+    discovery = Discovery(api.store, load_formats(), now=lambda: later, environ=environ)
+    (report,) = [r for r in discovery.run_once() if r.catalog_id == "hudi_s3"]
+    assert report.error is None and report.skipped == [], report
+    assert sorted(report.registered) == ["hudi_s3.trips_v6", "hudi_s3.txns_v9"]
+
+    plugin = load_formats()["hudi"]
+    catalog = api.store.catalog_get("hudi_s3")
+    assert catalog is not None
+    for table_id, name in (("trips", "trips_v8"), ("hudi_s3.txns_v9", "txns_v9")):
+        view = api.store.table_get(table_id)
+        assert view is not None
+        metrics = plugin.inspect(view.table, access(catalog, environ))
+        assert metrics == read_timeline(str(local / name)).metrics()
+
+
+@pytest.mark.parametrize("base_path,code", [
+    ("s3://other-bucket/ns/trips_v8", grpc.StatusCode.PERMISSION_DENIED),  # another bucket
+    (f"s3://{BUCKET}/nsx/trips_v8", grpc.StatusCode.PERMISSION_DENIED),  # a prefix, not a dir
+    (f"s3://{BUCKET}/ns/../evil/t", grpc.StatusCode.INVALID_ARGUMENT),
+    (f"s3://{BUCKET}/ns/%2e%2e/evil/t", grpc.StatusCode.INVALID_ARGUMENT),
+    (f"s3://key:secret@{BUCKET}/ns/trips_v8", grpc.StatusCode.INVALID_ARGUMENT),
+])
+def test_hostile_base_paths_are_refused(lake: tuple[MotoServer, Path],
+                                        make_api: Callable[..., Api], environ: dict[str, str],
+                                        base_path: str, code: grpc.StatusCode) -> None:
+    api = make_api()
+    hadoop_catalog(api, lake[0])
+    got, _ = error_of(lambda: register(api, "evil", base_path))
+    assert got == code
+    assert api.store.table_get("evil") is None
