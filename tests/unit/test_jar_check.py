@@ -166,3 +166,19 @@ def test_a_driver_log_without_result_names_the_jar() -> None:
             "not found\n")
     res = result_from_payload(None, tail, 1, None, lambda: "spark-submit exited 1")
     assert res.retryable is False and "hadoop-aws" in (res.error or "")
+
+
+def test_one_shot_jobs_get_only_the_jars_they_need(tmp_path: Path) -> None:
+    runtime = iceberg_jar(tmp_path)
+    s3a = fake_jar(tmp_path / "hadoop-aws.jar", "org.apache.hadoop.fs.s3a.S3AFileSystem")
+    sdk = fake_jar(tmp_path / "bundle.jar", "com.amazonaws.services.s3.AmazonS3")
+    pg = fake_jar(tmp_path / "postgresql.jar", "org.postgresql.Driver")
+    own = fake_jar(tmp_path / "operator.jar", "com.example.Listener")  # none of the table's
+    configured = (runtime, s3a, sdk, pg, own, "hdfs://nn/jars/remote.jar")
+    local_sql = spec("sql", uri="postgresql+psycopg://h/db")
+    assert jar_check.jars_for(local_sql, configured) == (
+        runtime, pg, own, "hdfs://nn/jars/remote.jar")
+    assert jar_check.jars_for(spec("hive", "s3://b/wh/t"), configured) == (
+        runtime, s3a, sdk, own, "hdfs://nn/jars/remote.jar")
+    # a spec that is not an Iceberg maintenance spec (a Hudi JVM job) keeps every jar
+    assert jar_check.jars_for({"args": ["--base-path", "/t"]}, configured) == configured

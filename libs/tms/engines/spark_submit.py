@@ -18,6 +18,7 @@ import re
 import subprocess
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import structlog
@@ -29,6 +30,7 @@ from tms.engines.children import die_with_parent, kill_group
 from tms.engines.results import error_from_log, read_result, result_from_payload
 from tms.engines.submission import Submission, SubmissionError, build
 from tms.engines.workdir import private_dir
+from tms.spark import jar_check
 from tms.spark.settings import SparkSettings
 
 __all__ = ["SparkSubmitEngine", "die_with_parent", "error_from_log", "find_handle",
@@ -61,7 +63,10 @@ class SparkSubmitEngine:
     def submission(self, job: JobSpec, workdir: Path) -> Submission:
         """The command line, environment and private conf of ``job`` (SubmissionError, a
         ValueError, when these settings cannot run it)."""
-        return build(self.settings, job, workdir, dict(os.environ), self.jvm_jar)
+        settings = self.settings
+        if job.kind == "pyspark":  # only the jars this job's catalog and storage need
+            settings = replace(settings, jars=jar_check.jars_for(job.spec, settings.jars))
+        return build(settings, job, workdir, dict(os.environ), self.jvm_jar)
 
     def argv(self, job: JobSpec, workdir: Path) -> list[str]:
         return self.submission(job, workdir).argv

@@ -103,6 +103,21 @@ def missing(spec: Mapping[str, Any], settings: SparkSettings,
             and not any(pkg.startswith(prefix) for pkg in packages for prefix in need.packages)]
 
 
+def jars_for(spec: Mapping[str, Any], configured: Iterable[str]) -> tuple[str, ...]:
+    """The configured jars a one-shot ``spec`` needs: a local jar that carries only classes of
+    needs this job lacks (the 192 MB AWS SDK bundle for a job on local disk, the REST client
+    for a Hive catalog) is left out, since Spark copies every ``--jars`` entry to each
+    executor. Jars that carry none of the table's classes (an operator's own), remote jars and
+    specs of other jobs keep everything."""
+    configured = tuple(configured)
+    needs = needs_of(spec)
+    if not needs:
+        return configured
+    wanted = {need.entry for need in needs}
+    return tuple(j for j in configured
+                 if "://" in j or not (held := _probes_in(Path(j))) or held & wanted)
+
+
 def refusal(spec: Mapping[str, Any], settings: SparkSettings,
             spark_jars: Iterable[Path] | None = None) -> str | None:
     """The error for a job that cannot load its classes, naming each jar; None if it can."""
