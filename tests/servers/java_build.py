@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -19,11 +18,11 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from tms.engines.children import kill_group
 from tms.spark.provision import find_java, pyspark_jars_dir
 
 JAVA_SOURCES = Path(__file__).resolve().parent / "java"
 JAVAC_TIMEOUT_S = 180
-JAVA_STOP_TIMEOUT_S = 15.0
 JAVA_POLL_S = 0.25
 CLASS_CACHE = Path(tempfile.gettempdir()) / "tms-test-java"
 # The S3A pair another step provisions into $TMS_HOME/jars (Hadoop 3.3.1's own pairing, from
@@ -96,12 +95,7 @@ def java_process(main: str, args: Sequence[str], classpath: Sequence[str], log_p
         yield proc
     finally:
         if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(JAVA_STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            kill_group(proc)
 
 
 def port_open(port: int) -> bool:

@@ -7,7 +7,6 @@ moto's server answers any access key; the keys the tests use are still passed by
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -17,10 +16,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from tms.engines.children import kill_group
 from tms.local.ports import free_port
 
 MOTO_START_TIMEOUT_S = 60.0
-MOTO_STOP_TIMEOUT_S = 10.0
 MOTO_POLL_S = 0.2
 MOTO_REGION = "us-east-1"
 MOTO_ACCESS_KEY = "tms-test-access-key"
@@ -85,9 +84,4 @@ def moto_server(root: Path) -> Iterator[MotoServer]:
         yield MotoServer(endpoint)
     finally:
         if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(MOTO_STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            kill_group(proc)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import time
 import urllib.request
@@ -20,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tms.engines.children import kill_group
 from tms.local.ports import free_port
 from tms.spark.settings import SparkSettings, spark_home
 
 CLUSTER_START_TIMEOUT_S = 120.0
-CLUSTER_STOP_TIMEOUT_S = 20.0
 POLL_S = 0.25
 WORKERS = 2
 WORKER_CORES = 1
@@ -74,14 +73,8 @@ def _spawn(argv: list[str], log_path: Path, env: dict[str, str]) -> subprocess.P
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is not None:
-        return
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(CLUSTER_STOP_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    if proc.poll() is None:
+        kill_group(proc)
 
 
 def _wait_ready(cluster: SparkCluster, workers: int) -> None:
