@@ -58,6 +58,14 @@ def _settings(tms_home: Path) -> SparkSettings:
     return settings
 
 
+@pytest.fixture
+def s3_keys(moto: MotoServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The keys' values in the executor's environment: the spec carries references only and
+    the client-mode driver resolves them from the variables it is given."""
+    monkeypatch.setenv(KEY_ENV, moto.access_key)
+    monkeypatch.setenv(SECRET_ENV, moto.secret_key)
+
+
 def _s3_catalog(pg: Any, moto: MotoServer) -> tuple[catalogs.CatalogAccess, str]:
     """A SQL catalog whose warehouse is a fresh bucket on moto, keys by reference."""
     bucket = f"tms-it-{uuid.uuid4().hex[:10]}"
@@ -93,7 +101,7 @@ def _run(engine: SparkSubmitEngine, job: JobSpec, workdir: Path) -> Any:
 
 
 def test_compaction_on_s3_in_a_sql_catalog(pg: Any, moto: MotoServer, tms_home: Path,
-                                          tmp_path: Path) -> None:
+                                          tmp_path: Path, s3_keys: None) -> None:
     access, bucket = _s3_catalog(pg, moto)
     pyiceberg = iceberg_data.load_catalog(access.catalog_id,
                                           catalogs.pyiceberg_properties(access))
@@ -108,8 +116,10 @@ def test_compaction_on_s3_in_a_sql_catalog(pg: Any, moto: MotoServer, tms_home: 
     assert job.spec["location"].startswith(f"s3://{bucket}/wh/")
     engine = SparkSubmitEngine(_settings(tms_home))
     assert engine_refusal(job, engine) is None
-    argv = engine.argv(job, tmp_path / "spec.json", tmp_path / "result.json")
-    assert moto.secret_key not in " ".join(argv)  # keys travel in the 0600 spec file only
+    (tmp_path / "argv").mkdir()
+    argv = engine.argv(job, tmp_path / "argv")
+    assert moto.secret_key not in " ".join(argv)  # the inline spec holds references only
+    assert moto.access_key not in " ".join(argv)
     res = _run(engine, job, tmp_path / "work")
 
     assert res.succeeded, f"{res.error}\n{res.log_tail[-4000:]}"
@@ -123,7 +133,7 @@ def test_compaction_on_s3_in_a_sql_catalog(pg: Any, moto: MotoServer, tms_home: 
 
 
 def test_missing_s3a_jar_fails_at_once_naming_it(pg: Any, moto: MotoServer, tms_home: Path,
-                                                 tmp_path: Path) -> None:
+                                                 tmp_path: Path, s3_keys: None) -> None:
     access, _ = _s3_catalog(pg, moto)
     pyiceberg = iceberg_data.load_catalog(access.catalog_id,
                                           catalogs.pyiceberg_properties(access))
@@ -147,7 +157,6 @@ def test_missing_s3a_jar_fails_at_once_naming_it(pg: Any, moto: MotoServer, tms_
     assert res.error.startswith("missing jar or class (S3 storage (S3A) needs "
                                 "org.apache.hadoop.fs.s3a.S3AFileSystem from hadoop-aws"), \
         res.error
-    assert os.environ.get(SECRET_ENV) is None  # the test's keys never reached the environment
 
 
 # Runs SQL in a session built exactly as the job builds it (from a spec file, so the keys stay
@@ -172,14 +181,15 @@ def _spark_sql(settings: SparkSettings, tmp_path: Path, spec: dict[str, Any],
     shipped = [str(ICEBERG_MAINTENANCE_APP), *map(str, JOB_SUPPORT_FILES)]
     argv = settings.submit_argv(str(script), [str(spec_file), str(out), *statements],
                                 py_files=shipped)
-    proc = subprocess.run(argv, env=settings.submit_env(os.environ), capture_output=True,
+    proc = subprocess.run(argv, env=settings.submit_env(os.environ, (KEY_ENV, SECRET_ENV)),
+                          capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return json.loads(out.read_text())
 
 
 def test_hadoop_catalog_compaction_on_s3(moto: MotoServer, tms_home: Path,
-                                         tmp_path: Path) -> None:
+                                         tmp_path: Path, s3_keys: None) -> None:
     bucket = f"tms-it-{uuid.uuid4().hex[:10]}"
     moto.create_bucket(bucket)
     catalog = make_catalog(

@@ -157,7 +157,7 @@ def test_values_with_a_password_are_refused(open_api, value: str) -> None:
     assert code == grpc.StatusCode.INVALID_ARGUMENT
     assert fields == ["catalog.properties[extra]"], value
     code, fields = error_of(lambda: create(stub, storage_options={"s3.endpoint": value}))
-    assert fields == ["catalog.storage_options[s3.endpoint]"], value
+    assert set(fields) == {"catalog.storage_options[s3.endpoint]"}, value
     if value.startswith(("postgresql", "jdbc:postgresql")):
         ctype = "jdbc" if value.startswith("jdbc") else "sql"
         code, fields = error_of(lambda: create(stub, type=ctype, properties={"uri": value}))
