@@ -96,15 +96,8 @@ def pip_download(requirement: str, dest: Path, *, sdist: bool) -> Path:
     argv = [sys.executable, "-m", "pip", "download", "--no-deps", *binary, "-d", str(dest),
             requirement]
     log.info("downloading %s", requirement)
-    try:
-        res = subprocess.run(argv, capture_output=True, text=True, timeout=PIP_DOWNLOAD_TIMEOUT_S,
-                             stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired as e:
-        raise ProvisionError(f"pip download of {requirement} timed out") from e
-    if res.returncode != 0:
-        raise ProvisionError(
-            f"pip download of {requirement} failed (rc={res.returncode}); check the package "
-            f"index configuration:\n{res.stderr[-2000:]}")
+    run_tool(argv, f"pip download of {requirement}", PIP_DOWNLOAD_TIMEOUT_S,
+             "check the package index configuration")
     found = sorted(p for p in dest.iterdir() if p.name.endswith((".whl", ".tar.gz", ".zip")))
     if not found:
         raise ProvisionError(f"pip download of {requirement} produced no file")
@@ -142,14 +135,18 @@ def find_jarjar() -> Path:
         f"jarjar not found under {DEBIAN_JAVA_DIR}; install the Debian package libjarjar-java")
 
 
-def run_tool(argv: list[str], what: str) -> None:
+def run_tool(argv: list[str], what: str, timeout_s: float = JAVA_TOOL_TIMEOUT_S,
+             hint: str = "") -> None:
+    """Run a provisioning tool (pip, javac, jarjar); ProvisionError with its stderr tail."""
     try:
-        res = subprocess.run(argv, capture_output=True, text=True, timeout=JAVA_TOOL_TIMEOUT_S,
+        res = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s,
                              stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired as e:
         raise ProvisionError(f"{what} timed out") from e
     if res.returncode != 0:
-        raise ProvisionError(f"{what} failed (rc={res.returncode}): {res.stderr[-2000:]}")
+        advice = f"; {hint}" if hint else ""
+        raise ProvisionError(f"{what} failed (rc={res.returncode}){advice}:\n"
+                             f"{res.stderr[-2000:]}")
 
 
 def merge_jars(inputs: list[Path], out: Path) -> None:
