@@ -14,13 +14,18 @@ from tms.domain.operations import OperationState
 
 @dataclass(frozen=True)
 class Decision:
-    """A format plugin's verdict on one action of one table, with its reason in words."""
+    """A format plugin's verdict on one action of one table, with its reason in words.
+
+    ``benefit`` is the expected benefit per cost of running it (e.g. data files removed or
+    delete files applied per GiB rewritten): among operations of equal priority the queue
+    serves the higher benefit first. None: the plugin does not estimate it."""
 
     action: str
     should_run: bool
     reason: str
     metrics: dict[str, Any] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)
+    benefit: float | None = None
 
 
 @dataclass(frozen=True)
