@@ -115,7 +115,10 @@ class IcebergFormat(TableFormatPlugin):
 
     # inspection -----------------------------------------------------------------------------
     def inspect(self, table: Table, catalog: CatalogAccess) -> dict[str, Any]:
-        tbl = self._loaded(table, catalog)
+        return self._measure(table, self._loaded(table, catalog))
+
+    def _measure(self, table: Table, tbl: Any) -> dict[str, Any]:
+        """The metrics of one loaded pyiceberg table (``inspect`` decides whether to load)."""
         snap = tbl.current_snapshot()
         small_limit = K["compaction.small-file-bytes"].as_int(table.policy)
         min_small = K["compaction.min-small-files"].as_int(table.policy)
