@@ -554,6 +554,18 @@ CREATE UNIQUE INDEX tms_tables_identifier ON public.tms_tables USING btree (cata
 CREATE UNIQUE INDEX tms_tables_location ON public.tms_tables USING btree (location) WHERE (location <> ''::text);
 
 --
+-- Name: tms_tables_location_bytes; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX tms_tables_location_bytes ON public.tms_tables USING btree (location COLLATE "C") WHERE (location <> ''::text);
+
+--
+-- Name: tms_tables_location_trimmed; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX tms_tables_location_trimmed ON public.tms_tables USING btree (rtrim(location, '/'::text)) WHERE (location <> ''::text);
+
+--
 -- Name: tms_tables_owner; Type: INDEX; Schema: public; Owner: -
 --
 

@@ -13,7 +13,31 @@ SELECT pg_advisory_xact_lock(%(key)s);
 -- table has the same catalog and identifier, or a location equal to, inside or containing
 -- this one (orphan-file removal of one would delete the other's files). Run after
 -- table_lock_locations in the same transaction; the unique indexes are the last guard.
-WITH clash AS (
+-- Candidates come from indexes only (see migration 0013): the same location; locations in
+-- [L/, L0) in byte order, i.e. starting with L/ ('0' follows '/'); the location's prefixes
+-- that end before one of its slashes. The full comparison then runs on those few rows.
+WITH ancestors AS (
+    SELECT substr(%(location)s, 1, i - 1) AS p
+    FROM generate_series(1, length(%(location)s)) AS i
+    WHERE substr(%(location)s, i, 1) = '/'
+), near AS (
+    SELECT t.id FROM tms_tables t
+    WHERE %(base_path)s = '' AND %(table_name)s <> '' AND t.base_path = ''
+      AND t.table_name <> '' AND t.catalog = %(catalog)s AND t.namespace = %(namespace)s
+      AND t.table_name = %(table_name)s
+    UNION
+    SELECT t.id FROM tms_tables t
+    WHERE %(location)s <> '' AND t.location <> '' AND t.location = %(location)s
+    UNION
+    SELECT t.id FROM tms_tables t
+    WHERE %(location)s <> '' AND t.location <> ''
+      AND (t.location COLLATE "C") >= (rtrim(%(location)s, '/') || '/')
+      AND (t.location COLLATE "C") < (rtrim(%(location)s, '/') || '0')
+    UNION
+    SELECT t.id FROM tms_tables t
+    WHERE %(location)s <> '' AND t.location <> ''
+      AND rtrim(t.location, '/') IN (SELECT p FROM ancestors)
+), clash AS (
     SELECT t.table_id,
            CASE WHEN t.location <> '' AND %(location)s <> ''
                      AND (t.location = %(location)s
@@ -21,13 +45,14 @@ WITH clash AS (
                           OR starts_with(%(location)s, rtrim(t.location, '/') || '/'))
                 THEN 'location' ELSE 'identifier' END AS what
     FROM tms_tables t
-    WHERE (%(base_path)s = '' AND %(table_name)s <> '' AND t.base_path = ''
-           AND t.catalog = %(catalog)s AND t.namespace = %(namespace)s
-           AND t.table_name = %(table_name)s)
-       OR (t.location <> '' AND %(location)s <> ''
-           AND (t.location = %(location)s
-                OR starts_with(t.location, rtrim(%(location)s, '/') || '/')
-                OR starts_with(%(location)s, rtrim(t.location, '/') || '/')))
+    WHERE t.id IN (SELECT id FROM near)
+      AND ((%(base_path)s = '' AND %(table_name)s <> '' AND t.base_path = ''
+            AND t.catalog = %(catalog)s AND t.namespace = %(namespace)s
+            AND t.table_name = %(table_name)s)
+           OR (t.location <> '' AND %(location)s <> ''
+               AND (t.location = %(location)s
+                    OR starts_with(t.location, rtrim(%(location)s, '/') || '/')
+                    OR starts_with(%(location)s, rtrim(t.location, '/') || '/'))))
     ORDER BY t.table_id
     LIMIT 1
 ), ins AS (
@@ -46,9 +71,25 @@ SELECT (SELECT id FROM ins) AS id, (SELECT table_id FROM clash) AS clash_table,
 -- name: table_set_location
 -- The location the scheduler read anew from the table's catalog (and checked); refused, with
 -- the other table named, when it overlaps another table's. After table_lock_locations.
-WITH clash AS (
+-- Candidates through indexes only, as in table_insert.
+WITH ancestors AS (
+    SELECT substr(%(location)s, 1, i - 1) AS p
+    FROM generate_series(1, length(%(location)s)) AS i
+    WHERE substr(%(location)s, i, 1) = '/'
+), near AS (
+    SELECT t.id FROM tms_tables t
+    WHERE t.location <> '' AND t.location = %(location)s
+    UNION
+    SELECT t.id FROM tms_tables t
+    WHERE t.location <> ''
+      AND (t.location COLLATE "C") >= (rtrim(%(location)s, '/') || '/')
+      AND (t.location COLLATE "C") < (rtrim(%(location)s, '/') || '0')
+    UNION
+    SELECT t.id FROM tms_tables t
+    WHERE t.location <> '' AND rtrim(t.location, '/') IN (SELECT p FROM ancestors)
+), clash AS (
     SELECT t.table_id FROM tms_tables t
-    WHERE t.id <> %(pk)s AND t.location <> ''
+    WHERE t.id IN (SELECT id FROM near) AND t.id <> %(pk)s AND t.location <> ''
       AND (t.location = %(location)s
            OR starts_with(t.location, rtrim(%(location)s, '/') || '/')
            OR starts_with(%(location)s, rtrim(t.location, '/') || '/'))
