@@ -17,6 +17,7 @@ package; configured by the standard ``OTEL_EXPORTER_OTLP_*`` variables) or ``jso
 from __future__ import annotations
 
 import json
+import random
 import threading
 from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from pathlib import Path
@@ -29,10 +30,31 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 TRACES_ENV = "TMS_TRACES_EXPORTER"
 TRACER_NAME = "tms"
 _propagator = TraceContextTextMapPropagator()
+_ids = random.Random()
+# "quiet" once configure_tracing installed the SDK with no exporter: spans then only carry ids
+_mode = {"tracing": "unconfigured"}
 
 
 def tracer() -> trace.Tracer:
     return trace.get_tracer(TRACER_NAME)
+
+
+def quiet() -> bool:
+    """True when this process has trace ids but sends spans nowhere (``none`` exporter):
+    a per-request span need not be recorded, only its ids (see :func:`quiet_span`)."""
+    return _mode["tracing"] == "quiet"
+
+
+def quiet_span(parent: Context | None) -> trace.Span:
+    """A span that records nothing but has the ids a recorded one would: the caller's trace
+    id (or a new one) and a new span id, sampled, so log lines and the stored ``traceparent``
+    read as with the SDK; about a tenth of the SDK span's cost on the API's hot path."""
+    parent_ctx = trace.get_current_span(parent).get_span_context() if parent else None
+    trace_id = (parent_ctx.trace_id if parent_ctx is not None and parent_ctx.is_valid
+                else _ids.getrandbits(128) or 1)
+    return trace.NonRecordingSpan(trace.SpanContext(
+        trace_id, _ids.getrandbits(64) or 1, is_remote=False,
+        trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED)))
 
 
 def current_traceparent() -> str | None:
@@ -122,3 +144,4 @@ def configure_tracing(process: str, exporter: str | None,
     elif choice != "none":
         raise ValueError(f"{TRACES_ENV}: expected none, otlp or jsonl:PATH, got {choice!r}")
     trace.set_tracer_provider(provider)
+    _mode["tracing"] = "quiet" if choice == "none" else "exporting"
