@@ -10,7 +10,11 @@ measures each phase for ``--seconds`` after a ``--warmup``, ``--rounds`` times a
                ``NotifyCommit`` with a unique commit id per call, spread over the tables;
 3. ``batch``   ``NotifyCommits`` with ``--batch-size`` commits per call;
 4. ``pgbench`` single-row INSERT transactions into a scratch table shaped like
-               ``tms_commit_events``, with as many clients as the gRPC load.
+               ``tms_commit_events``, with as many clients as the gRPC load;
+5. ``sql``     the intake's statement alone (``bench/intake_sql.py``): ``--batch-size`` new
+               commits per call on one connection, no gRPC: PostgreSQL's cost per commit.
+               ``--sql-index-costs`` measures it again at the end without the events table's
+               secondary indexes, one dropped after the other.
 
 With ``--baseline-src DIR`` (another source tree, e.g. a ``git worktree`` of main) a second
 tms-api runs that tree's code against the same database, and each round also measures
@@ -75,6 +79,7 @@ from bench.common import BenchError, say, sigterm_as_interrupt  # noqa: E402
 from bench.common.cpu import CpuProbe, CpuSample, postgres_pids  # noqa: E402
 from bench.common.procs import Children, hudi_catalog  # noqa: E402
 from bench.common.stats import percentile  # noqa: E402
+from bench.intake_sql import INDEX_VARIANTS, drop_index, measure  # noqa: E402
 
 NOTIFY_PATH = f"/{SERVICE_NAME}/NotifyCommit"
 BATCH_PATH = f"/{SERVICE_NAME}/NotifyCommits"
@@ -705,7 +710,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--batch-size", type=int, default=500, help="commits per NotifyCommits")
     p.add_argument("--batch-threads", type=int, default=2,
                    help="concurrent NotifyCommits calls per load-generator process")
-    p.add_argument("--only", default="noop,notify,pgbench,batch",
+    p.add_argument("--sql-index-costs", action="store_true",
+                   help="after the rounds, the sql phase again without each secondary index "
+                        "of tms_commit_events (cumulative)")
+    p.add_argument("--only", default="noop,notify,pgbench,batch,sql",
                    help="comma-separated phases to run")
     p.add_argument("--json", type=Path, help="also write the figures to this file")
     p.add_argument("--py-spy", type=Path,
@@ -734,13 +742,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.py_spy_phase.endswith("-base") and args.baseline_src is None:
         p.error("--py-spy-phase *-base needs --baseline-src")
     args.only = {s.strip() for s in args.only.split(",") if s.strip()}
-    unknown = args.only - {"noop", "notify", "pgbench", "batch"}
+    unknown = args.only - {"noop", "notify", "pgbench", "batch", "sql"}
     if unknown:
         p.error(f"unknown phases: {', '.join(sorted(unknown))}")
     return args
 
 
-PHASES = ("noop", "notify-base", "notify", "batch-base", "batch", "pgbench")  # within a round
+PHASES = ("noop", "notify-base", "notify", "batch-base", "batch", "sql", "pgbench")  # a round
 
 
 def _round(args: argparse.Namespace, r: int, env: dict[str, Any], children: Children,
@@ -790,11 +798,30 @@ def _round(args: argparse.Namespace, r: int, env: dict[str, Any], children: Chil
             say(f"{tag}NotifyCommits{suffix} not measurable: {status}")
             out[f"batch{suffix}"] = PhaseResult(name=f"NotifyCommits{suffix}", status=status,
                                                 concurrency=bconc, batch_size=args.batch_size)
+    if "sql" in args.only:
+        say(f"{tag}commits_notify alone, x{args.batch_size}, one connection")
+        out["sql"] = run_sql(f"commits_notify only x{args.batch_size}", args, env,
+                             f"{env['run_id']}-{r}-sql")
     if "pgbench" in args.only:
         say(f"{tag}pgbench, {conc} clients")
         out["pgbench"] = run_pgbench(env["pg"], conc, args.warmup, args.seconds,
                                      workdir / f"pgbench-{r}")
     return out
+
+
+def run_sql(name: str, args: argparse.Namespace, env: dict[str, Any], run_id: str
+            ) -> PhaseResult:
+    pg: LocalPostgres = env["pg"]
+    res = measure(env["dsn"], tuple(t.removeprefix("tables/") for t in env["tables"]),
+                  args.batch_size, args.warmup, args.seconds, postgres_pids(pg.data_dir),
+                  run_id, lambda: [os.getpid()])
+    lat_p50, lat_p99 = res.p50_ms, res.p99_ms
+    phase = PhaseResult(name=name, calls_s=res.calls / res.seconds,
+                        commits_s=res.commits / res.seconds, p50_ms=lat_p50, p99_ms=lat_p99,
+                        calls=res.calls, concurrency=1, batch_size=args.batch_size,
+                        seconds=res.seconds)
+    _apply_cpu(phase, res.cpu, res.calls)
+    return phase
 
 
 def _ratios(phases: dict[str, PhaseResult]) -> dict[str, float | None]:
@@ -823,17 +850,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     pg: LocalPostgres | None = None
     env: dict[str, Any] = {"run_id": f"r{int(time.time())}"}
     rounds: list[dict[str, PhaseResult]] = []
+    index_costs: list[PhaseResult] = []
     try:
         if "noop" in args.only:
             say("starting the no-op gRPC server")
             env["noop_target"], env["noop"] = start_noop(children, tmp)
-        if args.only & {"notify", "pgbench", "batch"}:
+        if args.only & {"notify", "pgbench", "batch", "sql"}:
             say("starting PostgreSQL")
             pg = LocalPostgres(tmp / "pg").start()
             env["pg"] = pg
             dsn = pg.create_database(DB_NAME)
             migrate(dsn)
-        if args.only & {"notify", "batch"}:
+            env["dsn"] = dsn
+        if args.only & {"notify", "batch", "sql"}:
             assert pg is not None
             say("starting tms-api")
             env["api_target"], api = start_api(children, tmp, dsn)
@@ -852,6 +881,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                       "postgres": postgres_pids(pg.data_dir)}
         for r in range(args.rounds):
             rounds.append(_round(args, r, env, children, tmp))
+        if args.sql_index_costs and "sql" in args.only:
+            for label, ddl in INDEX_VARIANTS:
+                drop_index(env["dsn"], ddl)
+                say(f"commits_notify alone, {label}")
+                index_costs.append(run_sql(f"sql {label}", args, env,
+                                           f"{env['run_id']}-{label[:12]}"))
             for server in ("api", "base"):
                 if server in env and env[server].poll() is not None:
                     raise BenchError(f"tms-api ({server}) exited with "
@@ -871,7 +906,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.rounds > 1:
         print(render_rounds(rounds, per_round))
     print(render([phases[k] for k in ("noop", "notify-base", "notify", "pgbench", "batch-base",
-                                      "batch") if k in phases],
+                                      "batch", "sql") if k in phases] + index_costs,
                  ratios, median=args.rounds > 1))
     return {
         "config": {"seconds": args.seconds, "warmup_s": args.warmup, "rounds": args.rounds,
@@ -883,6 +918,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "phases": {k: asdict(v) for k, v in phases.items()},
         "ratios": ratios,
         "rounds": [{k: asdict(v) for k, v in r.items()} for r in rounds],
+        "sql_index_costs": [asdict(v) for v in index_costs],
         "round_ratios": per_round,
         "goals": {"notify_vs_noop": GOAL_NOTIFY_VS_NOOP, "batch_commits_s": GOAL_BATCH_COMMITS_S},
     }
