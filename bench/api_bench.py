@@ -79,7 +79,7 @@ from bench.common import BenchError, say, sigterm_as_interrupt  # noqa: E402
 from bench.common.cpu import CpuProbe, CpuSample, postgres_pids  # noqa: E402
 from bench.common.procs import Children, hudi_catalog  # noqa: E402
 from bench.common.stats import percentile  # noqa: E402
-from bench.intake_sql import INDEX_VARIANTS, drop_index, measure  # noqa: E402
+from bench.intake_sql import INDEX_VARIANTS, drop_index, explain, measure  # noqa: E402
 
 NOTIFY_PATH = f"/{SERVICE_NAME}/NotifyCommit"
 BATCH_PATH = f"/{SERVICE_NAME}/NotifyCommits"
@@ -713,6 +713,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--sql-index-costs", action="store_true",
                    help="after the rounds, the sql phase again without each secondary index "
                         "of tms_commit_events (cumulative)")
+    p.add_argument("--sql-explain", action="store_true",
+                   help="at the end, EXPLAIN ANALYZE of one commits_notify batch (rolled back)")
     p.add_argument("--only", default="noop,notify,pgbench,batch,sql",
                    help="comma-separated phases to run")
     p.add_argument("--json", type=Path, help="also write the figures to this file")
@@ -800,7 +802,7 @@ def _round(args: argparse.Namespace, r: int, env: dict[str, Any], children: Chil
                                                 concurrency=bconc, batch_size=args.batch_size)
     if "sql" in args.only:
         say(f"{tag}commits_notify alone, x{args.batch_size}, one connection")
-        out["sql"] = run_sql(f"commits_notify only x{args.batch_size}", args, env,
+        out["sql"] = run_sql("commits_notify alone", args, env,
                              f"{env['run_id']}-{r}-sql")
     if "pgbench" in args.only:
         say(f"{tag}pgbench, {conc} clients")
@@ -887,6 +889,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 say(f"commits_notify alone, {label}")
                 index_costs.append(run_sql(f"sql {label}", args, env,
                                            f"{env['run_id']}-{label[:12]}"))
+        if args.sql_explain and "sql" in args.only:
+            print(explain(env["dsn"], tuple(t.removeprefix("tables/") for t in env["tables"]),
+                          args.batch_size, f"{env['run_id']}-explain"))
             for server in ("api", "base"):
                 if server in env and env[server].poll() is not None:
                     raise BenchError(f"tms-api ({server}) exited with "

@@ -9,6 +9,7 @@ the other (at the end of a run: the bench's database only) so each one's cost sh
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -19,13 +20,15 @@ from bench.common.cpu import CpuProbe, CpuSample
 from bench.common.stats import percentile
 from tms.domain import CommitEvent
 from tms.storage.postgres import PostgresStore
+from tms.storage.queries import q
 
 # Secondary indexes of tms_commit_events (migrations), dropped cumulatively in this order.
 # DDL here, not in a named query: it is the bench's own experiment on its scratch database.
 INDEX_VARIANTS = (
-    ("without tms_commit_events_age", "DROP INDEX IF EXISTS tms_commit_events_age"),
-    ("and without tms_commit_events_latest", "DROP INDEX IF EXISTS tms_commit_events_latest"),
+    ("-age index", "DROP INDEX IF EXISTS tms_commit_events_age"),
+    ("-age -latest", "DROP INDEX IF EXISTS tms_commit_events_latest"),
 )
+EXPLAIN = "EXPLAIN (ANALYZE, BUFFERS, WAL, TIMING) "
 
 
 @dataclass
@@ -76,6 +79,17 @@ def measure(dsn: str, table_ids: tuple[str, ...], batch: int, warmup_s: float, s
     lat.sort()
     return SqlResult(len(lat), commits, seconds, percentile(lat, 50, empty=0.0) * 1e3,
                      percentile(lat, 99, empty=0.0) * 1e3, cpu)
+
+
+def explain(dsn: str, table_ids: tuple[str, ...], batch: int, run_id: str) -> str:
+    """EXPLAIN ANALYZE of one batch of new commits through the intake's statement, rolled
+    back: where PostgreSQL's time per commit goes (JSON, joins, the insert and its indexes)."""
+    events = next(_batches(table_ids, batch, run_id))
+    params = {"events": json.dumps(events, separators=(",", ":"))}
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(EXPLAIN + q("commits_notify"), params).fetchall()  # type: ignore[arg-type]
+        conn.rollback()
+    return "\n".join(r[0] for r in rows)
 
 
 def drop_index(dsn: str, ddl: str) -> None:
