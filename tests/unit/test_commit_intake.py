@@ -18,6 +18,7 @@ import grpc
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from tms import tracing
 from tms.api import commits
 from tms.api import validate as v
 from tms.api.auth import Authenticator
@@ -213,3 +214,18 @@ def test_another_tenants_table_is_refused(api: tuple[Any, IntakeStore]) -> None:
     assert reply.results[1].error.code == grpc.StatusCode.PERMISSION_DENIED.value[0]
     written = [e.table_id for call in store.calls for e in call]
     assert "b_payroll" not in written and written == ["a_events"]
+
+
+# --- the span of a request when no exporter is set ----------------------------------------------
+def test_a_quiet_span_continues_the_callers_trace() -> None:
+    caller = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    span = tracing.quiet_span(tracing.context_from(caller))
+    ctx = span.get_span_context()
+    assert format(ctx.trace_id, "032x") == "0af7651916cd43dd8448eb211c80319c"
+    assert format(ctx.span_id, "016x") != "b7ad6b7169203331" and ctx.trace_flags.sampled
+    assert not span.is_recording()
+    unsampled = tracing.quiet_span(tracing.context_from(caller[:-2] + "00"))
+    assert not unsampled.get_span_context().trace_flags.sampled  # the caller's choice holds
+    fresh = [tracing.quiet_span(None).get_span_context() for _ in range(2)]
+    assert all(c.is_valid and c.trace_flags.sampled for c in fresh)
+    assert fresh[0].trace_id != fresh[1].trace_id
