@@ -10,11 +10,20 @@ measures each phase for ``--seconds`` after a ``--warmup``, ``--rounds`` times a
                ``NotifyCommit`` with a unique commit id per call, spread over the tables;
 3. ``batch``   ``NotifyCommits`` with ``--batch-size`` commits per call;
 4. ``pgbench`` single-row INSERT transactions into a scratch table shaped like
-               ``tms_commit_events``, with as many clients as the gRPC load.
+               ``tms_commit_events``, with as many clients as the gRPC load;
+5. ``sql``     the intake's statement alone (``bench/intake_sql.py``): ``--batch-size`` new
+               commits per call on one connection, no gRPC: PostgreSQL's cost per commit.
+               ``--sql-index-costs`` measures it again at the end without the events table's
+               secondary indexes, one dropped after the other.
+
+With ``--baseline-src DIR`` (another source tree, e.g. a ``git worktree`` of main) a second
+tms-api runs that tree's code against the same database, and each round also measures
+``notify-base`` and ``batch-base`` on it: before/after in one run, under the same load.
 
 It prints calls/s, p50/p99 latency and CPU per call (server, PostgreSQL, load generator), and
 the ratios NotifyCommit / no-op (goal >= 0.70), NotifyCommit / pgbench and batch commits/s
-against 20,000. Everything listens on 127.0.0.1; every process it starts is stopped at the end,
+against 50,000. ``--py-spy FILE --py-spy-phase PHASE`` profiles one phase's server.
+Everything listens on 127.0.0.1; every process it starts is stopped at the end,
 on error, on Ctrl-C and on SIGTERM.
 
 Run from the repository root::
@@ -70,6 +79,7 @@ from bench.common import BenchError, say, sigterm_as_interrupt  # noqa: E402
 from bench.common.cpu import CpuProbe, CpuSample, postgres_pids  # noqa: E402
 from bench.common.procs import Children, hudi_catalog  # noqa: E402
 from bench.common.stats import percentile  # noqa: E402
+from bench.intake_sql import INDEX_VARIANTS, drop_index, explain, measure  # noqa: E402
 
 NOTIFY_PATH = f"/{SERVICE_NAME}/NotifyCommit"
 BATCH_PATH = f"/{SERVICE_NAME}/NotifyCommits"
@@ -77,7 +87,7 @@ DB_NAME = "tms"
 CATALOG = "bench"
 NAMESPACE = "ns"
 GOAL_NOTIFY_VS_NOOP = 0.70
-GOAL_BATCH_COMMITS_S = 20_000.0
+GOAL_BATCH_COMMITS_S = 50_000.0
 SERVER_START_TIMEOUT_S = 60.0
 CALL_TIMEOUT_S = 30.0
 CLIENT_JOIN_SLACK_S = 60.0
@@ -424,11 +434,15 @@ def start_noop(children: Children, workdir: Path) -> tuple[str, subprocess.Popen
     return target, proc
 
 
-def start_api(children: Children, workdir: Path, dsn: str
-              ) -> tuple[str, subprocess.Popen[bytes]]:
+def start_api(children: Children, workdir: Path, dsn: str, src: Path | None = None,
+              name: str = "api") -> tuple[str, subprocess.Popen[bytes]]:
+    """tms-api of this tree, or of the source tree ``src`` (its libs and services first on
+    the import path)."""
     target = f"127.0.0.1:{free_port()}"
-    log_path = workdir / "api.log"
+    log_path = workdir / f"{name}.log"
     env = dict(os.environ, TMS_DATABASE_URL=dsn)
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join(str(src / d) for d in ("libs", "services", "."))
     with log_path.open("wb") as log:
         proc = children.popen([sys.executable, "-m", "tms_services.api", "--listen", target],
                               log, env=env)
@@ -649,6 +663,10 @@ def render(phases: list[PhaseResult], ratios: dict[str, float | None], *,
     lines.append(fmt("notify_vs_noop", "NotifyCommit / no-op", GOAL_NOTIFY_VS_NOOP))
     lines.append(fmt("notify_vs_pgbench", "NotifyCommit / pgbench", None))
     lines.append(fmt("batch_vs_goal", f"batch commits/s / {GOAL_BATCH_COMMITS_S:,.0f}", 1.0))
+    if ratios.get("notify_vs_base") is not None or ratios.get("batch_vs_base") is not None:
+        lines.append(fmt("base_notify_vs_noop", "baseline NotifyCommit / no-op", None))
+        lines.append(fmt("notify_vs_base", "NotifyCommit / baseline", None))
+        lines.append(fmt("batch_vs_base", "batch commits/s / baseline", None))
     if disturbed:
         lines += ["", f"WARNING: other processes or the hypervisor took over {DISTURBED_PCT}% "
                       f"of the CPUs during: {', '.join(disturbed)}; those figures are low. "
@@ -692,12 +710,23 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--batch-size", type=int, default=500, help="commits per NotifyCommits")
     p.add_argument("--batch-threads", type=int, default=2,
                    help="concurrent NotifyCommits calls per load-generator process")
-    p.add_argument("--only", default="noop,notify,pgbench,batch",
+    p.add_argument("--sql-index-costs", action="store_true",
+                   help="after the rounds, the sql phase again without each secondary index "
+                        "of tms_commit_events (cumulative)")
+    p.add_argument("--sql-explain", action="store_true",
+                   help="at the end, EXPLAIN ANALYZE of one commits_notify batch (rolled back)")
+    p.add_argument("--only", default="noop,notify,pgbench,batch,sql",
                    help="comma-separated phases to run")
     p.add_argument("--json", type=Path, help="also write the figures to this file")
     p.add_argument("--py-spy", type=Path,
-                   help="profile the API process during the NotifyCommit window with py-spy "
-                        "(.svg flamegraph, .json speedscope, else raw collapsed stacks)")
+                   help="profile the API process during one phase's window (round 1) with "
+                        "py-spy (.svg flamegraph, .json speedscope, else raw collapsed stacks)")
+    p.add_argument("--py-spy-phase", default="notify",
+                   choices=("notify", "batch", "notify-base", "batch-base"),
+                   help="the phase --py-spy profiles")
+    p.add_argument("--baseline-src", type=Path,
+                   help="also measure notify and batch on a tms-api running this source tree "
+                        "(e.g. a git worktree of main), in the same run")
     p.add_argument("--serve-noop", metavar="HOST:PORT", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if (args.seconds <= 0 or args.warmup < 0 or args.procs < 1 or args.threads < 1
@@ -708,14 +737,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error("--batch-size must be 1-1000")
     if args.tables < 1:
         p.error("--tables must be >= 1")
+    if args.baseline_src is not None:
+        args.baseline_src = args.baseline_src.resolve()
+        if not (args.baseline_src / "libs" / "tms").is_dir():
+            p.error(f"--baseline-src {args.baseline_src}: no libs/tms there")
+    if args.py_spy_phase.endswith("-base") and args.baseline_src is None:
+        p.error("--py-spy-phase *-base needs --baseline-src")
     args.only = {s.strip() for s in args.only.split(",") if s.strip()}
-    unknown = args.only - {"noop", "notify", "pgbench", "batch"}
+    unknown = args.only - {"noop", "notify", "pgbench", "batch", "sql"}
     if unknown:
         p.error(f"unknown phases: {', '.join(sorted(unknown))}")
     return args
 
 
-PHASES = ("noop", "notify", "batch", "pgbench")  # the order within a round
+PHASES = ("noop", "notify-base", "notify", "batch-base", "batch", "sql", "pgbench")  # a round
 
 
 def _round(args: argparse.Namespace, r: int, env: dict[str, Any], children: Children,
@@ -725,10 +760,12 @@ def _round(args: argparse.Namespace, r: int, env: dict[str, Any], children: Chil
     conc = args.procs * args.threads
     tag = f"round {r + 1}/{args.rounds}: " if args.rounds > 1 else ""
 
-    def spec(target: str, tables: tuple[str, ...], batch: int, threads: int) -> LoadSpec:
+    def spec(target: str, tables: tuple[str, ...], batch: int, threads: int,
+             server: str = "") -> LoadSpec:
+        # commit ids unique per round and server: the baseline writes new commits too
         return LoadSpec(target=target, tables=tables, batch=batch, procs=args.procs,
                         threads=threads, warmup_s=args.warmup, seconds=args.seconds,
-                        client=args.client, run_id=f"{env['run_id']}-{r}")
+                        client=args.client, run_id=f"{env['run_id']}-{r}{server}")
 
     if "noop" in args.only:
         say(f"{tag}no-op gRPC, {conc} concurrent calls")
@@ -736,31 +773,57 @@ def _round(args: argparse.Namespace, r: int, env: dict[str, Any], children: Chil
         out["noop"] = run_load("no-op unary gRPC", spec(
             env["noop_target"], ("tables/noop",), 0, args.threads), children,
             {"server": lambda: [noop_pid]})
-    if "notify" in args.only:
-        say(f"{tag}NotifyCommit, {conc} concurrent calls")
-        on_start = (_py_spy_starter(children, env["api"].pid, args.py_spy, args.warmup,
-                                    args.seconds, workdir)
-                    if args.py_spy and r == 0 else None)
-        out["notify"] = run_load("NotifyCommit", spec(
-            env["api_target"], env["tables"], 0, args.threads), children, env["api_groups"],
-            on_start)
-    if "batch" in args.only:
+    apis = [("", "api")] + ([("-base", "base")] if "base_target" in env else [])
+
+    def profiled(phase: str, server: str) -> Callable[[], None] | None:
+        if not args.py_spy or r != 0 or args.py_spy_phase != phase:
+            return None
+        return _py_spy_starter(children, env[server].pid, args.py_spy, args.warmup,
+                               args.seconds, workdir)
+
+    for suffix, server in apis if "notify" in args.only else ():
+        say(f"{tag}NotifyCommit{suffix}, {conc} concurrent calls")
+        out[f"notify{suffix}"] = run_load(f"NotifyCommit{suffix}", spec(
+            env[f"{server}_target"], env["tables"], 0, args.threads, suffix), children,
+            env[f"{server}_groups"], profiled(f"notify{suffix}", server))
+    for suffix, server in apis if "batch" in args.only else ():
         bconc = args.procs * args.batch_threads
-        status = probe_batch(env["api_target"], env["tables"][0], f"{env['run_id']}-{r}")
+        status = probe_batch(env[f"{server}_target"], env["tables"][0],
+                             f"{env['run_id']}-{r}{suffix}")
         if status == "ok":
-            say(f"{tag}NotifyCommits x{args.batch_size}, {bconc} concurrent calls")
-            out["batch"] = run_load("NotifyCommits", spec(
-                env["api_target"], env["tables"], args.batch_size, args.batch_threads),
-                children, env["api_groups"])
+            say(f"{tag}NotifyCommits{suffix} x{args.batch_size}, {bconc} concurrent calls")
+            out[f"batch{suffix}"] = run_load(f"NotifyCommits{suffix}", spec(
+                env[f"{server}_target"], env["tables"], args.batch_size, args.batch_threads,
+                suffix),
+                children, env[f"{server}_groups"], profiled(f"batch{suffix}", server))
         else:
-            say(f"{tag}NotifyCommits not measurable: {status}")
-            out["batch"] = PhaseResult(name="NotifyCommits", status=status, concurrency=bconc,
-                                       batch_size=args.batch_size)
+            say(f"{tag}NotifyCommits{suffix} not measurable: {status}")
+            out[f"batch{suffix}"] = PhaseResult(name=f"NotifyCommits{suffix}", status=status,
+                                                concurrency=bconc, batch_size=args.batch_size)
+    if "sql" in args.only:
+        say(f"{tag}commits_notify alone, x{args.batch_size}, one connection")
+        out["sql"] = run_sql("commits_notify alone", args, env,
+                             f"{env['run_id']}-{r}-sql")
     if "pgbench" in args.only:
         say(f"{tag}pgbench, {conc} clients")
         out["pgbench"] = run_pgbench(env["pg"], conc, args.warmup, args.seconds,
                                      workdir / f"pgbench-{r}")
     return out
+
+
+def run_sql(name: str, args: argparse.Namespace, env: dict[str, Any], run_id: str
+            ) -> PhaseResult:
+    pg: LocalPostgres = env["pg"]
+    res = measure(env["dsn"], tuple(t.removeprefix("tables/") for t in env["tables"]),
+                  args.batch_size, args.warmup, args.seconds, postgres_pids(pg.data_dir),
+                  run_id, lambda: [os.getpid()])
+    lat_p50, lat_p99 = res.p50_ms, res.p99_ms
+    phase = PhaseResult(name=name, calls_s=res.calls / res.seconds,
+                        commits_s=res.commits / res.seconds, p50_ms=lat_p50, p99_ms=lat_p99,
+                        calls=res.calls, concurrency=1, batch_size=args.batch_size,
+                        seconds=res.seconds)
+    _apply_cpu(phase, res.cpu, res.calls)
+    return phase
 
 
 def _ratios(phases: dict[str, PhaseResult]) -> dict[str, float | None]:
@@ -770,6 +833,9 @@ def _ratios(phases: dict[str, PhaseResult]) -> dict[str, float | None]:
         "notify_vs_pgbench": _ratio(phases.get("notify"), phases.get("pgbench")),
         "batch_vs_goal": (batch.commits_s / GOAL_BATCH_COMMITS_S
                           if batch is not None and batch.status == "ok" else None),
+        "base_notify_vs_noop": _ratio(phases.get("notify-base"), phases.get("noop")),
+        "notify_vs_base": _ratio(phases.get("notify"), phases.get("notify-base")),
+        "batch_vs_base": _ratio(phases.get("batch"), phases.get("batch-base"), "commits_s"),
     }
 
 
@@ -786,17 +852,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     pg: LocalPostgres | None = None
     env: dict[str, Any] = {"run_id": f"r{int(time.time())}"}
     rounds: list[dict[str, PhaseResult]] = []
+    index_costs: list[PhaseResult] = []
     try:
         if "noop" in args.only:
             say("starting the no-op gRPC server")
             env["noop_target"], env["noop"] = start_noop(children, tmp)
-        if args.only & {"notify", "pgbench", "batch"}:
+        if args.only & {"notify", "pgbench", "batch", "sql"}:
             say("starting PostgreSQL")
             pg = LocalPostgres(tmp / "pg").start()
             env["pg"] = pg
             dsn = pg.create_database(DB_NAME)
             migrate(dsn)
-        if args.only & {"notify", "batch"}:
+            env["dsn"] = dsn
+        if args.only & {"notify", "batch", "sql"}:
             assert pg is not None
             say("starting tms-api")
             env["api_target"], api = start_api(children, tmp, dsn)
@@ -806,11 +874,28 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                             tmp / "tables")
             env["api_groups"] = {"server": lambda: [api.pid],
                                  "postgres": postgres_pids(pg.data_dir)}
+            if args.baseline_src is not None:
+                say(f"starting the baseline tms-api from {args.baseline_src}")
+                env["base_target"], base = start_api(children, tmp, dsn, args.baseline_src,
+                                                     "base")
+                env["base"] = base
+                env["base_groups"] = {"server": lambda: [base.pid],
+                                      "postgres": postgres_pids(pg.data_dir)}
         for r in range(args.rounds):
             rounds.append(_round(args, r, env, children, tmp))
-            if "api" in env and env["api"].poll() is not None:
-                raise BenchError(f"tms-api exited with {env['api'].returncode}:\n"
-                                 f"{_tail(tmp / 'api.log')}")
+        if args.sql_index_costs and "sql" in args.only:
+            for label, ddl in INDEX_VARIANTS:
+                drop_index(env["dsn"], ddl)
+                say(f"commits_notify alone, {label}")
+                index_costs.append(run_sql(f"sql {label}", args, env,
+                                           f"{env['run_id']}-{label[:12]}"))
+        if args.sql_explain and "sql" in args.only:
+            print(explain(env["dsn"], tuple(t.removeprefix("tables/") for t in env["tables"]),
+                          args.batch_size, f"{env['run_id']}-explain"))
+            for server in ("api", "base"):
+                if server in env and env[server].poll() is not None:
+                    raise BenchError(f"tms-api ({server}) exited with "
+                                     f"{env[server].returncode}:\n{_tail(tmp / f'{server}.log')}")
     finally:
         children.stop_all()
         if pg is not None:
@@ -820,22 +905,25 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     phases = {k: ph for k in PHASES if (ph := _median_round(rounds, k)) is not None}
     per_round = [_ratios(r) for r in rounds]
     ratios: dict[str, float | None] = {}
-    for key in ("notify_vs_noop", "notify_vs_pgbench", "batch_vs_goal"):
+    for key in per_round[0] if per_round else ():
         values = [v for r in per_round if (v := r[key]) is not None]
         ratios[key] = statistics.median(values) if values else None
     if args.rounds > 1:
         print(render_rounds(rounds, per_round))
-    print(render([phases[k] for k in ("noop", "notify", "pgbench", "batch") if k in phases],
+    print(render([phases[k] for k in ("noop", "notify-base", "notify", "pgbench", "batch-base",
+                                      "batch", "sql") if k in phases] + index_costs,
                  ratios, median=args.rounds > 1))
     return {
         "config": {"seconds": args.seconds, "warmup_s": args.warmup, "rounds": args.rounds,
                    "procs": args.procs, "threads": args.threads, "client": args.client,
                    "tables": args.tables, "batch_size": args.batch_size,
                    "batch_threads": args.batch_threads, "server_threads": SERVER_THREADS,
+                   "baseline_src": str(args.baseline_src or ""),
                    "cpus": os.cpu_count()},
         "phases": {k: asdict(v) for k, v in phases.items()},
         "ratios": ratios,
         "rounds": [{k: asdict(v) for k, v in r.items()} for r in rounds],
+        "sql_index_costs": [asdict(v) for v in index_costs],
         "round_ratios": per_round,
         "goals": {"notify_vs_noop": GOAL_NOTIFY_VS_NOOP, "batch_commits_s": GOAL_BATCH_COMMITS_S},
     }

@@ -17,6 +17,7 @@ package; configured by the standard ``OTEL_EXPORTER_OTLP_*`` variables) or ``jso
 from __future__ import annotations
 
 import json
+import random
 import threading
 from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from pathlib import Path
@@ -29,10 +30,36 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 TRACES_ENV = "TMS_TRACES_EXPORTER"
 TRACER_NAME = "tms"
 _propagator = TraceContextTextMapPropagator()
+_ids = random.Random()
+# "quiet" once configure_tracing installed the SDK with no exporter: spans then only carry ids
+_mode = {"tracing": "unconfigured"}
 
 
 def tracer() -> trace.Tracer:
     return trace.get_tracer(TRACER_NAME)
+
+
+def quiet() -> bool:
+    """True when this process has trace ids but sends spans nowhere (``none`` exporter):
+    a per-request span need not be recorded, only its ids (see :func:`quiet_span`)."""
+    return _mode["tracing"] == "quiet"
+
+
+def quiet_span(parent: Context | None) -> trace.Span:
+    """A span that records nothing but has the ids a recorded one would: the caller's trace
+    id, flags and state (or a new sampled trace) and a new span id, so log lines and the
+    stored ``traceparent`` read as with the SDK's default sampler; a fraction of the SDK
+    span's cost on the API's hot path."""
+    span_id = _ids.getrandbits(64) or 1
+    if parent is not None:
+        ctx = trace.get_current_span(parent).get_span_context()
+        if ctx.is_valid:
+            return trace.NonRecordingSpan(trace.SpanContext(
+                ctx.trace_id, span_id, is_remote=False, trace_flags=ctx.trace_flags,
+                trace_state=ctx.trace_state))
+    return trace.NonRecordingSpan(trace.SpanContext(
+        _ids.getrandbits(128) or 1, span_id, is_remote=False,
+        trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED)))
 
 
 def current_traceparent() -> str | None:
@@ -122,3 +149,4 @@ def configure_tracing(process: str, exporter: str | None,
     elif choice != "none":
         raise ValueError(f"{TRACES_ENV}: expected none, otlp or jsonl:PATH, got {choice!r}")
     trace.set_tracer_provider(provider)
+    _mode["tracing"] = "quiet" if choice == "none" else "exporting"

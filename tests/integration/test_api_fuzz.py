@@ -902,7 +902,7 @@ def tally(outcomes: Sequence[Outcome]) -> Tally:
         if o.elapsed_s > SLOW_S:
             t.slow.append(o)
         if o.undecodable:
-            # grpc alone would answer INTERNAL here; the server's DecodeErrorInterceptor
+            # grpc alone would answer INTERNAL here; the server's guarded handlers (add_guarded)
             # must turn every such request into INVALID_ARGUMENT
             t.undecodable_codes[o.code.name] += 1
         if o.code in BAD_CODES:

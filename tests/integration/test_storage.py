@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import psycopg
 import pytest
 
@@ -150,6 +152,24 @@ def test_batch_notify_mixed(store: PostgresStore) -> None:
     assert (b.stats.commit_count, b.stats.last_commit_id) == (1, "n1")
     assert _due(store) == {ta.pk: True, tb.pk: True}
     assert store.commits_notify([]) == []
+
+
+def test_notify_keeps_every_field_through_the_json_parameter(store: PostgresStore,
+                                                               db_dsn: str) -> None:
+    """The events travel as one JSON parameter: times, big numbers, quotes, backslashes and
+    characters past the BMP come back as sent."""
+    _table(store, "fields")
+    when = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+    odd = 'q"uote\\back\u00e9\U0001f600/'
+    assert store.commits_notify([
+        CommitEvent("fields", odd, when, 2**63 - 1, 0, "over\"write", "00-t-s-01"),
+        CommitEvent("fields", "bare")]) == [True, True]
+    with psycopg.connect(db_dsn) as conn:
+        got = conn.execute(
+            "SELECT commit_id, commit_time, files_added, bytes_added, operation_type"
+            " FROM tms_commit_events e JOIN tms_tables t ON t.id = e.table_pk"
+            " WHERE t.table_id = 'fields' ORDER BY seq").fetchall()
+    assert got == [(odd, when, 2**63 - 1, 0, 'over"write'), ("bare", None, None, None, "")]
 
 
 def test_concurrent_batches_over_many_tables(store: PostgresStore) -> None:

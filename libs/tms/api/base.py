@@ -27,7 +27,7 @@ from tms.domain import TableView
 from tms.formats.base import TableFormatPlugin
 from tms.storage.roles import ApiStore, TableGone
 from tms.telemetry import instruments
-from tms.tracing import context_from_metadata, tracer
+from tms.tracing import context_from_metadata, quiet, quiet_span, tracer
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 1000
@@ -57,8 +57,9 @@ def _handler(fn: Callable[..., R], bearer: bool) -> Callable[..., R]:
         start = time.perf_counter()
         code = grpc.StatusCode.OK
         metadata = context.invocation_metadata()
-        span = tracer().start_span(method, context=context_from_metadata(metadata),  # type: ignore[arg-type]
-                                   kind=SpanKind.SERVER)
+        parent = context_from_metadata(metadata)  # type: ignore[arg-type]
+        span = (quiet_span(parent) if quiet()
+                else tracer().start_span(method, context=parent, kind=SpanKind.SERVER))
         token = attach(set_span_in_context(span))
         try:
             if not bearer:

@@ -21,7 +21,7 @@ from grpc_reflection.v1alpha import reflection
 
 from tms.api.allowlist import RegistrationAllowlist
 from tms.api.auth import Authenticator
-from tms.api.interceptors import DecodeErrorInterceptor
+from tms.api.interceptors import add_guarded
 from tms.api.servicer import TableManagementServicer
 from tms.formats.base import TableFormatPlugin
 from tms.storage.postgres import PostgresStore
@@ -65,13 +65,14 @@ class ApiServer:
         self._stop = threading.Event()
         self.server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=SERVER_THREADS),
-            interceptors=[DecodeErrorInterceptor()],
             options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                      # several worker processes of one node share the port (--workers)
                      ("grpc.so_reuseport", 1 if reuse_port else 0)],
         )
         self.servicer = TableManagementServicer(store, formats, auth, allowlist)
-        tms_pb2_grpc.add_TableManagementServiceServicer_to_server(self.servicer, self.server)
+        # no interceptors: registered methods are then looked up directly, per call
+        add_guarded(self.server, tms_pb2_grpc.add_TableManagementServiceServicer_to_server,
+                    self.servicer)
         self.health = health.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         if reflection_enabled:

@@ -28,7 +28,13 @@ ACTION_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 OPERATION_ID_RE = re.compile(r"[1-9][0-9]{0,17}")  # ASCII only: int() also takes "²", "١"
 TABLE_NAME_RE = re.compile(r"^tables/([^/]+)$")
 OPERATION_NAME_RE = re.compile(r"^tables/([^/]+)/operations/([^/]+)$")
-_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")  # what a single-line string must not hold
+# Whole-value forms of the checks above for the intake's fast path (tms.api.commits): a value
+# that matches is one that table_name / string(..., required=True) accept; any other value
+# goes through those functions, which say what is wrong with it.
+TABLE_NAME_ID_RE = re.compile(r"tables/([a-z][a-z0-9_.-]{0,62})")
+COMMIT_ID_RE = re.compile(rf"[^\x00-\x1f\x7f]{{1,{MAX_COMMIT_ID_LEN}}}")
+OPERATION_TYPE_RE = re.compile(rf"[^\x00-\x1f\x7f]{{0,{MAX_OPERATION_TYPE_LEN}}}")
 
 Problems = list[tuple[str, str]]
 
@@ -41,7 +47,7 @@ def string(p: Problems, field: str, value: str, max_len: int = MAX_STRING_LEN,
         p.append((field, f"at most {max_len} characters, got {len(value)}"))
     elif "\x00" in value:
         p.append((field, "must not contain NUL characters"))
-    elif single_line and _CONTROL_RE.search(value):
+    elif single_line and CONTROL_RE.search(value):
         p.append((field, "must not contain control characters"))
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import NamedTuple
 
 
 class TableState(enum.StrEnum):
@@ -107,8 +108,9 @@ class TableUpdate:
     policy: dict[str, str] | None = None
 
 
-@dataclass(frozen=True)
-class CommitEvent:
+class CommitEvent(NamedTuple):
+    """One commit notification (a tuple: built once per NotifyCommit, at the rate of gRPC)."""
+
     table_id: str
     commit_id: str
     commit_time: datetime | None = None

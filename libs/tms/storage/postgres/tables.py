@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
@@ -110,16 +111,10 @@ class TablesMixin(Db):
             first.setdefault((e.table_id, e.commit_id), e)
         if not first:
             return []
-        unique = list(first.values())
-        found = self._all("commits_notify", {
-            "table_ids": [e.table_id for e in unique],
-            "commit_ids": [e.commit_id for e in unique],
-            "commit_times": [e.commit_time for e in unique],
-            "files_added": [e.files_added for e in unique],
-            "bytes_added": [e.bytes_added for e in unique],
-            "operation_types": [e.operation_type for e in unique],
-            "traceparents": [e.traceparent for e in unique],
-        })
+        # a CommitEvent is a tuple: it encodes as the JSON array the query reads by position
+        found = self._all("commits_notify", {"events": json.dumps([
+            e if e.commit_time is None else (*e[:2], e.commit_time.isoformat(), *e[3:])
+            for e in first.values()], separators=(",", ":"))})
         known = {r["table_id"] for r in found}
         new = {(r["table_id"], r["commit_id"]) for r in found if r["commit_id"] is not None}
         out: list[bool | None] = []
