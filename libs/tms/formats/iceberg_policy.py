@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tms.domain import Decision, Operation
-from tms.policy_types import PolicyKey, boolean, by_key, integer, text
+from tms.policy_types import PolicyKey, boolean, by_key, decimal, integer, text
 
 KIB = 1024
 MIB = 1024 * 1024
@@ -24,6 +24,7 @@ GIB = 1024 * MIB
 DAY_S = 86_400
 MAX_INTERVAL_S = 30 * DAY_S
 MAX_FILE_BYTES = 16 * GIB
+MAX_RUN_BYTES = 1024 * 1024 * GIB  # 1 PiB
 MAX_COUNT = 1_000_000
 FORMAT = ("iceberg",)
 # Column names only, separated by ", " (spaces, not tabs or newlines): they reach Spark SQL
@@ -54,6 +55,15 @@ K = by_key((
          "least time between two compactions"),
     _int("compaction.quiet-s", 3600, 0, MAX_INTERVAL_S, "s",
          "a table without commits this long is compacted from 2 small files (0: off)"),
+    decimal("compaction.min-file-ratio", 0.75, 0.05, 1.0,
+            "a data file of at least this share of the target size is not rewritten by a "
+            "merge (only deletes call for it)", FORMAT),
+    decimal("compaction.delete-ratio", 0.1, 0.001, 1.0,
+            "share of a partition's rows hidden by position deletes that calls for applying "
+            "them (equality deletes always do)", FORMAT),
+    _int("compaction.max-bytes-per-run", 10 * GIB, MIB, MAX_RUN_BYTES, "bytes",
+         "most bytes one compaction or clustering plans to rewrite (partitions of most "
+         "benefit first)"),
     _on("clustering.enabled", False, "sort or z-order data files (needs a sort order)"),
     text("clustering.sort-order", "", SORT, "columns with optional ASC/DESC and NULLS "
          "FIRST/LAST, comma-separated", "sort order of clustering", FORMAT),
