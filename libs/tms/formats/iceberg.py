@@ -26,7 +26,7 @@ from tms.formats.base import (
 from tms.formats.iceberg_discovery import list_tables
 from tms.formats.iceberg_params import PARAMS
 from tms.formats.iceberg_policy import RULES, K
-from tms.jobs import locations
+from tms.jobs import locations, partition_filter
 
 POLICY_KEYS = K
 DEFAULT_MIN_SMALL_FILES = K["compaction.min-small-files"].as_int({})
@@ -65,6 +65,20 @@ class IcebergFormat(TableFormatPlugin):
         if not _IDENT_RE.fullmatch(spec.table_name):
             problems.append(("table.table_name",
                              "required for iceberg: letters, digits, _ - (max 128)"))
+        return problems
+
+    def check_params(self, action: str, params: Mapping[str, str], field: str = "params"
+                     ) -> list[tuple[str, str]]:
+        """The schema's checks, then the structure of a ``partitions`` parameter (JSON whose
+        every value is typed and bounded: tms.jobs.partition_filter)."""
+        problems = super().check_params(action, params, field)
+        raw = params.get(partition_filter.PARAM)
+        if raw is not None and not problems and partition_filter.PARAM in self.action_params.get(
+                action, {}):
+            try:
+                partition_filter.parse_partitions(raw)
+            except partition_filter.PartitionFilterError as e:
+                problems.append((f"{field}[{partition_filter.PARAM}]", str(e)))
         return problems
 
     # catalog --------------------------------------------------------------------------------
