@@ -233,3 +233,183 @@ def test_job_refuses_bad_partitions_before_spark() -> None:
     with pytest.raises(job.SpecError, match="no partition spec 7"):
         job.restrict(_compaction({"partitions": "[[7,[1]]]"}), SPECS)
     assert any(f.name == "partition_filter.py" for f in JOB_SUPPORT_FILES)
+
+
+# planning and the rules ------------------------------------------------------------------------
+from tests.unit.fakes import make_op  # noqa: E402
+from tms.domain import Decision, OperationState  # noqa: E402
+from tms.formats import iceberg_plan  # noqa: E402
+from tms.formats.iceberg_policy import RULES  # noqa: E402
+
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
+NOW_MS = int(NOW.timestamp() * 1000)
+DAY0 = 20454  # 2026-01-01
+DAY_SPECS = {0: [["ts", "day", "timestamptz"]]}
+
+
+def part(day: int, small: int = 0, big: int = 0, near: int = 0, pos: int = 0,
+         deleted_rows: int = 0, eq: int = 0, seq: int = 1) -> tuple[PartitionKey, PartitionStats]:
+    """A day partition: ``small`` 1 MiB files, ``near`` 110 MiB files (near the 128 MiB
+    target), ``big`` 130 MiB files; 1000 rows per file."""
+    files = small + big + near
+    return (0, (day,)), PartitionStats(
+        data_files=files, small_files=small, small_bytes=small * MIB,
+        rewrite_files=small, rewrite_bytes=small * MIB,
+        bytes=small * MIB + near * 110 * MIB + big * 130 * MIB, records=1000 * files,
+        position_delete_files=pos, equality_delete_files=eq, deleted_rows=deleted_rows,
+        max_sequence=seq)
+
+
+PartitionKey = iceberg_stats.PartitionKey
+
+
+def table(*parts: tuple[PartitionKey, PartitionStats], idle_s: int = 0) -> dict[str, Any]:
+    stats = dict(parts)
+    small = sum(p.small_files for p in stats.values())
+    return {"small_files": small, "data_files": sum(p.data_files for p in stats.values()),
+            "small_file_bytes": 16 * MIB, "manifests": 1, "delete_files": 0, "snapshots": 3,
+            "partitions": len(stats), "_snapshot_times_ms": [NOW_MS - 3000, NOW_MS - 2000,
+                                                             NOW_MS - 1000],
+            "_snapshot_seqs": [[NOW_MS - 3000, 1], [NOW_MS - 2000, 2], [NOW_MS - 1000, 3]],
+            "mergeable_small_files": sum(p.small_files for p in stats.values()
+                                         if p.small_files >= 2),
+            "last_commit_ms": NOW_MS - idle_s * 1000,
+            "_partitions": iceberg_stats.encode(stats), "_specs": DAY_SPECS}
+
+
+def compact(m: dict[str, Any], **policy: str) -> Decision:
+    return RULES["compaction"]({"compaction.min-small-files": "2", **policy}, m, None, NOW)
+
+
+def test_one_small_file_per_partition_is_never_compacted() -> None:
+    m = table(*(part(DAY0 + i, small=1) for i in range(12)))
+    d = RULES["compaction"]({}, m, None, NOW)
+    assert not d.should_run
+    assert "12 small data files spread over 12 partitions" in d.reason
+    assert "cannot merge a partition's only small file" in d.reason
+    assert not compact(m).should_run  # whatever the threshold
+    assert not RULES["compaction"]({}, table(*(part(DAY0 + i, small=1) for i in range(12)),
+                                             idle_s=7200), None, NOW).should_run  # quiet too
+
+
+def test_second_small_file_compacts_that_partition_only() -> None:
+    m = table(*(part(DAY0 + i, small=1) for i in range(11)), part(DAY0 + 11, small=2))
+    d = compact(m)
+    assert d.should_run
+    assert d.params["partitions"] == f"[[0,[{DAY0 + 11}]]]"
+    assert d.params["min-input-files"] == "2" and d.params["partial-progress.enabled"] == "true"
+    assert "delete-file-threshold" not in d.params
+    assert "compaction of 1 of 12 partitions, ts_day=2026-01-12 (2 small files)" in d.reason
+    assert d.benefit is not None and d.benefit > 0
+    assert d.metrics["plan"][0]["partition"] == "ts_day=2026-01-12"
+    assert IcebergFormat().check_params("compaction", d.params) == []  # the scheduler's check
+    # below the table's threshold it waits, and says so
+    w = RULES["compaction"]({}, m, None, NOW)
+    assert not w.should_run and "2 small data files in partitions holding two or more" in w.reason
+
+
+def test_files_near_the_target_are_not_rewritten() -> None:
+    m = table(part(DAY0, small=2, near=5, big=3))
+    d = compact(m)
+    assert d.should_run and d.params["min-file-size-bytes"] == str(96 * MIB)
+    assert d.metrics["plan"][0]["rewrite_bytes"] == 2 * MIB  # not the 910 MiB near target
+    assert "2097152 bytes to rewrite" in d.reason
+    d = compact(m, **{"compaction.min-file-ratio": "0.5"})
+    assert d.params["min-file-size-bytes"] == str(64 * MIB)
+
+
+@pytest.mark.parametrize("pos, rows, eq, runs", [
+    (1, 1000, 0, True),  # 1000 of 2000 rows deleted
+    (1, 100, 0, False),  # 5 %: below the 10 % default
+    (0, 0, 1, True),  # equality deletes always
+])
+def test_deletes_call_for_a_rewrite_by_ratio(pos: int, rows: int, eq: int, runs: bool) -> None:
+    m = table(part(DAY0, near=2, pos=pos, deleted_rows=rows, eq=eq), part(DAY0 + 1, near=2))
+    d = RULES["compaction"]({}, m, None, NOW)
+    assert d.should_run is runs, d.reason
+    if runs:
+        assert d.params["partitions"] == f"[[0,[{DAY0}]]]"
+        assert d.params["delete-file-threshold"] == "1"
+        assert d.params["remove-dangling-deletes"] == "true"
+        assert d.params["use-starting-sequence-number"] == "false"
+        assert "1 delete files to apply" in d.reason
+
+
+def test_delete_ratio_is_a_policy_key() -> None:
+    m = table(part(DAY0, near=2, pos=1, deleted_rows=100))
+    assert RULES["compaction"]({"compaction.delete-ratio": "0.05"}, m, None, NOW).should_run
+
+
+def test_cap_takes_largest_benefit_first_and_names_three() -> None:
+    # partitions with more small files (same size each) remove more files per byte
+    parts = [part(DAY0 + i, small=2 + i) for i in range(8)]
+    cap = str((9 + 8 + 7 + 6) * MIB)  # the four best
+    d = compact(table(*parts), **{"compaction.max-bytes-per-run": cap})
+    assert d.should_run
+    chosen = json.loads(d.params["partitions"])
+    assert [p[1][0] for p in chosen] == [DAY0 + 7, DAY0 + 6, DAY0 + 5, DAY0 + 4]
+    assert "compaction of 4 of 8 partitions" in d.reason and "and 1 more" in d.reason
+    assert d.reason.count("small files)") == 3
+    assert "4 more wait for the next run" in d.reason
+    assert len(d.metrics["plan"]) == 4
+    d = compact(table(*parts))
+    assert len(d.metrics["plan"]) == 5 and "and 5 more" in d.reason
+
+
+def test_first_partition_is_taken_even_beyond_the_cap() -> None:
+    d = compact(table(part(DAY0, small=30)), **{"compaction.max-bytes-per-run": str(MIB)})
+    assert d.should_run and d.params["max-file-group-size-bytes"] == str(MIB)
+
+
+def test_unpartitioned_table_has_no_partitions_param() -> None:
+    st = PartitionStats(data_files=3, small_files=3, small_bytes=3 * MIB, rewrite_files=3,
+                        rewrite_bytes=3 * MIB, bytes=3 * MIB, records=3)
+    m = {**table(), "small_files": 3, "mergeable_small_files": 3, "data_files": 3,
+         "partitions": 1, "_partitions": iceberg_stats.encode({(0, ()): st}), "_specs": {0: []}}
+    d = compact(m)
+    assert d.should_run and "partitions" not in d.params and "the whole table" in d.reason
+
+
+def test_bucket_partitions_fall_back_to_the_whole_table() -> None:
+    m = table(part(3, small=2))
+    m["_specs"] = {0: [["id", "bucket[16]", "long"]]}
+    d = compact(m)
+    assert d.should_run and d.params["partitions"] == "[[0,[3]]]"
+    assert "whole table (a partition transform no filter can select)" in d.reason
+
+
+def test_partitions_param_stays_within_what_the_api_accepts() -> None:
+    m = table(*(part(DAY0 + i, small=2) for i in range(300)))
+    d = compact(m)
+    assert len(d.params["partitions"]) <= 1000
+    assert IcebergFormat().check_params("compaction", d.params) == []
+    assert "wait for the next run" in d.reason
+
+
+def test_clustering_only_partitions_changed_since_the_last() -> None:
+    pol = {"clustering.enabled": "true", "clustering.sort-order": "id",
+           "clustering.min-new-snapshots": "1", "clustering.min-interval-s": "0"}
+    m = table(part(DAY0, near=2, seq=1), part(DAY0 + 1, near=2, seq=3))
+    first = RULES["clustering"](pol, m, None, NOW)
+    assert first.should_run
+    assert sorted(json.loads(first.params["partitions"])) == [[0, [DAY0]], [0, [DAY0 + 1]]]
+    assert first.params["rewrite-all"] == "true"
+    last = make_op(9, action="clustering", state=OperationState.SUCCEEDED,
+                   finished_at=datetime.fromtimestamp((NOW_MS - 1500) / 1000, UTC))
+    d = RULES["clustering"](pol, m, last, NOW)  # only seq 3 is newer than that run
+    assert d.should_run and d.params["partitions"] == f"[[0,[{DAY0 + 1}]]]"
+    assert "1 changed partitions (ts_day=2026-01-02" in d.reason
+    assert IcebergFormat().check_params("clustering", d.params) == []
+    m = table(part(DAY0, near=2, seq=1))
+    m["_snapshot_times_ms"] = [NOW_MS - 1000]
+    none = RULES["clustering"](pol, m, last, NOW)
+    assert not none.should_run and "no partition has new data files" in none.reason
+
+
+def test_plan_candidate_benefit_counts_files_removed_and_deletes() -> None:
+    lim = iceberg_plan.Limits(128 * MIB, 0.75, 0.1, 10 << 30)
+    _, st = part(DAY0, small=4)
+    c = iceberg_plan.candidate((0, (DAY0,)), st, lim, True)
+    assert c is not None and c.files_removed == 3 and c.cost_bytes == 4 * MIB
+    assert c.benefit == pytest.approx(3 * 1024 / 4)
+    assert iceberg_plan.candidate((0, (DAY0,)), st, lim, False) is None
