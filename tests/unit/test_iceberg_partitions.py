@@ -11,8 +11,28 @@ from typing import Any
 
 import pytest
 
-from tms.formats import iceberg_stats
-from tms.formats.iceberg_stats import Limits, ManifestCache, PartitionStats, table_partitions
+from tests.unit.fakes import make_op
+from tms.domain import Decision, OperationState
+from tms.formats import iceberg_plan, iceberg_stats
+from tms.formats.iceberg import IcebergFormat
+from tms.formats.iceberg_policy import RULES
+from tms.formats.iceberg_stats import (
+    Limits,
+    ManifestCache,
+    PartitionKey,
+    PartitionStats,
+    table_partitions,
+)
+from tms.jobs import JOB_SUPPORT_FILES
+from tms.jobs import iceberg_maintenance as job
+from tms.jobs.partition_filter import (
+    FieldInfo,
+    PartitionFilterError,
+    PartitionRef,
+    build_where,
+    encode_partitions,
+    parse_partitions,
+)
 
 MIB = 1 << 20
 LIMITS = Limits(small_bytes=16 * MIB, rewrite_bytes=96 * MIB)
@@ -108,17 +128,6 @@ def test_partition_values_become_json_scalars() -> None:
 
 
 # the partitions parameter and the job's filter -------------------------------------------------
-from tms.formats.iceberg import IcebergFormat  # noqa: E402
-from tms.jobs import JOB_SUPPORT_FILES  # noqa: E402
-from tms.jobs import iceberg_maintenance as job  # noqa: E402
-from tms.jobs.partition_filter import (  # noqa: E402
-    FieldInfo,
-    PartitionFilterError,
-    PartitionRef,
-    build_where,
-    encode_partitions,
-    parse_partitions,
-)
 
 DAY = [FieldInfo("ts", "day", "timestamptz")]
 SPECS = {0: DAY, 1: [FieldInfo("kind", "identity", "string"), FieldInfo("n", "identity", "long")],
@@ -236,10 +245,6 @@ def test_job_refuses_bad_partitions_before_spark() -> None:
 
 
 # planning and the rules ------------------------------------------------------------------------
-from tests.unit.fakes import make_op  # noqa: E402
-from tms.domain import Decision, OperationState  # noqa: E402
-from tms.formats import iceberg_plan  # noqa: E402
-from tms.formats.iceberg_policy import RULES  # noqa: E402
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 NOW_MS = int(NOW.timestamp() * 1000)
@@ -259,8 +264,6 @@ def part(day: int, small: int = 0, big: int = 0, near: int = 0, pos: int = 0,
         position_delete_files=pos, equality_delete_files=eq, deleted_rows=deleted_rows,
         max_sequence=seq)
 
-
-PartitionKey = iceberg_stats.PartitionKey
 
 
 def table(*parts: tuple[PartitionKey, PartitionStats], idle_s: int = 0) -> dict[str, Any]:
