@@ -174,25 +174,34 @@ def _partitioned_compaction(pol: Mapping[str, str], m: Mapping[str, Any],
     merge_due = mergeable >= min_small or (quiet and mergeable >= QUIET_MIN_SMALL_FILES)
     p = iceberg_plan.plan(m["_partitions"], m.get("_specs") or {}, lim, merge_due)
     if not p.chosen:
-        if small and not mergeable:
+        limit, spread = m["small_file_bytes"], (m.get("partitions") or 0) > 1
+        if small and not mergeable and spread:
             why = (f"{small} small data files spread over {m['partitions']} partitions, no "
                    f"partition holding two or more: a rewrite cannot merge a partition's only "
                    f"small file")
-        elif mergeable and not merge_due:
+        elif mergeable and spread:
             why = (f"{mergeable} small data files in partitions holding two or more (of {small} "
                    f"small files); compaction starts at {min_small}")
         else:
-            why = f"{small} small data files; compaction starts at {min_small}"
-        return Decision(a, False, f"{why}; no partition has deletes to apply", seen)
+            why = f"{small} small data files (< {limit} bytes); compaction starts at {min_small}"
+        if m.get("delete_files"):
+            why += (f"; no partition's deletes hide {lim.delete_ratio:g} of its rows or more "
+                    f"(compaction.delete-ratio)")
+        return Decision(a, False, why, seen)
     _, how = p.restriction()
     because = f"{p.eligible} partitions to compact"
     merged = sum(c.stats.small_files for c in p.chosen if c.merge)
     applied = sum(c.deletes_applied for c in p.chosen)
     waiting = (f"; {p.waiting} more wait for the next run (cap {lim.max_bytes} bytes)"
                if p.waiting else "")
-    reason = (f"compaction of {len(p.chosen)} of {p.partitions} partitions, {p.names()}: "
-              f"{merged} small files to merge, {applied} delete files to apply, "
-              f"{p.cost_bytes} bytes to rewrite through {how}{waiting}")
+    if p.partitioned:
+        reason = (f"compaction of {len(p.chosen)} of {p.partitions} partitions, {p.names()}: "
+                  f"{merged} small files to merge, {applied} delete files to apply, "
+                  f"{p.cost_bytes} bytes to rewrite through {how}{waiting}")
+    else:
+        reason = (f"{small} of {m['data_files']} data files are smaller than "
+                  f"{m['small_file_bytes']} bytes (threshold {min_small} small files), "
+                  f"{applied} delete files to apply, {p.cost_bytes} bytes to rewrite")
     metrics = {**seen, "plan": p.shown()}
     return _too_soon(a, "compaction.min-interval-s", pol, last, now, metrics, because) or \
         Decision(a, True, reason, metrics, iceberg_plan.rewrite_params(p, lim), p.benefit)
