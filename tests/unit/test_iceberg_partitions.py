@@ -86,7 +86,7 @@ def test_stats_per_partition_and_spec() -> None:
     p1, p2, p3 = parts[(0, (1,))], parts[(0, (2,))], parts[(1, ("a", 7))]
     assert (p1.data_files, p1.small_files, p1.small_bytes, p1.bytes) == (2, 2, 3 * MIB, 3 * MIB)
     assert (p1.position_delete_files, p1.deleted_rows, p1.max_sequence) == (1, 30, 2)
-    assert p1.delete_ratio == pytest.approx(0.15)
+    assert p1.delete_ratio == pytest.approx(0.15) and p1.rewrite_max_bytes == 2 * MIB
     assert (p2.small_files, p2.rewrite_files, p2.rewrite_bytes) == (0, 1, 50 * MIB)
     assert p2.equality_delete_files == 1 and p2.delete_files == 1
     assert p3.data_files == 1 and len(parts) == 3
@@ -259,7 +259,7 @@ def part(day: int, small: int = 0, big: int = 0, near: int = 0, pos: int = 0,
     files = small + big + near
     return (0, (day,)), PartitionStats(
         data_files=files, small_files=small, small_bytes=small * MIB,
-        rewrite_files=small, rewrite_bytes=small * MIB,
+        rewrite_files=small, rewrite_bytes=small * MIB, rewrite_max_bytes=MIB if small else 0,
         bytes=small * MIB + near * 110 * MIB + big * 130 * MIB, records=1000 * files,
         position_delete_files=pos, equality_delete_files=eq, deleted_rows=deleted_rows,
         max_sequence=seq)
@@ -418,3 +418,58 @@ def test_plan_candidate_benefit_counts_files_removed_and_deletes() -> None:
     assert c is not None and c.files_removed == 3 and c.cost_bytes == 4 * MIB
     assert c.benefit == pytest.approx(3 * 1024 / 4)
     assert iceberg_plan.candidate((0, (DAY0,)), st, lim, False) is None
+
+
+def merged_output(day: int, output_mib: int, new_small: int) -> tuple[PartitionKey,
+                                                                          PartitionStats]:
+    """A partition holding an earlier merge's output and ``new_small`` 1 MiB files."""
+    files, size = 1 + new_small, (output_mib + new_small) * MIB
+    return (0, (day,)), PartitionStats(
+        data_files=files, small_files=files, small_bytes=size, rewrite_files=files,
+        rewrite_bytes=size, rewrite_max_bytes=output_mib * MIB, bytes=size, records=files)
+
+
+def test_a_merge_waits_until_new_files_are_worth_rewriting_the_last_output() -> None:
+    pol = {"compaction.min-small-files": "4"}
+    # an earlier merge left 10 MiB; one new 1 MiB file would rewrite 11 MiB to remove 1 file
+    stale = table(merged_output(DAY0, 10, 1), merged_output(DAY0 + 1, 10, 1))
+    d = compact(stale, **pol)
+    assert not d.should_run
+    assert "mostly rewrite that file again" in d.reason
+    # new files of 0.8 of its size at least: worth it
+    d = compact(table(merged_output(DAY0, 10, 1), merged_output(DAY0 + 1, 5, 4)), **pol)
+    assert d.should_run and d.params["partitions"] == f"[[0,[{DAY0 + 1}]]]"
+    # readers come first: min-small-files small files in one partition merge regardless
+    d = compact(table(merged_output(DAY0, 10, 1), merged_output(DAY0 + 1, 10, 3)), **pol)
+    assert d.should_run and d.params["partitions"] == f"[[0,[{DAY0 + 1}]]]"
+    # and a quiet table is tidied up whatever a merge rewrites again
+    quiet = table(merged_output(DAY0, 10, 1), merged_output(DAY0 + 1, 10, 1), idle_s=7200)
+    d = RULES["compaction"](pol, quiet, None, NOW)
+    assert d.should_run and len(json.loads(d.params["partitions"])) == 2
+
+
+def _trickle(files_in: int, tiered: bool) -> tuple[float, int]:
+    """1 MiB files into one partition, the rule asked after each: (bytes rewritten / bytes
+    written, most files the partition ever held)."""
+    lim = iceberg_plan.Limits(128 * MIB, 0.75, 0.1, 10 << 30, min_small_files=12)
+    files: list[int] = []
+    rewritten, most = 0, 0
+    for _ in range(files_in):
+        files.append(MIB)
+        small = sum(f < 16 * MIB for f in files)
+        st = PartitionStats(data_files=len(files), small_files=small, small_bytes=small * MIB,
+                            rewrite_files=len(files), rewrite_bytes=sum(files),
+                            rewrite_max_bytes=max(files), bytes=sum(files))
+        if iceberg_plan.candidate((0, (1,)), st, lim, True, tiered) is not None:
+            rewritten += sum(files)
+            files = [sum(files)]
+        most = max(most, len(files))
+    return rewritten / (files_in * MIB), most
+
+
+def test_tiered_merges_bound_write_amplification() -> None:
+    # about 60 files per partition, like 1,000 commits into 16 partitions
+    amplification, most = _trickle(60, tiered=True)
+    untiered, _ = _trickle(60, tiered=False)
+    assert amplification < 2.5 < 15 < untiered  # measured: 2.38 against 16.55
+    assert most <= 12  # readers never see more than min-small-files files

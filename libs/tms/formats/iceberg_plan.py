@@ -9,6 +9,13 @@ the files below ``compaction.min-file-ratio`` x target (files near the target st
 are); applying deletes rewrites the files they touch. Partitions are taken largest benefit
 first (files removed plus delete files applied, per GiB rewritten) until
 ``compaction.max-bytes-per-run``; the rest wait for the next run.
+
+Write amplification: a partition fed by a trickle of tiny files would otherwise rewrite its
+last merge's output again with every new pair of small files (each byte rewritten once per
+merge). So a merge waits until the partition's other rewritable files add up to at least
+``TIER_RATIO`` of its largest one (the output then grows geometrically, and each byte is
+rewritten a logarithmic number of times), unless the partition holds ``min-small-files`` small
+files by itself (readers come first) or the table is quiet (no more data is coming: tidy up).
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ MIN_COST_BYTES = MIB  # a rewrite costs at least this much (file opens, a commit
 SHOWN_IN_REASON = 3
 SHOWN_IN_METRICS = 5
 MIN_MERGE_FILES = 2
+TIER_RATIO = 0.8
 
 
 @dataclass(frozen=True)
@@ -39,6 +47,7 @@ class Limits:
     min_file_ratio: float
     delete_ratio: float
     max_bytes: int
+    min_small_files: int = 12  # a partition holding this many small files merges regardless
 
 
 @dataclass(frozen=True)
@@ -166,10 +175,17 @@ def name(key: PartitionKey, specs: Mapping[int, Sequence[FieldInfo]]) -> str:
     return "/".join(out)
 
 
-def candidate(key: PartitionKey, st: PartitionStats, lim: Limits, merge_small: bool
-              ) -> Candidate | None:
+def worth_merging(st: PartitionStats, lim: Limits) -> bool:
+    """The size-tiered guard against write amplification (see the module's doc)."""
+    rest = st.rewrite_bytes - st.rewrite_max_bytes
+    return rest >= TIER_RATIO * st.rewrite_max_bytes or st.small_files >= lim.min_small_files
+
+
+def candidate(key: PartitionKey, st: PartitionStats, lim: Limits, merge_small: bool,
+              tiered: bool = True) -> Candidate | None:
     """The partition's rewrite, or None when it merges nothing and needs no deletes applied."""
-    merge = merge_small and st.small_files >= MIN_MERGE_FILES
+    merge = merge_small and st.small_files >= MIN_MERGE_FILES and (
+        not tiered or worth_merging(st, lim))
     deletes = st.data_files > 0 and (st.equality_delete_files > 0 or (
         st.position_delete_files > 0 and st.delete_ratio >= lim.delete_ratio))
     if not merge and not deletes:
@@ -184,14 +200,14 @@ def candidate(key: PartitionKey, st: PartitionStats, lim: Limits, merge_small: b
 
 
 def plan(rows: Sequence[Mapping[str, Any]], raw_specs: Mapping[Any, Sequence[Sequence[str]]],
-         lim: Limits, merge_small: bool) -> Plan:
+         lim: Limits, merge_small: bool, tiered: bool = True) -> Plan:
     """Partitions to rewrite, largest benefit first, within the byte cap (the first one always,
     else a partition larger than the cap would never be compacted) and within what the
     ``partitions`` parameter can carry."""
     parts = iceberg_stats.decode(rows)
     specs = specs_of(raw_specs)
     cands = [c for k, st in parts.items()
-             if (c := candidate(k, st, lim, merge_small)) is not None]
+             if (c := candidate(k, st, lim, merge_small, tiered)) is not None]
     cands.sort(key=lambda c: (-c.benefit, -c.cost_bytes, repr(c.key)))
     partitioned = any(k[1] for k in parts)
     chosen: list[Candidate] = []

@@ -160,7 +160,8 @@ def _limits(pol: Mapping[str, str]) -> iceberg_plan.Limits:
         K["compaction.target-file-size-bytes"].as_int(pol),
         float(K["compaction.min-file-ratio"].get(pol)),
         float(K["compaction.delete-ratio"].get(pol)),
-        K["compaction.max-bytes-per-run"].as_int(pol))
+        K["compaction.max-bytes-per-run"].as_int(pol),
+        K["compaction.min-small-files"].as_int(pol))
 
 
 def _partitioned_compaction(pol: Mapping[str, str], m: Mapping[str, Any],
@@ -172,13 +173,19 @@ def _partitioned_compaction(pol: Mapping[str, str], m: Mapping[str, Any],
     min_small = K["compaction.min-small-files"].as_int(pol)
     small, mergeable = m["small_files"] or 0, m["mergeable_small_files"] or 0
     merge_due = mergeable >= min_small or (quiet and mergeable >= QUIET_MIN_SMALL_FILES)
-    p = iceberg_plan.plan(m["_partitions"], m.get("_specs") or {}, lim, merge_due)
+    # a quiet table gets no more data: tidy every partition, whatever a merge rewrites again
+    p = iceberg_plan.plan(m["_partitions"], m.get("_specs") or {}, lim, merge_due,
+                          tiered=not quiet)
     if not p.chosen:
         limit, spread = m["small_file_bytes"], (m.get("partitions") or 0) > 1
         if small and not mergeable and spread:
             why = (f"{small} small data files spread over {m['partitions']} partitions, no "
                    f"partition holding two or more: a rewrite cannot merge a partition's only "
                    f"small file")
+        elif mergeable and merge_due:
+            why = (f"{mergeable} small data files in partitions holding two or more, but in "
+                   f"each the other files add less than {iceberg_plan.TIER_RATIO:g} of its "
+                   f"largest rewritable file: merging now would mostly rewrite that file again")
         elif mergeable and spread:
             why = (f"{mergeable} small data files in partitions holding two or more (of {small} "
                    f"small files); compaction starts at {min_small}")

@@ -40,6 +40,7 @@ class PartitionStats:
     small_bytes: int = 0
     rewrite_files: int = 0
     rewrite_bytes: int = 0
+    rewrite_max_bytes: int = 0  # the largest of those: what a merge would rewrite again
     bytes: int = 0
     records: int = 0
     position_delete_files: int = 0
@@ -49,8 +50,8 @@ class PartitionStats:
 
     def add(self, other: PartitionStats) -> None:
         for f in fields(self):
-            if f.name == "max_sequence":
-                self.max_sequence = max(self.max_sequence, other.max_sequence)
+            if f.name in _MAXIMA:
+                setattr(self, f.name, max(getattr(self, f.name), getattr(other, f.name)))
             else:
                 setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
@@ -65,6 +66,9 @@ class PartitionStats:
 
     def to_json(self) -> dict[str, int]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+_MAXIMA = ("max_sequence", "rewrite_max_bytes")
 
 
 @dataclass(frozen=True)
@@ -117,6 +121,7 @@ def manifest_stats(entries: Iterable[Any], spec_id: int, limits: Limits
             if size < limits.rewrite_bytes:
                 st.rewrite_files += 1
                 st.rewrite_bytes += size
+                st.rewrite_max_bytes = max(st.rewrite_max_bytes, size)
         elif content == POSITION_DELETES:
             st.position_delete_files += 1
             st.deleted_rows += int(df.record_count)
