@@ -12,10 +12,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pyarrow as pa
 import pytest
 
-from tests.integration.test_iceberg_actions import CATALOG_NAME, Env
+from tests.integration.test_api import error_of
+from tests.integration.test_api_rpcs import register, trigger
+from tests.integration.test_iceberg_actions import CATALOG_NAME, Env, run_job_file
 from tests.unit.fakes import make_table
 from tms.domain import Decision
 from tms.formats import iceberg_stats
@@ -165,3 +168,36 @@ def test_merge_on_read_deletes_compact_exactly_their_partitions(env: Env) -> Non
     assert env.rows() == total
     d, _ = decide(table)
     assert not d.should_run, d.reason
+
+
+@pytest.mark.parametrize("raw", [
+    "[[0,[1]]] OR 1=1", "[[0,[\"x' OR '1'='1\"]]]x", "[[0,[1.5]]]", '[[0,["日本"]]]',
+    "[" + ",".join(f"[0,[{i}]]" for i in range(101)) + "]", "[[-1,[1]]]",
+    '[[0,["a\\u0000"]]]'])
+def test_api_refuses_hostile_partitions(api: Any, raw: str) -> None:
+    stub = api.stub()
+    register(stub)
+    code, fields = error_of(lambda: trigger(stub, params={"partitions": raw}))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert "params[partitions]" in fields
+
+
+def test_api_accepts_partitions_and_the_operation_carries_them(api: Any) -> None:
+    stub = api.stub()
+    register(stub)
+    op = trigger(stub, params={"partitions": '[[0,[20454]],[0,["日本 \\u0027"]]]'.replace(
+        "日本", "\\u65e5\\u672c")})
+    assert json.loads(op.params["partitions"]) == [[0, [20454]], [0, ["日本 '"]]]
+
+
+@pytest.mark.parametrize("raw, message", [
+    ("[[0,[1.5]]]", "decimal"), ("[[0,[1]]] OR 1=1", "not JSON"),
+    ('[[0,["a\\nb"]]]', "control")])
+def test_job_refuses_hostile_partitions_before_spark(tmp_path: Path, raw: str,
+                                                     message: str) -> None:
+    rc, payload, _ = run_job_file(tmp_path, "bad", {
+        "catalog_name": CATALOG_NAME,
+        "catalog_properties": {"type": "sql", "uri": "postgresql://tms@127.0.0.1:1/none"},
+        "table": "ns.events", "action": "compaction", "options": {"partitions": raw}})
+    assert rc == 1 and payload["error_type"] == "SpecError" and message in payload["error"]
+    assert payload["retryable"] is False
