@@ -473,3 +473,14 @@ def test_tiered_merges_bound_write_amplification() -> None:
     untiered, _ = _trickle(60, tiered=False)
     assert amplification < 2.5 < 15 < untiered  # measured: 2.38 against 16.55
     assert most <= 12  # readers never see more than min-small-files files
+
+
+def test_clustering_of_an_unpartitioned_table_is_not_restricted() -> None:
+    pol = {"clustering.enabled": "true", "clustering.zorder-columns": "id,amount",
+           "clustering.min-new-snapshots": "1"}
+    st = PartitionStats(data_files=4, bytes=4 * MIB, records=4, max_sequence=3)
+    m = {**table(), "_partitions": iceberg_stats.encode({(0, ()): st}), "_specs": {0: []}}
+    d = RULES["clustering"](pol, m, None, NOW)
+    assert d.should_run and "partitions" not in d.params and "rewrite-all" not in d.params
+    assert "changed partitions" not in d.reason
+    assert IcebergFormat().check_params("clustering", d.params) == []

@@ -231,9 +231,11 @@ def _cluster_partitions(pol: Mapping[str, str], m: Mapping[str, Any], last: Oper
     params["partial-progress.enabled"] = "true"
     if raw is not None and how.startswith("a filter"):
         params["partitions"], params["rewrite-all"] = raw, "true"
+    if not p.partitioned:
+        return "", seen
     waiting = f", {p.waiting} more later" if p.waiting else ""
-    return (f"; {len(p.chosen)} changed partitions ({p.names() if p.partitioned else 'table'}"
-            f"{waiting}), {p.cost_bytes} bytes through {how}", {**seen, "plan": p.shown()})
+    return (f"; {len(p.chosen)} changed partitions ({p.names()}{waiting}), {p.cost_bytes} "
+            f"bytes through {how}", {**seen, "plan": p.shown()})
 
 
 def clustering(pol: Mapping[str, str], m: Mapping[str, Any], last: Operation | None,
