@@ -3,7 +3,9 @@
 Actions (``ACTIONS``), each one Iceberg Spark procedure: ``compaction`` and ``clustering``
 (``rewrite_data_files`` binpack / sort or zorder), ``expire_snapshots``, ``remove_orphan_files``,
 ``rewrite_manifests``, ``rewrite_position_deletes`` (``rewrite_position_delete_files``). The result
-is the procedure's result columns.
+is the procedure's result columns. A compaction or clustering may carry a ``partitions`` option:
+the rewrite is then restricted by a ``where`` built from the table's own partition specs
+(``partition_filter.py``), and the result names the partitions and the filter.
 
 spark-submit runs this file directly (``spark-submit ... iceberg_maintenance.py --spec-b64 B``),
 so it imports nothing but pyspark and the standard library (grpcio too, to report): it must
