@@ -16,7 +16,7 @@ from typing import Any
 
 from tms.catalogs import CatalogAccess, PyicebergCatalogs, job_catalog
 from tms.domain import CatalogType, Decision, JobSpec, Operation, Table, TableSpec
-from tms.formats import iceberg_hadoop
+from tms.formats import iceberg_hadoop, iceberg_stats
 from tms.formats.base import (
     CatalogUnreachable,
     DiscoveredTable,
@@ -26,7 +26,7 @@ from tms.formats.base import (
 from tms.formats.iceberg_discovery import list_tables
 from tms.formats.iceberg_params import PARAMS
 from tms.formats.iceberg_policy import RULES, K
-from tms.jobs import locations
+from tms.jobs import locations, partition_filter
 
 POLICY_KEYS = K
 DEFAULT_MIN_SMALL_FILES = K["compaction.min-small-files"].as_int({})
@@ -65,6 +65,20 @@ class IcebergFormat(TableFormatPlugin):
         if not _IDENT_RE.fullmatch(spec.table_name):
             problems.append(("table.table_name",
                              "required for iceberg: letters, digits, _ - (max 128)"))
+        return problems
+
+    def check_params(self, action: str, params: Mapping[str, str], field: str = "params"
+                     ) -> list[tuple[str, str]]:
+        """The schema's checks, then the structure of a ``partitions`` parameter (JSON whose
+        every value is typed and bounded: tms.jobs.partition_filter)."""
+        problems = super().check_params(action, params, field)
+        raw = params.get(partition_filter.PARAM)
+        if raw is not None and not problems and partition_filter.PARAM in self.action_params.get(
+                action, {}):
+            try:
+                partition_filter.parse_partitions(raw)
+            except partition_filter.PartitionFilterError as e:
+                problems.append((f"{field}[{partition_filter.PARAM}]", str(e)))
         return problems
 
     # catalog --------------------------------------------------------------------------------
@@ -118,7 +132,11 @@ class IcebergFormat(TableFormatPlugin):
         return self._measure(table, self._loaded(table, catalog))
 
     def _measure(self, table: Table, tbl: Any) -> dict[str, Any]:
-        """The metrics of one loaded pyiceberg table (``inspect`` decides whether to load)."""
+        """The metrics of one loaded pyiceberg table (``inspect`` decides whether to load).
+
+        The snapshot summary gives the table-wide counts; the manifests, read only when the
+        summary cannot rule compaction out, give per-partition statistics (``_partitions``,
+        see ``iceberg_stats``) from which compaction is planned partition by partition."""
         snap = tbl.current_snapshot()
         small_limit = K["compaction.small-file-bytes"].as_int(table.policy)
         min_small = K["compaction.min-small-files"].as_int(table.policy)
@@ -126,12 +144,17 @@ class IcebergFormat(TableFormatPlugin):
         metrics: dict[str, Any] = {"snapshot_id": None, "data_files": 0, "delete_files": 0,
                                    "total_bytes": 0, "records": 0, "small_files": 0,
                                    "small_file_bytes": small_limit, "manifests": 0,
+                                   "manifest_bytes": 0, "partitions": None,
+                                   "mergeable_small_files": 0, "position_delete_files": 0,
+                                   "equality_delete_files": 0,
                                    "snapshots": len(times), "_snapshot_times_ms": times,
                                    "oldest_snapshot_ms": min(times, default=None)}
         if snap is None:
+            metrics["partitions"] = 0
             return metrics
         manifests = snap.manifests(tbl.io)  # the manifest list: one small file
         metrics["manifests"] = len(manifests)
+        metrics["manifest_bytes"] = sum(int(m.manifest_length) for m in manifests)
         summary = snap.summary.additional_properties if snap.summary else {}
         metrics.update(
             snapshot_id=str(snap.snapshot_id),
@@ -143,17 +166,27 @@ class IcebergFormat(TableFormatPlugin):
         metrics["last_commit_ms"] = snap.timestamp_ms
         quiet_s = K["compaction.quiet-s"].as_int(table.policy)
         quiet = bool(quiet_s) and time.time() - snap.timestamp_ms / 1000 >= quiet_s
-        if metrics["data_files"] < min_small and not (quiet and metrics["data_files"] >= 2):
-            # fewer files than any threshold: no need to know which are small
-            metrics["small_files"] = None
+        if (metrics["data_files"] < min_small and not (quiet and metrics["data_files"] >= 2)
+                and not metrics["delete_files"]):
+            # fewer files than any threshold and no deletes: no need to know which are small
+            metrics.update(small_files=None, mergeable_small_files=None)
             return metrics
-        small = 0
-        for manifest in manifests:
-            for entry in manifest.fetch_manifest_entry(tbl.io, discard_deleted=True):
-                df = entry.data_file
-                if df.content == 0 and df.file_size_in_bytes < small_limit:
-                    small += 1
-        metrics["small_files"] = small
+        target = K["compaction.target-file-size-bytes"].as_int(table.policy)
+        ratio = float(K["compaction.min-file-ratio"].get(table.policy))
+        limits = iceberg_stats.Limits(small_limit, int(ratio * target))
+        parts = iceberg_stats.table_partitions(manifests, tbl.io, limits)
+        metrics.update(
+            partitions=sum(1 for p in parts.values() if p.data_files),
+            small_files=sum(p.small_files for p in parts.values()),
+            mergeable_small_files=sum(p.small_files for p in parts.values()
+                                      if p.small_files >= 2),
+            position_delete_files=sum(p.position_delete_files for p in parts.values()),
+            equality_delete_files=sum(p.equality_delete_files for p in parts.values()),
+            _partitions=iceberg_stats.encode(parts),
+            _specs=iceberg_stats.spec_fields(tbl.metadata),
+            _snapshot_seqs=[[s.timestamp_ms, int(s.sequence_number or 0)]
+                            for s in tbl.metadata.snapshots],
+        )
         return metrics
 
     # policy ---------------------------------------------------------------------------------

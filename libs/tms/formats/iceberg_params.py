@@ -8,6 +8,7 @@ ranges again before anything runs, and a unit test keeps the two in step.
 from __future__ import annotations
 
 from tms.formats.iceberg_policy import COLUMNS, FORMAT, GIB, KIB, MAX_FILE_BYTES, SORT
+from tms.jobs.partition_filter import MAX_PARTITIONS_CHARS, PARAM
 from tms.policy_types import PolicyKey, boolean, by_key, integer, text, timestamp
 
 MAX_INT = 2**31 - 1
@@ -38,13 +39,20 @@ _DATA_ONLY = (
     _int("delete-file-threshold", 1, MAX_INT, "count",
          "a data file with this many deletes is rewritten"),
     _on("use-starting-sequence-number", "commit with the sequence number the rewrite began at"),
+    _on("remove-dangling-deletes", "drop delete files no live data file needs after the rewrite"),
 )
+# JSON [[spec id, [values]], ...], ASCII (non-ASCII text as \u escapes); its structure is
+# checked by tms.jobs.partition_filter (IcebergFormat.check_params and the job).
+_PARTITIONS = text(PARAM, None, rf"\[[\x20-\x7e]{{1,{MAX_PARTITIONS_CHARS - 2}}}\]",
+                   "a JSON list of [spec id, [partition values]] pairs, e.g. [[0,[20454]]]",
+                   "only these partitions are rewritten (values as Iceberg stores them: a "
+                   "day as days since 1970-01-01)", FORMAT)
 _OLDER_THAN = timestamp("older-than", "only what is older than this UTC time", FORMAT)
 
 PARAMS: dict[str, dict[str, PolicyKey]] = {
-    "compaction": by_key((*_REWRITE, *_DATA_ONLY)),
+    "compaction": by_key((*_REWRITE, *_DATA_ONLY, _PARTITIONS)),
     "clustering": by_key((
-        *_REWRITE, *_DATA_ONLY,
+        *_REWRITE, *_DATA_ONLY, _PARTITIONS,
         text("sort-order", None, SORT, "columns with optional ASC/DESC and NULLS FIRST/LAST",
              "sort order to cluster by", FORMAT),
         text("zorder-columns", None, COLUMNS, "comma-separated column names",

@@ -16,7 +16,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tms.domain import Decision, Operation
-from tms.policy_types import PolicyKey, boolean, by_key, integer, text
+from tms.formats import iceberg_plan
+from tms.policy_types import PolicyKey, boolean, by_key, decimal, integer, text
 
 KIB = 1024
 MIB = 1024 * 1024
@@ -24,6 +25,7 @@ GIB = 1024 * MIB
 DAY_S = 86_400
 MAX_INTERVAL_S = 30 * DAY_S
 MAX_FILE_BYTES = 16 * GIB
+MAX_RUN_BYTES = 1024 * 1024 * GIB  # 1 PiB
 MAX_COUNT = 1_000_000
 FORMAT = ("iceberg",)
 # Column names only, separated by ", " (spaces, not tabs or newlines): they reach Spark SQL
@@ -54,6 +56,15 @@ K = by_key((
          "least time between two compactions"),
     _int("compaction.quiet-s", 3600, 0, MAX_INTERVAL_S, "s",
          "a table without commits this long is compacted from 2 small files (0: off)"),
+    decimal("compaction.min-file-ratio", 0.75, 0.05, 1.0,
+            "a data file of at least this share of the target size is not rewritten by a "
+            "merge (only deletes call for it)", FORMAT),
+    decimal("compaction.delete-ratio", 0.1, 0.001, 1.0,
+            "share of a partition's rows hidden by position deletes that calls for applying "
+            "them (equality deletes always do)", FORMAT),
+    _int("compaction.max-bytes-per-run", 10 * GIB, MIB, MAX_RUN_BYTES, "bytes",
+         "most bytes one compaction or clustering plans to rewrite (partitions of most "
+         "benefit first)"),
     _on("clustering.enabled", False, "sort or z-order data files (needs a sort order)"),
     text("clustering.sort-order", "", SORT, "columns with optional ASC/DESC and NULLS "
          "FIRST/LAST, comma-separated", "sort order of clustering", FORMAT),
@@ -122,6 +133,9 @@ def compaction(pol: Mapping[str, str], m: Mapping[str, Any], last: Operation | N
     small = m["small_files"]
     quiet_s, last_ms = K["compaction.quiet-s"].as_int(pol), m.get("last_commit_ms")
     idle_s = now.timestamp() - last_ms / 1000 if last_ms is not None else None
+    if m.get("_partitions") is not None:
+        quiet = bool(quiet_s) and idle_s is not None and idle_s >= quiet_s
+        return _partitioned_compaction(pol, m, last, now, seen, quiet)
     if (small is not None and QUIET_MIN_SMALL_FILES <= small < min_small and quiet_s
             and idle_s is not None and idle_s >= quiet_s):
         because = f"{small} small data files and no commit for {idle_s:.0f} s"
@@ -139,6 +153,89 @@ def compaction(pol: Mapping[str, str], m: Mapping[str, Any], last: Operation | N
         a, True, f"{small} of {m['data_files']} data files are smaller than {limit} bytes "
                  f"(threshold {min_small} small files)", seen,
         {"target-file-size-bytes": str(K["compaction.target-file-size-bytes"].as_int(pol))})
+
+
+def _limits(pol: Mapping[str, str]) -> iceberg_plan.Limits:
+    return iceberg_plan.Limits(
+        K["compaction.target-file-size-bytes"].as_int(pol),
+        float(K["compaction.min-file-ratio"].get(pol)),
+        float(K["compaction.delete-ratio"].get(pol)),
+        K["compaction.max-bytes-per-run"].as_int(pol),
+        K["compaction.min-small-files"].as_int(pol))
+
+
+def _partitioned_compaction(pol: Mapping[str, str], m: Mapping[str, Any],
+                            last: Operation | None, now: datetime, seen: dict[str, Any],
+                            quiet: bool) -> Decision:
+    """Compaction planned per partition (``iceberg_plan``): only where a rewrite merges two
+    or more small files or applies deletes that cost readers, largest benefit first."""
+    a, lim = "compaction", _limits(pol)
+    min_small = K["compaction.min-small-files"].as_int(pol)
+    small, mergeable = m["small_files"] or 0, m["mergeable_small_files"] or 0
+    merge_due = mergeable >= min_small or (quiet and mergeable >= QUIET_MIN_SMALL_FILES)
+    # a quiet table gets no more data: tidy every partition, whatever a merge rewrites again
+    p = iceberg_plan.plan(m["_partitions"], m.get("_specs") or {}, lim, merge_due,
+                          tiered=not quiet)
+    if not p.chosen:
+        limit, spread = m["small_file_bytes"], (m.get("partitions") or 0) > 1
+        if small and not mergeable and spread:
+            why = (f"{small} small data files spread over {m['partitions']} partitions, no "
+                   f"partition holding two or more: a rewrite cannot merge a partition's only "
+                   f"small file")
+        elif mergeable and merge_due:
+            why = (f"{mergeable} small data files in partitions holding two or more, but in "
+                   f"each the other files add less than {iceberg_plan.TIER_RATIO:g} of its "
+                   f"largest rewritable file: merging now would mostly rewrite that file again")
+        elif mergeable and spread:
+            why = (f"{mergeable} small data files in partitions holding two or more (of {small} "
+                   f"small files); compaction starts at {min_small}")
+        else:
+            why = f"{small} small data files (< {limit} bytes); compaction starts at {min_small}"
+        if m.get("delete_files"):
+            why += (f"; no partition's deletes hide {lim.delete_ratio:g} of its rows or more "
+                    f"(compaction.delete-ratio)")
+        return Decision(a, False, why, seen)
+    _, how = p.restriction()
+    because = f"{p.eligible} partitions to compact"
+    merged = sum(c.stats.small_files for c in p.chosen if c.merge)
+    applied = sum(c.deletes_applied for c in p.chosen)
+    waiting = (f"; {p.waiting} more wait for the next run (cap {lim.max_bytes} bytes)"
+               if p.waiting else "")
+    if p.partitioned:
+        reason = (f"compaction of {len(p.chosen)} of {p.partitions} partitions, {p.names()}: "
+                  f"{merged} small files to merge, {applied} delete files to apply, "
+                  f"{p.cost_bytes} bytes to rewrite through {how}{waiting}")
+    else:
+        reason = (f"{small} of {m['data_files']} data files are smaller than "
+                  f"{m['small_file_bytes']} bytes (threshold {min_small} small files), "
+                  f"{applied} delete files to apply, {p.cost_bytes} bytes to rewrite")
+    metrics = {**seen, "plan": p.shown()}
+    return _too_soon(a, "compaction.min-interval-s", pol, last, now, metrics, because) or \
+        Decision(a, True, reason, metrics, iceberg_plan.rewrite_params(p, lim), p.benefit)
+
+
+def _cluster_partitions(pol: Mapping[str, str], m: Mapping[str, Any], last: Operation | None,
+                        params: dict[str, str], seen: dict[str, Any]
+                        ) -> tuple[str, dict[str, Any]] | None:
+    """Restrict a clustering to the partitions changed since the last one (whole partitions,
+    rewrite-all, within the byte cap); None when no partition changed."""
+    since = last.outcome.finished_at if last and last.outcome.finished_at else None
+    rows = iceberg_plan.changed_since(m["_partitions"], m.get("_snapshot_seqs") or [],
+                                      since.timestamp() * 1000 if since else None)
+    lim = _limits(pol)
+    p = iceberg_plan.cluster_plan(rows, m.get("_specs") or {}, lim)
+    if not p.chosen:
+        return None
+    raw, how = p.restriction()
+    params["max-file-group-size-bytes"] = str(max(MIB, min(lim.max_bytes, 1024 * GIB)))
+    params["partial-progress.enabled"] = "true"
+    if raw is not None and how.startswith("a filter"):
+        params["partitions"], params["rewrite-all"] = raw, "true"
+    if not p.partitioned:
+        return "", seen
+    waiting = f", {p.waiting} more later" if p.waiting else ""
+    return (f"; {len(p.chosen)} changed partitions ({p.names()}{waiting}), {p.cost_bytes} "
+            f"bytes through {how}", {**seen, "plan": p.shown()})
 
 
 def clustering(pol: Mapping[str, str], m: Mapping[str, Any], last: Operation | None,
@@ -161,9 +258,16 @@ def clustering(pol: Mapping[str, str], m: Mapping[str, Any], last: Operation | N
     params = {"zorder-columns": zorder} if zorder else {"sort-order": sort}
     params["target-file-size-bytes"] = str(K["compaction.target-file-size-bytes"].as_int(pol))
     because = f"{new} new snapshots"
+    where = ""
+    if m.get("_partitions") is not None:
+        restricted = _cluster_partitions(pol, m, last, params, seen)
+        if restricted is None:
+            return Decision(a, False, f"{new} new snapshots since the last clustering, but no "
+                                      f"partition has new data files", seen)
+        where, seen = restricted
     return _too_soon(a, "clustering.min-interval-s", pol, last, now, seen, because) or Decision(
         a, True, f"{new} new snapshots since the last clustering (threshold {need}), "
-                 f"{'z-order ' + zorder if zorder else 'sort ' + sort}", seen, params)
+                 f"{'z-order ' + zorder if zorder else 'sort ' + sort}{where}", seen, params)
 
 
 def expire_snapshots(pol: Mapping[str, str], m: Mapping[str, Any],

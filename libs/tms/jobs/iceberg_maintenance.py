@@ -3,7 +3,9 @@
 Actions (``ACTIONS``), each one Iceberg Spark procedure: ``compaction`` and ``clustering``
 (``rewrite_data_files`` binpack / sort or zorder), ``expire_snapshots``, ``remove_orphan_files``,
 ``rewrite_manifests``, ``rewrite_position_deletes`` (``rewrite_position_delete_files``). The result
-is the procedure's result columns.
+is the procedure's result columns. A compaction or clustering may carry a ``partitions`` option:
+the rewrite is then restricted by a ``where`` built from the table's own partition specs
+(``partition_filter.py``), and the result names the partitions and the filter.
 
 spark-submit runs this file directly (``spark-submit ... iceberg_maintenance.py --spec-b64 B``),
 so it imports nothing but pyspark and the standard library (grpcio too, to report): it must
@@ -45,17 +47,25 @@ import sys
 import tempfile
 import traceback
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 try:
-    from tms.jobs import errors, report, secret_refs, spark_catalogs, table_guard
+    from tms.jobs import (
+        errors,
+        partition_filter,
+        report,
+        secret_refs,
+        spark_catalogs,
+        table_guard,
+    )
     from tms.jobs.locations import LocationError, parse
 except ImportError:  # shipped alone: the siblings are next to this file
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import errors  # type: ignore[no-redef]
+    import partition_filter  # type: ignore[no-redef]
     import report  # type: ignore[no-redef]
     import secret_refs  # type: ignore[no-redef]
     import spark_catalogs  # type: ignore[no-redef]
@@ -259,16 +269,21 @@ def _first_row(df: Any) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class ProcedureCall:
-    """One Iceberg procedure call; ``args`` are ``name => <SQL literal>`` fragments."""
+    """One Iceberg procedure call; ``args`` are ``name => <SQL literal>`` fragments, ``options``
+    the validated options map (rendered last). ``partitions`` (a data rewrite's ``partitions``
+    parameter) restricts the call once the table's specs are known (``restrict``)."""
 
     procedure: str
     args: tuple[str, ...]
     summarize: Callable[[Any], dict[str, Any]] = _first_row
     info: dict[str, Any] = field(default_factory=dict)  # added to the result (e.g. dry_run)
+    options: dict[str, str] = field(default_factory=dict)
+    partitions: tuple[Any, ...] = ()  # partition_filter.PartitionRef
 
     def sql(self, catalog_name: str) -> str:
+        args = [*self.args, _options_map(self.options)] if self.options else list(self.args)
         return (f"CALL {quote_ident(catalog_name)}.system.{self.procedure}"
-                f"({', '.join(self.args)})")
+                f"({', '.join(args)})")
 
 
 def _options_map(options: Mapping[str, str]) -> str:
@@ -327,7 +342,7 @@ REWRITE_OPTIONS: dict[str, tuple[int, int] | None] = {
 }
 DATA_REWRITE_OPTIONS: dict[str, tuple[int, int] | None] = {
     **REWRITE_OPTIONS, "delete-file-threshold": (1, MAX_INT),
-    "use-starting-sequence-number": None}
+    "use-starting-sequence-number": None, "remove-dangling-deletes": None}
 
 
 def parse_options(action: str, options: Mapping[str, str],
@@ -398,13 +413,44 @@ def parse_zorder(raw: str) -> str:
     return f"zorder({', '.join(columns)})"
 
 
+def _partitions(raw: str | None) -> tuple[Any, ...]:
+    """The ``partitions`` option, parsed strictly (``partition_filter``); () when absent."""
+    if raw is None:
+        return ()
+    try:
+        return partition_filter.parse_partitions(raw)
+    except partition_filter.PartitionFilterError as e:
+        raise SpecError(str(e)) from None
+
+
+def restrict(call: ProcedureCall, specs: Mapping[int, Any]) -> ProcedureCall:
+    """The call limited to its partitions: a ``where`` of typed literals built from the
+    table's own partition specs, or, when some partition's transform no filter can express,
+    the whole table with at least two input files per group (a rewrite of one file merges
+    nothing). The result shows the partitions and the filter used."""
+    if not call.partitions:
+        return call
+    try:
+        where = partition_filter.build_where(call.partitions, specs)
+    except partition_filter.PartitionFilterError as e:
+        raise SpecError(str(e)) from None
+    info = {**call.info, "partitions": [[p.spec, list(p.values)] for p in call.partitions]}
+    if where is None:
+        least = max(2, int(call.options.get("min-input-files", "2")))
+        return replace(call, options={**call.options, "min-input-files": str(least)},
+                       info={**info, "partition_filter": "whole table (a partition no filter "
+                                                         "can select)"})
+    return replace(call, args=(*call.args, f"where => {sql_string(where)}"),
+                   info={**info, "partition_filter": where})
+
+
 def plan_compaction(spec: MaintenanceRequest) -> ProcedureCall:
     """Bin-pack small data files (``rewrite_data_files``, strategy binpack)."""
-    args = [_table_arg(spec), "strategy => 'binpack'"]
-    options = parse_options(spec.action, spec.options, DATA_REWRITE_OPTIONS)
-    if options:
-        args.append(_options_map(options))
-    return ProcedureCall("rewrite_data_files", tuple(args))
+    options = dict(spec.options)
+    partitions = _partitions(options.pop(partition_filter.PARAM, None))
+    options = parse_options(spec.action, options, DATA_REWRITE_OPTIONS)
+    return ProcedureCall("rewrite_data_files", (_table_arg(spec), "strategy => 'binpack'"),
+                         options=options, partitions=partitions)
 
 
 def plan_clustering(spec: MaintenanceRequest) -> ProcedureCall:
@@ -415,6 +461,7 @@ def plan_clustering(spec: MaintenanceRequest) -> ProcedureCall:
     """
     options = dict(spec.options)
     sort_order, zorder = options.pop("sort-order", None), options.pop("zorder-columns", None)
+    partitions = _partitions(options.pop(partition_filter.PARAM, None))
     options = parse_options(spec.action, options, DATA_REWRITE_OPTIONS)
     if sort_order is not None and zorder is None:
         order = parse_sort_order(sort_order)
@@ -423,10 +470,8 @@ def plan_clustering(spec: MaintenanceRequest) -> ProcedureCall:
     else:
         raise SpecError("clustering needs exactly one of the options 'sort-order' "
                         "(e.g. 'id DESC NULLS LAST, kind') or 'zorder-columns' (e.g. 'a,b')")
-    args = [_table_arg(spec), "strategy => 'sort'", f"sort_order => {sql_string(order)}"]
-    if options:
-        args.append(_options_map(options))
-    return ProcedureCall("rewrite_data_files", tuple(args))
+    args = (_table_arg(spec), "strategy => 'sort'", f"sort_order => {sql_string(order)}")
+    return ProcedureCall("rewrite_data_files", args, options=options, partitions=partitions)
 
 
 def plan_expire_snapshots(spec: MaintenanceRequest) -> ProcedureCall:
@@ -482,11 +527,8 @@ def plan_rewrite_position_deletes(spec: MaintenanceRequest) -> ProcedureCall:
 
     Options (``rewrite-all``, ...) are checked against ``REWRITE_OPTIONS``.
     """
-    args = [_table_arg(spec)]
     options = parse_options(spec.action, spec.options, REWRITE_OPTIONS)
-    if options:
-        args.append(_options_map(options))
-    return ProcedureCall("rewrite_position_delete_files", tuple(args))
+    return ProcedureCall("rewrite_position_delete_files", (_table_arg(spec),), options=options)
 
 
 Planner = Callable[[MaintenanceRequest], ProcedureCall]
@@ -505,6 +547,8 @@ def run_action(spark: Any, spec: MaintenanceRequest, table: table_guard.CheckedT
     """Run the spec's procedure on the checked table; returns its result columns (plus the
     call's own info)."""
     call = ACTIONS[spec.action](spec)
+    if call.partitions:
+        call = restrict(call, partition_filter.specs_of(table.handle))
     df = spark.sql(call.sql(spec.catalog_name))
     if spec.action == "remove_orphan_files":
         result = table_guard.remove_orphans(df, table, dry_run=bool(call.info["dry_run"]))

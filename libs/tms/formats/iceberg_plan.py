@@ -1,0 +1,288 @@
+"""Partition-aware plans for Iceberg compaction and clustering: which partitions a rewrite
+touches, what it costs in bytes rewritten and what it buys in files removed and delete files
+applied.
+
+Like Amoro's minor/major split, a partition is worth a rewrite only where it merges something
+(at least two small files) or where its deletes cost readers enough (position deletes hiding at
+least ``compaction.delete-ratio`` of its rows, or any equality deletes). A merge rewrites only
+the files below ``compaction.min-file-ratio`` x target (files near the target stay as they
+are); applying deletes rewrites the files they touch. Partitions are taken largest benefit
+first (files removed plus delete files applied, per GiB rewritten) until
+``compaction.max-bytes-per-run``; the rest wait for the next run.
+
+Write amplification: a partition fed by a trickle of tiny files would otherwise rewrite its
+last merge's output again with every new pair of small files (each byte rewritten once per
+merge). So a merge waits until the partition's other rewritable files add up to at least
+``TIER_RATIO`` of its largest one (the output then grows geometrically, and each byte is
+rewritten a logarithmic number of times), unless the partition holds ``min-small-files`` small
+files by itself (readers come first) or the table is quiet (no more data is coming: tidy up).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from tms.formats import iceberg_stats
+from tms.formats.iceberg_stats import PartitionKey, PartitionStats
+from tms.jobs import partition_filter
+from tms.jobs.partition_filter import FieldInfo, PartitionRef
+
+GIB = 1 << 30
+MIB = 1 << 20
+TIB = 1 << 40
+MIN_COST_BYTES = MIB  # a rewrite costs at least this much (file opens, a commit)
+SHOWN_IN_REASON = 3
+SHOWN_IN_METRICS = 5
+MIN_MERGE_FILES = 2
+TIER_RATIO = 0.8
+
+
+@dataclass(frozen=True)
+class Limits:
+    target_bytes: int
+    min_file_ratio: float
+    delete_ratio: float
+    max_bytes: int
+    min_small_files: int = 12  # a partition holding this many small files merges regardless
+
+
+@dataclass(frozen=True)
+class Candidate:
+    key: PartitionKey
+    stats: PartitionStats
+    merge: bool  # holds >= 2 small files
+    deletes: bool  # its deletes call for applying them
+    cost_bytes: int
+    files_removed: int
+    deletes_applied: int
+
+    @property
+    def benefit(self) -> float:
+        """Files removed plus delete files applied, per GiB rewritten."""
+        return (self.files_removed + self.deletes_applied) * GIB / max(self.cost_bytes,
+                                                                        MIN_COST_BYTES)
+
+
+@dataclass(frozen=True)
+class Plan:
+    chosen: tuple[Candidate, ...]
+    eligible: int  # partitions worth a rewrite (chosen or waiting)
+    partitions: int  # partitions of the table
+    specs: Mapping[int, Sequence[FieldInfo]]
+    partitioned: bool
+
+    @property
+    def cost_bytes(self) -> int:
+        return sum(c.cost_bytes for c in self.chosen)
+
+    @property
+    def waiting(self) -> int:
+        return self.eligible - len(self.chosen)
+
+    @property
+    def deletes(self) -> bool:
+        return any(c.deletes for c in self.chosen)
+
+    @property
+    def benefit(self) -> float | None:
+        if not self.chosen:
+            return None
+        gain = sum(c.files_removed + c.deletes_applied for c in self.chosen)
+        return round(gain * GIB / max(self.cost_bytes, MIN_COST_BYTES), 3)
+
+    def refs(self) -> list[PartitionRef]:
+        return [PartitionRef(c.key[0], tuple(_json_scalar(v) for v in c.key[1]))
+                for c in self.chosen]
+
+    def restriction(self) -> tuple[str | None, str]:
+        """(the ``partitions`` parameter, how the job will select them): None for an
+        unpartitioned table (the whole table is the one partition)."""
+        if not self.partitioned or not self.chosen:
+            return None, "the whole table"
+        refs = self.refs()
+        try:
+            exact = partition_filter.build_where(refs, self.specs) is not None
+        except partition_filter.PartitionFilterError:
+            exact = False
+        how = "a filter on those partitions" if exact else \
+            "the whole table (a partition transform no filter can select)"
+        return partition_filter.encode_partitions(refs), how
+
+    def shown(self) -> list[dict[str, Any]]:
+        """The top partitions for the decision's metrics."""
+        return [{"partition": name(c.key, self.specs), "small_files": c.stats.small_files,
+                 "delete_files": c.stats.delete_files, "rewrite_bytes": c.cost_bytes,
+                 "benefit": round(c.benefit, 1)} for c in self.chosen[:SHOWN_IN_METRICS]]
+
+    def names(self) -> str:
+        shown = [f"{name(c.key, self.specs)} ({_what(c)})" for c in self.chosen[:SHOWN_IN_REASON]]
+        more = len(self.chosen) - SHOWN_IN_REASON
+        return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+
+
+def _json_scalar(v: Any) -> partition_filter.Scalar:
+    return v if v is None or isinstance(v, bool | int | str) else str(v)
+
+
+def _what(c: Candidate) -> str:
+    parts = []
+    if c.merge:
+        parts.append(f"{c.stats.small_files} small files")
+    if c.deletes:
+        parts.append(f"{c.stats.delete_files} delete files")
+    return ", ".join(parts)
+
+
+def specs_of(raw: Mapping[Any, Sequence[Sequence[str]]]) -> dict[int, list[FieldInfo]]:
+    """The ``_specs`` metric (``iceberg_stats.spec_fields``) as FieldInfo rows."""
+    return {int(k): [FieldInfo(*row) for row in rows] for k, rows in raw.items()}
+
+
+def _display(f: FieldInfo, v: Any) -> str:
+    if v is None or not isinstance(v, int) or isinstance(v, bool):
+        return "null" if v is None else str(v)
+    try:
+        if f.transform == "day" or (f.transform == "identity" and f.type == "date"):
+            return (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(days=v)).date().isoformat()
+        if f.transform == "month":
+            return f"{1970 + v // 12:04d}-{v % 12 + 1:02d}"
+        if f.transform == "year":
+            return f"{1970 + v:04d}"
+        if f.transform == "hour":
+            return (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(hours=v)).strftime(
+                "%Y-%m-%d-%H")
+    except OverflowError:
+        pass
+    return str(v)
+
+
+def name(key: PartitionKey, specs: Mapping[int, Sequence[FieldInfo]]) -> str:
+    """A partition as people write it: ``ts_day=2026-01-02/kind=a``."""
+    fields = specs.get(key[0], [])
+    if not key[1]:
+        return "(unpartitioned)"
+    if len(fields) != len(key[1]):
+        return f"spec {key[0]} {list(key[1])}"
+    out = []
+    for f, v in zip(fields, key[1], strict=True):
+        label = f.column if f.transform == "identity" else \
+            f"{f.column}_{f.transform.split('[')[0]}"
+        out.append(f"{label}={_display(f, v)}")
+    return "/".join(out)
+
+
+def worth_merging(st: PartitionStats, lim: Limits) -> bool:
+    """The size-tiered guard against write amplification (see the module's doc)."""
+    rest = st.rewrite_bytes - st.rewrite_max_bytes
+    return rest >= TIER_RATIO * st.rewrite_max_bytes or st.small_files >= lim.min_small_files
+
+
+def candidate(key: PartitionKey, st: PartitionStats, lim: Limits, merge_small: bool,
+              tiered: bool = True) -> Candidate | None:
+    """The partition's rewrite, or None when it merges nothing and needs no deletes applied."""
+    merge = merge_small and st.small_files >= MIN_MERGE_FILES and (
+        not tiered or worth_merging(st, lim))
+    deletes = st.data_files > 0 and (st.equality_delete_files > 0 or (
+        st.position_delete_files > 0 and st.delete_ratio >= lim.delete_ratio))
+    if not merge and not deletes:
+        return None
+    removed = 0
+    if merge:  # the files below the rewrite size become as few target-size files as fit
+        removed = max(0, st.rewrite_files - max(1, math.ceil(st.rewrite_bytes / lim.target_bytes)))
+    # applying deletes rewrites the files they touch: at most the whole partition
+    cost = st.bytes if deletes else st.rewrite_bytes
+    return Candidate(key, st, merge, deletes, cost, removed,
+                     st.delete_files if deletes else 0)
+
+
+def plan(rows: Sequence[Mapping[str, Any]], raw_specs: Mapping[Any, Sequence[Sequence[str]]],
+         lim: Limits, merge_small: bool, tiered: bool = True) -> Plan:
+    """Partitions to rewrite, largest benefit first, within the byte cap (the first one always,
+    else a partition larger than the cap would never be compacted) and within what the
+    ``partitions`` parameter can carry."""
+    parts = iceberg_stats.decode(rows)
+    specs = specs_of(raw_specs)
+    cands = [c for k, st in parts.items()
+             if (c := candidate(k, st, lim, merge_small, tiered)) is not None]
+    cands.sort(key=lambda c: (-c.benefit, -c.cost_bytes, repr(c.key)))
+    partitioned = any(k[1] for k in parts)
+    chosen: list[Candidate] = []
+    total = 0
+    for c in cands:
+        if chosen and total + c.cost_bytes > lim.max_bytes:
+            continue
+        if partitioned:
+            if len(chosen) >= partition_filter.MAX_PARTITIONS:
+                break
+            refs = [*Plan(tuple(chosen), 0, 0, specs, True).refs(),
+                    PartitionRef(c.key[0], tuple(_json_scalar(v) for v in c.key[1]))]
+            if len(partition_filter.encode_partitions(refs)) > \
+                    partition_filter.MAX_PARTITIONS_CHARS:
+                continue
+        chosen.append(c)
+        total += c.cost_bytes
+    return Plan(tuple(chosen), len(cands), sum(1 for p in parts.values() if p.data_files),
+                specs, partitioned)
+
+
+def rewrite_params(p: Plan, lim: Limits) -> dict[str, str]:
+    """``rewrite_data_files`` options of a compaction plan: merge below the rewrite size,
+    two files at least per group, commit file groups as they finish, groups no larger than
+    the cap; with deletes to apply, every file a delete touches and dangling deletes dropped
+    (the starting sequence number must not be reused for that)."""
+    params = {
+        "target-file-size-bytes": str(lim.target_bytes),
+        "min-file-size-bytes": str(int(lim.min_file_ratio * lim.target_bytes)),
+        "min-input-files": str(MIN_MERGE_FILES),
+        "partial-progress.enabled": "true",
+        "max-file-group-size-bytes": str(max(MIB, min(lim.max_bytes, TIB))),
+    }
+    if p.deletes:
+        params.update({"delete-file-threshold": "1", "remove-dangling-deletes": "true",
+                       "use-starting-sequence-number": "false"})
+    raw, _ = p.restriction()
+    if raw is not None:
+        params[partition_filter.PARAM] = raw
+    return params
+
+
+def changed_since(rows: Sequence[Mapping[str, Any]], seqs: Sequence[Sequence[int]],
+                  since_ms: float | None) -> list[Mapping[str, Any]]:
+    """The partition rows with files newer than the last snapshot at or before ``since_ms``
+    (all of them when there is no such time)."""
+    if since_ms is None or not any(int(seq) for _, seq in seqs):  # v1: no sequence numbers
+        return list(rows)
+    before = [int(seq) for ts, seq in seqs if ts <= since_ms]
+    if not before:
+        return list(rows)
+    last = max(before)
+    return [r for r in rows if int(r.get("max_sequence", 0)) > last]
+
+
+def cluster_plan(rows: Sequence[Mapping[str, Any]],
+                 raw_specs: Mapping[Any, Sequence[Sequence[str]]], lim: Limits) -> Plan:
+    """Clustering rewrites whole partitions (``rows``: those changed since the last one),
+    most data files per byte first, within the byte cap."""
+    parts = iceberg_stats.decode(rows)
+    cands = [Candidate(k, st, False, False, st.bytes,
+                       max(0, st.data_files - max(1, math.ceil(st.bytes / lim.target_bytes))), 0)
+             for k, st in parts.items() if st.data_files]
+    cands.sort(key=lambda c: (-(c.stats.data_files * GIB / max(c.cost_bytes, MIN_COST_BYTES)),
+                              repr(c.key)))
+    specs = specs_of(raw_specs)
+    partitioned = any(k[1] for k in parts)
+    chosen: list[Candidate] = []
+    for c in cands:
+        if chosen and (sum(x.cost_bytes for x in chosen) + c.cost_bytes > lim.max_bytes
+                       or len(chosen) >= partition_filter.MAX_PARTITIONS):
+            continue
+        trial = Plan((*chosen, c), 0, 0, specs, partitioned)
+        if partitioned and len(partition_filter.encode_partitions(trial.refs())) > \
+                partition_filter.MAX_PARTITIONS_CHARS:
+            continue
+        chosen.append(c)
+    return Plan(tuple(chosen), len(cands), len(cands), specs, partitioned)
