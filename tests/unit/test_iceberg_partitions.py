@@ -253,7 +253,8 @@ DAY_SPECS = {0: [["ts", "day", "timestamptz"]]}
 
 
 def part(day: int, small: int = 0, big: int = 0, near: int = 0, pos: int = 0,
-         deleted_rows: int = 0, eq: int = 0, seq: int = 1) -> tuple[PartitionKey, PartitionStats]:
+         deleted_rows: int = 0, eq: int = 0, seq: int = 1, eq_rows: int = 0
+         ) -> tuple[PartitionKey, PartitionStats]:
     """A day partition: ``small`` 1 MiB files, ``near`` 110 MiB files (near the 128 MiB
     target), ``big`` 130 MiB files; 1000 rows per file."""
     files = small + big + near
@@ -262,7 +263,7 @@ def part(day: int, small: int = 0, big: int = 0, near: int = 0, pos: int = 0,
         rewrite_files=small, rewrite_bytes=small * MIB, rewrite_max_bytes=MIB if small else 0,
         bytes=small * MIB + near * 110 * MIB + big * 130 * MIB, records=1000 * files,
         position_delete_files=pos, equality_delete_files=eq, deleted_rows=deleted_rows,
-        max_sequence=seq)
+        equality_deleted_rows=eq_rows, max_sequence=seq)
 
 
 
@@ -321,13 +322,19 @@ def test_files_near_the_target_are_not_rewritten() -> None:
     assert d.params["min-file-size-bytes"] == str(64 * MIB)
 
 
-@pytest.mark.parametrize("pos, rows, eq, runs", [
-    (1, 1000, 0, True),  # 1000 of 2000 rows deleted
-    (1, 100, 0, False),  # 5 %: below the 10 % default
-    (0, 0, 1, True),  # equality deletes always
+@pytest.mark.parametrize("pos, rows, eq, eq_rows, runs", [
+    (1, 1000, 0, 0, True),  # 1000 of 2000 rows deleted
+    (1, 100, 0, 0, False),  # 5 %: below the 10 % default
+    (0, 0, 1, 100, False),  # one upsert batch's equality deletes: 100 keys of 2000 rows, 5 %
+    (0, 0, 2, 300, True),  # 15 % of the rows
+    (1, 100, 1, 100, True),  # 5 % + 5 %: position and equality deletes together
+    (30, 30, 0, 0, True),  # few rows, but readers open 30 delete files (min-small-files)
+    (0, 0, 30, 30, True),
 ])
-def test_deletes_call_for_a_rewrite_by_ratio(pos: int, rows: int, eq: int, runs: bool) -> None:
-    m = table(part(DAY0, near=2, pos=pos, deleted_rows=rows, eq=eq), part(DAY0 + 1, near=2))
+def test_deletes_call_for_a_rewrite_by_ratio(pos: int, rows: int, eq: int, eq_rows: int,
+                                             runs: bool) -> None:
+    m = table(part(DAY0, near=2, pos=pos, deleted_rows=rows, eq=eq, eq_rows=eq_rows),
+              part(DAY0 + 1, near=2))
     d = RULES["compaction"]({}, m, None, NOW)
     assert d.should_run is runs, d.reason
     if runs:
@@ -335,7 +342,7 @@ def test_deletes_call_for_a_rewrite_by_ratio(pos: int, rows: int, eq: int, runs:
         assert d.params["delete-file-threshold"] == "1"
         assert d.params["remove-dangling-deletes"] == "true"
         assert d.params["use-starting-sequence-number"] == "false"
-        assert "1 delete files to apply" in d.reason
+        assert f"{pos + eq} delete files to apply" in d.reason
 
 
 def test_delete_ratio_is_a_policy_key() -> None:

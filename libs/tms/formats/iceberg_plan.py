@@ -3,11 +3,13 @@ touches, what it costs in bytes rewritten and what it buys in files removed and 
 applied.
 
 Like Amoro's minor/major split, a partition is worth a rewrite only where it merges something
-(at least two small files) or where its deletes cost readers enough (position deletes hiding at
-least ``compaction.delete-ratio`` of its rows, or any equality deletes). A merge rewrites only
-the files below ``compaction.min-file-ratio`` x target (files near the target stay as they
-are); applying deletes rewrites the files they touch. Partitions are taken largest benefit
-first (files removed plus delete files applied, per GiB rewritten) until
+(at least two small files) or where its deletes cost readers enough: they hide at least
+``compaction.delete-ratio`` of its rows (equality deletes counted one row per key), or readers
+must open ``compaction.min-small-files`` delete files or more for it. Applying every equality
+delete at once would rewrite a partition under an upsert stream every few minutes. A merge
+rewrites only the files below ``compaction.min-file-ratio`` x target (files near the target stay
+as they are); applying deletes rewrites the files they touch. Partitions are taken largest
+benefit first (files removed plus delete files applied, per GiB rewritten) until
 ``compaction.max-bytes-per-run``; the rest wait for the next run.
 
 Write amplification: a partition fed by a trickle of tiny files would otherwise rewrite its
@@ -186,8 +188,8 @@ def candidate(key: PartitionKey, st: PartitionStats, lim: Limits, merge_small: b
     """The partition's rewrite, or None when it merges nothing and needs no deletes applied."""
     merge = merge_small and st.small_files >= MIN_MERGE_FILES and (
         not tiered or worth_merging(st, lim))
-    deletes = st.data_files > 0 and (st.equality_delete_files > 0 or (
-        st.position_delete_files > 0 and st.delete_ratio >= lim.delete_ratio))
+    deletes = st.data_files > 0 and st.delete_files > 0 and (
+        st.delete_ratio >= lim.delete_ratio or st.delete_files >= lim.min_small_files)
     if not merge and not deletes:
         return None
     removed = 0

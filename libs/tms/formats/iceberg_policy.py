@@ -60,8 +60,8 @@ K = by_key((
             "a data file of at least this share of the target size is not rewritten by a "
             "merge (only deletes call for it)", FORMAT),
     decimal("compaction.delete-ratio", 0.1, 0.001, 1.0,
-            "share of a partition's rows hidden by position deletes that calls for applying "
-            "them (equality deletes always do)", FORMAT),
+            "share of a partition's rows hidden by deletes (equality deletes: one row per "
+            "key) that calls for applying them; min-small-files delete files always do", FORMAT),
     _int("compaction.max-bytes-per-run", 10 * GIB, MIB, MAX_RUN_BYTES, "bytes",
          "most bytes one compaction or clustering plans to rewrite (partitions of most "
          "benefit first)"),

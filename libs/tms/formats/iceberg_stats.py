@@ -46,6 +46,7 @@ class PartitionStats:
     position_delete_files: int = 0
     equality_delete_files: int = 0
     deleted_rows: int = 0  # rows named by position deletes (an upper bound: some may dangle)
+    equality_deleted_rows: int = 0  # keys in equality deletes (an estimate: one row per key)
     max_sequence: int = 0  # of its live files: tells which partitions changed since a time
 
     def add(self, other: PartitionStats) -> None:
@@ -61,8 +62,11 @@ class PartitionStats:
 
     @property
     def delete_ratio(self) -> float:
-        """Share of the partition's rows its position deletes hide (equality deletes: unknown)."""
-        return min(1.0, self.deleted_rows / self.records) if self.records else 0.0
+        """Share of the partition's rows its deletes hide: the rows position deletes name, plus
+        one row per equality-delete key (what an upsert stream writes; the true count is only
+        known by reading the data)."""
+        hidden = self.deleted_rows + self.equality_deleted_rows
+        return min(1.0, hidden / self.records) if self.records else 0.0
 
     def to_json(self) -> dict[str, int]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -127,6 +131,7 @@ def manifest_stats(entries: Iterable[Any], spec_id: int, limits: Limits
             st.deleted_rows += int(df.record_count)
         elif content == EQUALITY_DELETES:
             st.equality_delete_files += 1
+            st.equality_deleted_rows += int(df.record_count)
     return out
 
 
