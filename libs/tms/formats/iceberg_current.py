@@ -1,0 +1,81 @@
+"""An Iceberg table's current metadata location in one cheap catalog call, and loading that
+is safe on many threads at once.
+
+The scheduler inspects tables from up to 64 threads sharing one pyiceberg catalog per catalog
+connection. pyiceberg's SQL catalog (a SQLAlchemy engine and pool), Glue (a boto3 client) and
+REST (a requests session) may be shared; its Hive catalog keeps one thrift transport that
+every call opens, replaces and closes, so here every Hive call opens its own metastore
+client.
+
+``current_metadata_location`` asks only for the pointer, no metadata file: the SQL catalog's
+row, the Hive or Glue table's ``metadata_location`` parameter, a HadoopCatalog's version hint.
+A REST catalog has no such call (loading a table is one request that returns the metadata
+itself): None there, and the caller loads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tms.catalogs import CatalogAccess
+from tms.domain import CatalogType
+from tms.formats import iceberg_hadoop
+
+METADATA_LOCATION = "metadata_location"
+
+
+def _hive_table(client: Any, ident: tuple[str, ...]) -> Any:
+    database, name = client.identifier_to_database_and_table(ident)
+    with client._create_hive_client(client.properties) as open_client:  # own transport
+        return client._get_hive_table(open_client, database, name)
+
+
+def load_table(client: Any, catalog: CatalogAccess, ident: tuple[str, ...]) -> Any:
+    """``client.load_table(ident)``, with a metastore client of its own for Hive."""
+    if catalog.type is CatalogType.HIVE:
+        return client._convert_hive_into_iceberg(_hive_table(client, ident))
+    return client.load_table(ident)
+
+
+def _sql_location(client: Any, ident: tuple[str, ...]) -> str | None:
+    from pyiceberg.catalog import Catalog
+    from pyiceberg.catalog.sql import IcebergTables
+    from pyiceberg.exceptions import NoSuchTableError
+    from sqlalchemy import select
+    from sqlalchemy.orm import Session
+
+    namespace = Catalog.namespace_to_string(Catalog.namespace_from(ident))
+    name = Catalog.table_name_from(ident)
+    stmt = select(IcebergTables.metadata_location).where(
+        IcebergTables.catalog_name == client.name, IcebergTables.table_namespace == namespace,
+        IcebergTables.table_name == name)
+    if (type_filter := client._iceberg_type_filter()) is not None:
+        stmt = stmt.where(type_filter)
+    with Session(client.engine) as session:
+        found = session.execute(stmt).first()
+    if found is None:
+        raise NoSuchTableError(f"Table does not exist: {namespace}.{name}")
+    return str(found[0]) if found[0] else None
+
+
+def _parameters_location(parameters: Any) -> str | None:
+    value = (parameters or {}).get(METADATA_LOCATION)
+    return str(value) if value else None
+
+
+def current_metadata_location(client: Any, catalog: CatalogAccess, ident: tuple[str, ...]
+                              ) -> str | None:
+    """The table's current metadata file as its catalog names it now, or None where that
+    takes a full load. Raises what the catalog raises (NoSuchTableError when gone)."""
+    if catalog.type is CatalogType.HADOOP:
+        location = iceberg_hadoop.table_location(
+            iceberg_hadoop.warehouse_of(catalog.properties), ".".join(ident[:-1]), ident[-1])
+        return iceberg_hadoop.metadata_location(location, catalog.storage_options)
+    if catalog.type in (CatalogType.SQL, CatalogType.JDBC):
+        return _sql_location(client, ident)
+    if catalog.type is CatalogType.HIVE:
+        return _parameters_location(_hive_table(client, ident).parameters)
+    if catalog.type is CatalogType.GLUE:
+        database, name = client.identifier_to_database_and_table(ident)
+        return _parameters_location(client._get_glue_table(database, name).get("Parameters"))
+    return None
