@@ -100,8 +100,9 @@ class IcebergFormat(TableFormatPlugin):
                 catalog.scrub(f"catalog {catalog.catalog_id}: {type(e).__name__}: {e}")[:1000]
             ) from None
 
-    def _load(self, table: Table, catalog: CatalogAccess) -> Any:
-        """The pyiceberg table; TableNotInCatalog / CatalogUnreachable (secrets scrubbed)."""
+    def _load(self, table: Table, catalog: CatalogAccess, where: str | None = None) -> Any:
+        """The pyiceberg table (from ``where``, its current metadata file just read from the
+        catalog, when given); TableNotInCatalog / CatalogUnreachable (secrets scrubbed)."""
         key = self._key(table, catalog)
 
         def load() -> Any:
@@ -109,16 +110,20 @@ class IcebergFormat(TableFormatPlugin):
                 return iceberg_hadoop.load_table(iceberg_hadoop.table_location(
                     iceberg_hadoop.warehouse_of(catalog.properties), table.namespace,
                     table.table_name), catalog.storage_options)
-            return iceberg_current.load_table(self._catalogs.get(catalog), catalog, key[1])
+            client = self._catalogs.get(catalog)
+            if where is not None:
+                return iceberg_current.load_at(client, catalog, key[1], where)
+            return iceberg_current.load_table(client, catalog, key[1])
 
         tbl = self._asking(catalog, load)
         self._recent.entry = (key, time.monotonic(), str(tbl.metadata_location), tbl)
         return tbl
 
     def _current(self, table: Table, catalog: CatalogAccess, key: Key) -> str | None:
-        """The current metadata location in one cheap catalog call, None where there is none
-        (REST) or reuse is off."""
-        if self.unchanged.max_entries <= 0:
+        """The current metadata location in one cheap catalog call; None where there is
+        none (REST), when reuse is off or the table was never inspected (a load is due
+        anyway: no call spent on the pointer alone)."""
+        if self.unchanged.max_entries <= 0 or not self.unchanged.knows(key):
             return None
         client = None if catalog.type is CatalogType.HADOOP else self._asking(
             catalog, lambda: self._catalogs.get(catalog))
@@ -144,7 +149,7 @@ class IcebergFormat(TableFormatPlugin):
             if known is not None:
                 self._recent.entry = (key, time.monotonic(), where, None)
                 return known
-        return str(self._load(table, catalog).metadata.location)
+        return str(self._load(table, catalog, where).metadata.location)
 
     def discover(self, catalog: CatalogAccess) -> list[DiscoveredTable]:
         if catalog.type is CatalogType.HADOOP:
@@ -167,7 +172,7 @@ class IcebergFormat(TableFormatPlugin):
             if hit is not None:
                 return hit
         if tbl is None:
-            tbl = self._load(table, catalog)
+            tbl = self._load(table, catalog, where)
             self._recent.entry = None
         now_s = time.time()
         metrics = self._measure(table, tbl)

@@ -37,12 +37,26 @@ def load_table(client: Any, catalog: CatalogAccess, ident: tuple[str, ...]) -> A
     return client.load_table(ident)
 
 
+def load_at(client: Any, catalog: CatalogAccess, ident: tuple[str, ...],
+            metadata_location: str) -> Any:
+    """The table whose current metadata file the catalog was just asked for, read from that
+    file without asking the catalog again (what pyiceberg's sql, hive and glue catalogs do
+    after their own lookup). Not for Hadoop tables, which load from their directory."""
+    from pyiceberg.serializers import FromInputFile
+    from pyiceberg.table import Table
+
+    io = client._load_file_io(location=metadata_location)
+    metadata = FromInputFile.table_metadata(io.new_input(metadata_location))
+    return Table(identifier=ident, metadata=metadata, metadata_location=metadata_location,
+                 io=client._load_file_io(metadata.properties, metadata_location),
+                 catalog=client)
+
+
 def _sql_location(client: Any, ident: tuple[str, ...]) -> str | None:
     from pyiceberg.catalog import Catalog
     from pyiceberg.catalog.sql import IcebergTables
     from pyiceberg.exceptions import NoSuchTableError
     from sqlalchemy import select
-    from sqlalchemy.orm import Session
 
     namespace = Catalog.namespace_to_string(Catalog.namespace_from(ident))
     name = Catalog.table_name_from(ident)
@@ -51,8 +65,8 @@ def _sql_location(client: Any, ident: tuple[str, ...]) -> str | None:
         IcebergTables.table_name == name)
     if (type_filter := client._iceberg_type_filter()) is not None:
         stmt = stmt.where(type_filter)
-    with Session(client.engine) as session:
-        found = session.execute(stmt).first()
+    with client.engine.connect() as conn:  # a Core query: no ORM session per call
+        found = conn.execute(stmt).first()
     if found is None:
         raise NoSuchTableError(f"Table does not exist: {namespace}.{name}")
     return str(found[0]) if found[0] else None

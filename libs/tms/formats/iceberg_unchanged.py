@@ -54,6 +54,10 @@ class UnchangedTables:
     def __len__(self) -> int:
         return len(self._seen)
 
+    def knows(self, key: Key) -> bool:
+        """Whether the table was inspected before (whatever its metadata file then)."""
+        return key in self._seen
+
     def _get(self, key: Key, metadata_location: str) -> Seen | None:
         with self._lock:
             seen = self._seen.get(key)
