@@ -7,9 +7,10 @@ loop hands a batch to a :class:`DecisionRunner`, which:
 - decides in the calling thread, one table after another, while decisions are fast (a
   constant plugin, a table skipped as unchanged): no thread handoff, so CPU per decision
   stays what the sequential loop costs;
-- spreads the rest of the batch over up to ``threads`` worker threads as soon as one
-  decision took longer than ``waiting_s`` (it was waiting), and starts the next batch spread
-  while the last one's decisions were waiting on average;
+- spreads the rest of the batch over up to ``threads`` worker threads as soon as
+  ``SLOW_IN_A_ROW`` decisions in a row each took longer than ``waiting_s`` (they were
+  waiting: one slow decision alone is as likely the machine's other load preempting us), and
+  starts the next batch spread while the last one's decisions were waiting on average;
 - bounds the decisions in flight per catalog with one semaphore each (a decision reads its
   catalog's metadata one file after another, so this bounds metadata reads in flight): a
   catalog server or bucket is never asked more than ``reads_per_catalog`` things at once;
@@ -37,6 +38,7 @@ MAX_DECISION_THREADS = 1024
 MAX_CATALOG_READS_IN_FLIGHT = 1024
 # a decision longer than this was waiting (on a catalog or on storage): bring the threads in
 WAITING_S = 0.002
+SLOW_IN_A_ROW = 2
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -104,13 +106,15 @@ class DecisionRunner:
         self.stopping.clear()
         i = 0
         if not (self.threads > 1 and self._waiting):
+            slow = 0
             while i < len(items):
                 t0 = self._clock()
                 self._one(out, i, items[i], decide)
                 i += 1
                 if out.stopped is not None:
                     return out
-                if self.threads > 1 and self._clock() - t0 > self.waiting_s:
+                slow = slow + 1 if self._clock() - t0 > self.waiting_s else 0
+                if self.threads > 1 and slow >= SLOW_IN_A_ROW:
                     break
             self._waiting = False
         if i < len(items):
