@@ -15,6 +15,7 @@ itself): None there, and the caller loads.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from tms.catalogs import CatalogAccess
@@ -52,21 +53,32 @@ def load_at(client: Any, catalog: CatalogAccess, ident: tuple[str, ...],
                  catalog=client)
 
 
+@functools.lru_cache(maxsize=2)
+def _location_stmt(v1_schema: bool) -> Any:
+    """The pointer query, built once (bound parameters): only the row's metadata location."""
+    from pyiceberg.catalog.sql import ICEBERG_TABLE_TYPE, IcebergTables
+    from sqlalchemy import bindparam, select
+
+    stmt = select(IcebergTables.metadata_location).where(
+        IcebergTables.catalog_name == bindparam("catalog"),
+        IcebergTables.table_namespace == bindparam("namespace"),
+        IcebergTables.table_name == bindparam("name"))
+    if v1_schema:  # as pyiceberg's own lookup: tables only, not views
+        stmt = stmt.where((IcebergTables.iceberg_type == ICEBERG_TABLE_TYPE)
+                          | IcebergTables.iceberg_type.is_(None))
+    return stmt
+
+
 def _sql_location(client: Any, ident: tuple[str, ...]) -> str | None:
     from pyiceberg.catalog import Catalog
-    from pyiceberg.catalog.sql import IcebergTables
     from pyiceberg.exceptions import NoSuchTableError
-    from sqlalchemy import select
 
     namespace = Catalog.namespace_to_string(Catalog.namespace_from(ident))
     name = Catalog.table_name_from(ident)
-    stmt = select(IcebergTables.metadata_location).where(
-        IcebergTables.catalog_name == client.name, IcebergTables.table_namespace == namespace,
-        IcebergTables.table_name == name)
-    if (type_filter := client._iceberg_type_filter()) is not None:
-        stmt = stmt.where(type_filter)
+    stmt = _location_stmt(client._iceberg_type_filter() is not None)
     with client.engine.connect() as conn:  # a Core query: no ORM session per call
-        found = conn.execute(stmt).first()
+        found = conn.execute(stmt, {"catalog": client.name, "namespace": namespace,
+                                    "name": name}).first()
     if found is None:
         raise NoSuchTableError(f"Table does not exist: {namespace}.{name}")
     return str(found[0]) if found[0] else None
