@@ -111,8 +111,12 @@ class IcebergFormat(TableFormatPlugin):
                     iceberg_hadoop.warehouse_of(catalog.properties), table.namespace,
                     table.table_name), catalog.storage_options)
             client = self._catalogs.get(catalog)
-            if where is not None:
-                return iceberg_current.load_at(client, catalog, key[1], where)
+            found = where
+            if found is None and catalog.type in iceberg_current.POINTER_TYPES:
+                # the pointer (a light query) and the file: less work than the catalog's load
+                found = iceberg_current.current_metadata_location(client, catalog, key[1])
+            if found is not None:
+                return iceberg_current.load_at(client, catalog, key[1], found)
             return iceberg_current.load_table(client, catalog, key[1])
 
         tbl = self._asking(catalog, load)

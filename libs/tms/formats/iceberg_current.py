@@ -23,6 +23,9 @@ from tms.domain import CatalogType
 from tms.formats import iceberg_hadoop
 
 METADATA_LOCATION = "metadata_location"
+TABLE_TYPE = "table_type"
+# catalogs whose pointer is one call, after which the metadata file is read directly
+POINTER_TYPES = (CatalogType.SQL, CatalogType.JDBC, CatalogType.HIVE, CatalogType.GLUE)
 
 
 def _hive_table(client: Any, ident: tuple[str, ...]) -> Any:
@@ -85,7 +88,12 @@ def _sql_location(client: Any, ident: tuple[str, ...]) -> str | None:
 
 
 def _parameters_location(parameters: Any) -> str | None:
-    value = (parameters or {}).get(METADATA_LOCATION)
+    """A Hive or Glue Iceberg table's pointer; None for anything else (the full load then
+    says what is wrong)."""
+    parameters = parameters or {}
+    if str(parameters.get(TABLE_TYPE, "")).lower() != "iceberg":
+        return None
+    value = parameters.get(METADATA_LOCATION)
     return str(value) if value else None
 
 
