@@ -195,3 +195,23 @@ def test_thread_count_flags_reach_the_runner() -> None:
                   decision_threads=8, catalog_reads_in_flight=3)
     assert s.runner.threads == 8 and s.runner.slots.per_catalog == 3
     assert s.batch_size >= 4 * 8
+
+
+@pytest.mark.parametrize("argv,env,flag", [
+    (["--decision-threads", "0"], {}, "--decision-threads"),
+    (["--catalog-reads-in-flight", "+8"], {}, "--catalog-reads-in-flight"),
+    ([], {"TMS_DECISION_THREADS": "64 "}, "--decision-threads"),
+    ([], {"TMS_CATALOG_READS_IN_FLIGHT": "99999999999999999999999"},
+     "--catalog-reads-in-flight"),
+])
+def test_bad_counts_stop_the_scheduler_before_it_connects(
+        argv: list[str], env: dict[str, str], flag: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from tms_services import scheduler as service
+
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    with pytest.raises(SystemExit) as exited:
+        service.main(["--database-url", "postgresql://127.0.0.1:1/none",
+                      "--zookeeper", "127.0.0.1:1", *argv])
+    assert exited.value.code == 2 and flag in capsys.readouterr().err
