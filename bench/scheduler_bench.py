@@ -20,6 +20,12 @@ ZooKeeper (``tms.local.stack.LocalStack``, loopback only) in a temporary directo
 3. ``zk``       ZooKeeper requests per decision, counted client-side on the in-process
                 Coordinator's KazooClient (every request goes through ``KazooClient._call``;
                 session pings do not and are not counted).
+4. ``objectstore`` ``--objectstore-tables`` Iceberg tables behind a FileIO that adds
+                ``--read-delay-ms`` to every metadata read: tables inspected per minute and CPU
+                per decision, first look / 10% changed / none changed, the concurrent
+                scheduler against main's sequential inspector; then CPU per decision on
+                constant tables, both loops (``bench/scheduler_objectstore.py``).
+                ``--only-objectstore`` runs only this one.
 
 Every process it starts is stopped at the end, on error, on Ctrl-C and on SIGTERM; the
 temporary directory is removed.
@@ -66,6 +72,11 @@ from bench.common.cpu import CLK_TCK, CpuProbe, loadavg, postgres_pids  # noqa: 
 from bench.common.cpu import CpuSample as CpuWindow  # noqa: E402
 from bench.common.procs import constant_catalog, create_catalog  # noqa: E402
 from bench.common.stats import percentile  # noqa: E402
+from bench.scheduler_objectstore import (  # noqa: E402
+    Window,
+    phase_objectstore,
+    render_objectstore,
+)
 from tms.domain import CatalogSpec, CatalogType  # noqa: E402
 
 GOAL_LATENCY_P99_MS = 1000.0
@@ -502,7 +513,8 @@ def _row(label: str, value: float, unit: str, goal: str = "", ratio: float | Non
 
 
 def render(args: argparse.Namespace, lat: LatencyResult | None,
-           pulls: list[PullResult]) -> str:
+           pulls: list[PullResult],
+           objectstore: tuple[list[Window], list[Window]] | None = None) -> str:
     lines = [f"{'figure':<54}{'value':>11} {'unit':<9}{'goal':>10}{'ratio':>9}"]
     notes: list[str] = []
     if lat is not None:
@@ -582,6 +594,8 @@ def render(args: argparse.Namespace, lat: LatencyResult | None,
         lines += ["", f"WARNING: other processes or the hypervisor took over "
                       f"{DISTURBED_PCT:.0f}% of the CPUs in {len(disturbed)} window(s); "
                       "those figures are pessimistic. Re-run on a quiet machine."]
+    if objectstore is not None:
+        lines += render_objectstore(args, *objectstore, _load_note)
     return "\n".join(lines)
 
 
@@ -612,6 +626,7 @@ def run(args: argparse.Namespace) -> None:
     procs: list[subprocess.Popen[bytes]] = []
     lat: LatencyResult | None = None
     pulls: list[PullResult] = []
+    objectstore: tuple[list[Window], list[Window]] | None = None
     say(f"loadavg at start: {loadavg()}")
     try:
         say("starting PostgreSQL and ZooKeeper")
@@ -627,20 +642,32 @@ def run(args: argparse.Namespace) -> None:
             "api": lambda: [s.proc.pid for s in stack.services if s.name == "api" and s.proc],
             "bench": lambda: [os.getpid()],
         }
-        due = min(args.tables, args.initial_decisions)
-        say(f"inserting {args.tables} constant tables (files=3), {due} of them due now")
-        pks = insert_constant_tables(stack.database_url, args.tables, 3, args.tables - due)
-        sample: list[int] = []
-        if not args.skip_latency:
-            say("starting tms-api")
-            stack.start_api()
-            lat, sample = phase_latency(args, stack, pks, groups)
-            for svc in list(stack.services):  # quiet machine for the in-process phases
-                svc.stop()
-        chosen = set(sample)
-        constant = [pk for pk in pks if pk not in chosen][:args.pull_tables]
-        pulls = phase_pull(args, stack, constant, tmp,
-                           {k: groups[k] for k in ("postgres", "zookeeper", "bench")}, procs)
+        if args.only_objectstore:
+            say(f"inserting {args.pull_tables} constant tables (files=3), none due")
+            pks = insert_constant_tables(stack.database_url, args.pull_tables, 3,
+                                         args.pull_tables)
+            objectstore = phase_objectstore(
+                args, stack, tmp, pks,
+                {k: groups[k] for k in ("postgres", "zookeeper", "bench")})
+        else:
+            due = min(args.tables, args.initial_decisions)
+            say(f"inserting {args.tables} constant tables (files=3), {due} of them due now")
+            pks = insert_constant_tables(stack.database_url, args.tables, 3, args.tables - due)
+            sample: list[int] = []
+            if not args.skip_latency:
+                say("starting tms-api")
+                stack.start_api()
+                lat, sample = phase_latency(args, stack, pks, groups)
+                for svc in list(stack.services):  # quiet machine for the in-process phases
+                    svc.stop()
+            chosen = set(sample)
+            constant = [pk for pk in pks if pk not in chosen][:args.pull_tables]
+            pulls = phase_pull(args, stack, constant, tmp,
+                               {k: groups[k] for k in ("postgres", "zookeeper", "bench")}, procs)
+            if not args.skip_objectstore:
+                objectstore = phase_objectstore(
+                    args, stack, tmp, constant,
+                    {k: groups[k] for k in ("postgres", "zookeeper", "bench")})
     finally:
         for p in procs:
             if p.poll() is None:
@@ -651,7 +678,7 @@ def run(args: argparse.Namespace) -> None:
             say("py-spy: " + (tmp / "py-spy.log").read_text()[-300:].strip())
         shutil.rmtree(tmp, ignore_errors=True)
     say(f"loadavg at end: {loadavg()}")
-    print(render(args, lat, pulls))
+    print(render(args, lat, pulls, objectstore))
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -678,7 +705,29 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--skip-latency", action="store_true", help="only the in-process phases")
     p.add_argument("--py-spy", type=Path,
                    help="record the constant pull loop with py-spy (raw collapsed stacks)")
+    o = p.add_argument_group("objectstore latency scenario")
+    o.add_argument("--only-objectstore", action="store_true",
+                   help="run only the object-store latency scenario")
+    o.add_argument("--skip-objectstore", action="store_true")
+    o.add_argument("--objectstore-tables", type=int, default=10_000,
+                   help="Iceberg tables behind the slow FileIO")
+    o.add_argument("--read-delay-ms", type=float, default=100.0,
+                   help="added to every metadata read (metadata JSON, manifest list, manifest)")
+    o.add_argument("--objectstore-seconds", type=float, default=20.0,
+                   help="measured time of each sequential (main's path) window")
+    o.add_argument("--objectstore-max-s", type=float, default=900.0,
+                   help="bound on each concurrent window (normally ends when all are decided)")
+    o.add_argument("--decision-threads", type=int, default=64)
+    o.add_argument("--catalog-reads-in-flight", type=int, default=32)
+    o.add_argument("--constant-seconds", type=float, default=5.0,
+                   help="each constant-table CPU window")
+    o.add_argument("--constant-rounds", type=int, default=3,
+                   help="alternating rounds of main's loop and the concurrent one")
     args = p.parse_args(argv)
+    if args.objectstore_tables < 1 or args.decision_threads < 1 or \
+            args.catalog_reads_in_flight < 1 or args.constant_rounds < 1:
+        p.error("need --objectstore-tables, --decision-threads, --catalog-reads-in-flight "
+                "and --constant-rounds >= 1")
     if args.tables < 1 or args.schedulers < 1 or args.sample < 1 or args.rate <= 0:
         p.error("need --tables, --schedulers, --sample >= 1 and --rate > 0")
     if args.sample > args.tables:

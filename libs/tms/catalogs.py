@@ -28,6 +28,7 @@ named like a storage option is one (:data:`STORAGE_PREFIXES`).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -82,7 +83,12 @@ class CatalogAccess:
         return _URI_PASSWORD_RE.sub(r"\1" + MASK + "@", text)
 
     def fingerprint(self) -> str:
-        """A digest of everything that makes a connection (for caches); reveals nothing."""
+        """A digest of everything that makes a connection (for caches); reveals nothing.
+        Computed once per access (a decision asks for it a few times)."""
+        return self._fingerprint
+
+    @functools.cached_property
+    def _fingerprint(self) -> str:
         blob = json.dumps([self.catalog_id, self.type.value, self.properties,
                            self.storage_options], sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()

@@ -9,11 +9,18 @@ from tms.coordination import SHARD_SETTLE_S, ZK_SESSION_TIMEOUT_S, Coordinator
 from tms.formats.registry import load_formats
 from tms.observability import configure_logging
 from tms.policy import DEFAULT_MAX_ATTEMPTS, MAX_MAX_ATTEMPTS
+from tms.scheduler.concurrency import (
+    CATALOG_READS_IN_FLIGHT,
+    DECISION_THREADS,
+    MAX_CATALOG_READS_IN_FLIGHT,
+    MAX_DECISION_THREADS,
+)
 from tms.scheduler.discovery import DISCOVERY_POLL_INTERVAL_S, Discovery
 from tms.scheduler.gauges import register_scheduler_gauges
 from tms.scheduler.loop import POLL_INTERVAL_S, PULL_INTERVAL_S, Scheduler
 from tms.scheduler.retention import EVENTS_RETENTION_S, OPERATIONS_RETENTION_S, Retention
 from tms.storage.postgres import PostgresStore
+from tms.strict import parse_int
 from tms_services.common import (
     ENV_ZOOKEEPER,
     base_parser,
@@ -56,6 +63,15 @@ def parse_queue_priorities(raw: str) -> dict[str, int]:
     return parse_int_map(raw)
 
 
+def parse_count(raw: str, flag: str, maximum: int) -> int:
+    """A flag's (or its environment variable's) count, ASCII digits from 1 to ``maximum``;
+    ValueError names the flag."""
+    try:
+        return parse_int(raw, 1, maximum)
+    except ValueError as e:
+        raise ValueError(f"{flag}: {e}") from None
+
+
 @exit_if_unreachable("tms-scheduler")
 def main(argv: list[str] | None = None) -> None:
     parser = base_parser("TMS scheduler")
@@ -87,8 +103,23 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--shard-settle-s", type=float, default=SHARD_SETTLE_S,
                         help="how long the set of schedulers must stay unchanged before the "
                              "shards are divided again")
+    parser.add_argument("--decision-threads",
+                        default=os.environ.get("TMS_DECISION_THREADS", str(DECISION_THREADS)),
+                        help="threads deciding at once when inspections wait on a catalog or "
+                             f"on storage (env TMS_DECISION_THREADS, default {DECISION_THREADS}, "
+                             "1 decides one table after another)")
+    parser.add_argument("--catalog-reads-in-flight",
+                        default=os.environ.get("TMS_CATALOG_READS_IN_FLIGHT",
+                                               str(CATALOG_READS_IN_FLIGHT)),
+                        help="decisions (so metadata reads) in flight per catalog at most (env "
+                             "TMS_CATALOG_READS_IN_FLIGHT, default "
+                             f"{CATALOG_READS_IN_FLIGHT})")
     args = parser.parse_args(argv)
     try:
+        decision_threads = parse_count(args.decision_threads, "--decision-threads",
+                                       MAX_DECISION_THREADS)
+        reads_in_flight = parse_count(args.catalog_reads_in_flight,
+                                      "--catalog-reads-in-flight", MAX_CATALOG_READS_IN_FLIGHT)
         queue_priorities = parse_queue_priorities(args.queue_priorities)
         max_attempts = parse_int_map(args.max_attempts, "--max-attempts", "action", 1,
                                      MAX_MAX_ATTEMPTS)
@@ -122,7 +153,9 @@ def main(argv: list[str] | None = None) -> None:
                   retention=Retention(args.events_retention_s,
                                       args.operations_retention_s),
                   queue_priorities=queue_priorities,
-                  max_attempts_by_action=max_attempts).run(stop)
+                  max_attempts_by_action=max_attempts,
+                  decision_threads=decision_threads,
+                  catalog_reads_in_flight=reads_in_flight).run(stop)
     finally:
         stop.set()
         discovery.join(DISCOVERY_JOIN_TIMEOUT_S)

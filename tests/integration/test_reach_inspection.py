@@ -124,6 +124,18 @@ def test_cell(servers: Servers, make_api: Callable[..., Api], environ: dict[str,
             COMMITS, COMMITS, COMMITS * ROWS_PER_COMMIT), (table_id, metrics)
         assert metrics["delete_files"] == 0 and metrics["total_bytes"] > 0
 
+    # one plugin, as in a scheduler: a second look at the unchanged table asks the catalog for
+    # its current metadata file only (sql, hive, glue, hadoop; rest loads) and reuses metrics
+    from tms.formats.iceberg import IcebergFormat
+
+    plugin = IcebergFormat()  # its own: load_formats() hands out one shared instance
+    view = api.store.table_get(f"{catalog_id}_events")
+    catalog = api.store.catalog_get(catalog_id)
+    assert view is not None and catalog is not None
+    first = plugin.inspect(view.table, access(catalog, environ))
+    plugin.locate(view.table, access(catalog, environ))
+    assert plugin.inspect(view.table, access(catalog, environ)) == first
+    assert plugin.unchanged.hits == 1
 
 
 # --- the attacker's inputs --------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 Inspection reads the current snapshot's summary first (file counts and sizes with no manifest
 I/O); manifests are read for file sizes only when the summary cannot rule compaction out.
+A table whose catalog still names the metadata file last inspected, under the same policy,
+reuses its last metrics: one catalog call and no metadata read (``iceberg_unchanged``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 from tms.catalogs import CatalogAccess, PyicebergCatalogs, job_catalog
 from tms.domain import CatalogType, Decision, JobSpec, Operation, Table, TableSpec
-from tms.formats import iceberg_hadoop, iceberg_stats
+from tms.formats import iceberg_current, iceberg_hadoop, iceberg_stats
 from tms.formats.base import (
     CatalogUnreachable,
     DiscoveredTable,
@@ -26,6 +28,13 @@ from tms.formats.base import (
 from tms.formats.iceberg_discovery import list_tables
 from tms.formats.iceberg_params import PARAMS
 from tms.formats.iceberg_policy import RULES, K
+from tms.formats.iceberg_unchanged import (
+    MAX_UNCHANGED_ENTRIES,
+    VALID_UNTIL,
+    Key,
+    UnchangedTables,
+    valid_until_s,
+)
 from tms.jobs import locations, partition_filter
 
 POLICY_KEYS = K
@@ -49,9 +58,12 @@ class IcebergFormat(TableFormatPlugin):
     catalog_types = (CatalogType.SQL, CatalogType.JDBC, CatalogType.REST, CatalogType.HIVE,
                      CatalogType.GLUE, CatalogType.HADOOP)
 
-    def __init__(self) -> None:
+    def __init__(self, unchanged_entries: int = MAX_UNCHANGED_ENTRIES) -> None:
+        """``unchanged_entries`` 0: every inspection loads and measures (no reuse)."""
         self._catalogs = PyicebergCatalogs()
-        self._recent = threading.local()  # (key, loaded at, pyiceberg table) per thread
+        # per thread: (key, at, metadata location, pyiceberg table or None if not loaded)
+        self._recent = threading.local()
+        self.unchanged = UnchangedTables(unchanged_entries)
 
     # registration ---------------------------------------------------------------------------
     def validate(self, spec: TableSpec) -> list[tuple[str, str]]:
@@ -82,21 +94,18 @@ class IcebergFormat(TableFormatPlugin):
         return problems
 
     # catalog --------------------------------------------------------------------------------
-    def _load(self, table: Table, catalog: CatalogAccess) -> Any:
-        """The pyiceberg table; TableNotInCatalog / CatalogUnreachable (secrets scrubbed)."""
+    @staticmethod
+    def _key(table: Table, catalog: CatalogAccess) -> Key:
+        return catalog.fingerprint(), (*table.namespace.split("."), table.table_name)
+
+    def _asking(self, catalog: CatalogAccess, call: Any) -> Any:
+        """``call()`` against the catalog, its errors as TableNotInCatalog /
+        CatalogUnreachable (secrets scrubbed)."""
         from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
-        ident = (*table.namespace.split("."), table.table_name)
         try:
-            if catalog.type is CatalogType.HADOOP:  # no catalog server: the files themselves
-                tbl = iceberg_hadoop.load_table(iceberg_hadoop.table_location(
-                    iceberg_hadoop.warehouse_of(catalog.properties), table.namespace,
-                    table.table_name), catalog.storage_options)
-            else:
-                tbl = self._catalogs.get(catalog).load_table(ident)
-        except TableNotInCatalog as e:
-            raise TableNotInCatalog(catalog.scrub(str(e))[:500]) from None
-        except (NoSuchTableError, NoSuchNamespaceError) as e:
+            return call()
+        except (TableNotInCatalog, NoSuchTableError, NoSuchNamespaceError) as e:
             raise TableNotInCatalog(catalog.scrub(str(e))[:500]) from None
         except ValueError:  # CatalogUnsupported and the like: bad configuration
             raise
@@ -104,20 +113,61 @@ class IcebergFormat(TableFormatPlugin):
             raise CatalogUnreachable(
                 catalog.scrub(f"catalog {catalog.catalog_id}: {type(e).__name__}: {e}")[:1000]
             ) from None
-        self._recent.entry = ((catalog.fingerprint(), ident), time.monotonic(), tbl)
+
+    def _load(self, table: Table, catalog: CatalogAccess, where: str | None = None) -> Any:
+        """The pyiceberg table (from ``where``, its current metadata file just read from the
+        catalog, when given); TableNotInCatalog / CatalogUnreachable (secrets scrubbed)."""
+        key = self._key(table, catalog)
+
+        def load() -> Any:
+            if catalog.type is CatalogType.HADOOP:  # no catalog server: the files themselves
+                return iceberg_hadoop.load_table(iceberg_hadoop.table_location(
+                    iceberg_hadoop.warehouse_of(catalog.properties), table.namespace,
+                    table.table_name), catalog.storage_options)
+            client = self._catalogs.get(catalog)
+            found = where
+            if found is None and catalog.type in iceberg_current.POINTER_TYPES:
+                # the pointer (a light query) and the file: less work than the catalog's load
+                found = iceberg_current.current_metadata_location(client, catalog, key[1])
+            if found is not None:
+                return iceberg_current.load_at(client, catalog, key[1], found)
+            return iceberg_current.load_table(client, catalog, key[1])
+
+        tbl = self._asking(catalog, load)
+        self._recent.entry = (key, time.monotonic(), str(tbl.metadata_location), tbl)
         return tbl
 
-    def _loaded(self, table: Table, catalog: CatalogAccess) -> Any:
-        """The table :meth:`locate` just loaded on this thread, else a fresh load."""
+    def _current(self, table: Table, catalog: CatalogAccess, key: Key) -> str | None:
+        """The current metadata location in one cheap catalog call; None where there is
+        none (REST), when reuse is off or the table was never inspected (a load is due
+        anyway: no call spent on the pointer alone)."""
+        if self.unchanged.max_entries <= 0 or not self.unchanged.knows(key):
+            return None
+        client = None if catalog.type is CatalogType.HADOOP else self._asking(
+            catalog, lambda: self._catalogs.get(catalog))
+        where = self._asking(catalog, lambda: iceberg_current.current_metadata_location(
+            client, catalog, key[1]))
+        return None if where is None else str(where)
+
+    def _take_recent(self, key: Key) -> tuple[str, Any] | None:
+        """(metadata location, table or None) :meth:`locate` just found on this thread."""
         entry = getattr(self._recent, "entry", None)
         self._recent.entry = None
-        key = (catalog.fingerprint(), (*table.namespace.split("."), table.table_name))
         if entry is not None and entry[0] == key and time.monotonic() - entry[1] < RECENT_LOAD_S:
-            return entry[2]
-        return self._load(table, catalog)
+            return entry[2], entry[3]
+        return None
 
     def locate(self, table: Table, catalog: CatalogAccess) -> str:
-        return str(self._load(table, catalog).metadata.location)
+        """The table's location: for a table whose metadata file is the one last inspected,
+        the location then (one catalog call, no metadata read); else from a load."""
+        key = self._key(table, catalog)
+        where = self._current(table, catalog, key)
+        if where is not None:
+            known = self.unchanged.table_location(key, where)
+            if known is not None:
+                self._recent.entry = (key, time.monotonic(), where, None)
+                return known
+        return str(self._load(table, catalog, where).metadata.location)
 
     def discover(self, catalog: CatalogAccess) -> list[DiscoveredTable]:
         if catalog.type is CatalogType.HADOOP:
@@ -129,7 +179,27 @@ class IcebergFormat(TableFormatPlugin):
 
     # inspection -----------------------------------------------------------------------------
     def inspect(self, table: Table, catalog: CatalogAccess) -> dict[str, Any]:
-        return self._measure(table, self._loaded(table, catalog))
+        """The last metrics again if the table's metadata file and policy are those last
+        inspected (and the metrics have not expired), else a load and a measurement."""
+        key = self._key(table, catalog)
+        recent = self._take_recent(key)
+        where, tbl = recent if recent is not None else (self._current(table, catalog, key),
+                                                         None)
+        if where is not None:
+            hit = self.unchanged.metrics(key, where, table.policy)
+            if hit is not None:
+                return hit
+        if tbl is None:
+            tbl = self._load(table, catalog, where)
+            self._recent.entry = None
+        now_s = time.time()
+        metrics = self._measure(table, tbl)
+        until = valid_until_s(metrics, K["compaction.quiet-s"].as_int(table.policy), now_s)
+        if until is not None:
+            metrics[VALID_UNTIL] = until
+        self.unchanged.remember(key, str(tbl.metadata_location), str(tbl.metadata.location),
+                                table.policy, metrics)
+        return metrics
 
     def _measure(self, table: Table, tbl: Any) -> dict[str, Any]:
         """The metrics of one loaded pyiceberg table (``inspect`` decides whether to load).

@@ -78,6 +78,12 @@ def _metadata_file(store: Store, meta_dir: str, where: str) -> str:
                             "metadata file")
 
 
+def metadata_location(location: str, storage_options: Mapping[str, str]) -> str:
+    """The current metadata file of the table at ``location``, from its version hint only."""
+    store, path = open_store(location, storage_options)
+    return f"{location}/metadata/{_metadata_file(store, store.join(path, 'metadata'), location)}"
+
+
 def load_table(location: str, storage_options: Mapping[str, str]) -> Any:
     """The pyiceberg StaticTable at ``location`` (a table directory)."""
     from pyiceberg.catalog.noop import NoopCatalog

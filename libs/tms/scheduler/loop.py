@@ -5,6 +5,10 @@ A table is due when it carries a "new commits" mark (set by the intake, consumed
 decision starts, set again by any commit arriving meanwhile) or its pull check is due
 (next_check_at), so a lost notification delays maintenance but never stops it. The loop also
 runs the lease reaper and retention on the elected leader.
+
+The decisions of a batch run through a :class:`~tms.scheduler.concurrency.DecisionRunner`:
+one after another while they are fast, on up to ``decision_threads`` threads (a bounded
+number in flight per catalog) once they wait on a catalog or on storage.
 """
 
 from __future__ import annotations
@@ -18,9 +22,10 @@ import structlog
 
 from tms.catalogs import CatalogCache
 from tms.coordination import NUM_SHARDS, Coordinator
-from tms.domain import Decision, TableState
+from tms.domain import Decision, DueTable, TableState
 from tms.formats.base import TableFormatPlugin
 from tms.policy import DEFAULT_PULL_INTERVAL_S
+from tms.scheduler.concurrency import CATALOG_READS_IN_FLIGHT, DecisionRunner
 from tms.scheduler.decide import (
     INSPECT_FAILURE_RETRY_S,
     DecisionMaker,
@@ -49,6 +54,8 @@ class Scheduler(DecisionMaker):
                  retention: Retention | None = None,
                  queue_priorities: dict[str, int] | None = None,
                  max_attempts_by_action: dict[str, int] | None = None,
+                 decision_threads: int = 1,
+                 catalog_reads_in_flight: int = CATALOG_READS_IN_FLIGHT,
                  clock: Callable[[], float] = time.monotonic,
                  now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self.store = store
@@ -66,17 +73,26 @@ class Scheduler(DecisionMaker):
         self.queue_priorities = dict(queue_priorities or {})
         self.max_attempts_by_action = dict(max_attempts_by_action or {})
         self.decided = threading.Event()  # set after each decision: a signal for tests
+        self.runner = DecisionRunner(decision_threads, catalog_reads_in_flight,
+                                     stop_on=(ZooKeeperLost,))
+        # a batch spread over threads should keep them all busy for a few rounds
+        self.batch_size = DUE_BATCH_SIZE if decision_threads == 1 else max(
+            DUE_BATCH_SIZE, 4 * decision_threads)
 
     def run(self, stop: threading.Event) -> None:
-        log.info("scheduler started", scheduler=self.scheduler_id)
-        while not stop.is_set():
-            try:
-                busy = self.run_once()
-            except Exception:
-                log.exception("scheduler pass failed")
-                busy = 0
-            if not busy:
-                stop.wait(self.poll_interval_s)
+        log.info("scheduler started", scheduler=self.scheduler_id,
+                 decision_threads=self.runner.threads)
+        try:
+            while not stop.is_set():
+                try:
+                    busy = self.run_once()
+                except Exception:
+                    log.exception("scheduler pass failed")
+                    busy = 0
+                if not busy:
+                    stop.wait(self.poll_interval_s)
+        finally:
+            self.runner.close()
 
     def run_once(self) -> int:
         """One pass over the due tables; returns how many decisions it took."""
@@ -91,36 +107,48 @@ class Scheduler(DecisionMaker):
         shards = self.coordinator.owned_shards()
         if not shards:
             return 0
-        batch = self.store.decision_begin_batch(sorted(shards), NUM_SHARDS, DUE_BATCH_SIZE)
+        batch = self.store.decision_begin_batch(sorted(shards), NUM_SHARDS, self.batch_size)
         if not batch:
             return 0
         now = self._now()
         last = self.store.operation_last_succeeded([due.table.pk for due in batch])
+        active = [due for due in batch if due.table.state is TableState.ACTIVE]
+
+        def decide(due: DueTable) -> tuple[list[tuple[Decision, int | None]], float]:
+            table = due.table
+            try:
+                with decision_span(table, due.traceparent):
+                    return self._evaluate(table, now, last.get(table.pk, {}))
+            except ZooKeeperLost:
+                raise
+            except Exception:  # one table's fault must not stop its batch
+                log.exception("decision failed", table=table.table_id)
+                return [], INSPECT_FAILURE_RETRY_S
+
+        outcome = self.runner.run(active, lambda due: due.table.catalog, decide)
         decisions: list[tuple[int, Decision, int | None]] = []
         checks: list[tuple[int, float]] = []
-        done = 0
+        for i, due in enumerate(active):  # in batch order, whatever order they finished in
+            if i in outcome.results:
+                taken, next_s = outcome.results[i]
+                decisions += [(due.table.pk, d, op) for d, op in taken]
+                checks.append((due.table.pk, next_s))
+            elif i in outcome.failures and not isinstance(outcome.failures[i], ZooKeeperLost):
+                log.error("decision crashed", table=due.table.table_id,
+                          error=repr(outcome.failures[i]))
         try:
-            for due in batch:
-                table = due.table
-                if table.state is TableState.ACTIVE:
-                    try:
-                        with decision_span(table, due.traceparent):
-                            taken, next_s = self._evaluate(table, now, last.get(table.pk, {}))
-                    except ZooKeeperLost:
-                        raise
-                    except Exception:  # one table's fault must not stop its batch
-                        log.exception("decision failed", table=table.table_id)
-                        taken, next_s = [], INSPECT_FAILURE_RETRY_S
-                    decisions += [(table.pk, d, op) for d, op in taken]
-                    checks.append((table.pk, next_s))
-                done += 1
-        finally:
-            if done < len(batch):  # interrupted (ZooKeeper lost): keep the rest's marks
-                for due in batch[done:]:
-                    if due.had_commits:
+            if outcome.stopped is not None or len(checks) < len(active):
+                # interrupted (ZooKeeper lost): the tables not decided keep their marks
+                decided = {pk for pk, _ in checks}
+                rest = batch if outcome.stopped is not None else active
+                for due in rest:
+                    if due.table.pk not in decided and due.had_commits:
                         self.store.commits_mark_dirty(due.table.pk, due.traceparent)
+        finally:
             if decisions or checks:
                 self.store.decision_finish_batch(self.scheduler_id, decisions, checks)
+        if outcome.stopped is not None:
+            raise outcome.stopped
         self.decided.set()
         return len(checks)
 
