@@ -20,6 +20,7 @@ from tms_services.cli_client import (
 )
 from tms_services.cli_format import (
     NONE,
+    benefit_text,
     block,
     cut,
     pairs,
@@ -89,10 +90,29 @@ def elapsed(op: tms_pb2.Operation, now: dt.datetime) -> str:
     return NONE
 
 
+def outcome_text(op: tms_pb2.Operation) -> str:
+    """What a finished job did, from the ``outcome`` block of its result, in a few words."""
+    o = op.result["outcome"] if "outcome" in op.result else None
+    if o is None or not hasattr(o, "get"):
+        return NONE
+    if o.get("changed_nothing"):
+        return f"changed nothing at snapshot {o.get('snapshot_after') or NONE}"
+    words = [f"{int(o.get(k) or 0)} {label}" for k, label in (
+        ("data_files_rewritten", "data files rewritten"), ("data_files_added", "added"),
+        ("delete_files_removed", "delete files removed")) if o.get(k)]
+    if o.get("partitions_touched") is not None:
+        words.append(f"{int(o.get('partitions_touched'))} partitions")
+    return ", ".join(words) or "changed the table"
+
+
 def detail(op: tms_pb2.Operation) -> str:
     """What holds a QUEUED operation back, the error of a failed one, the progress of a
     running one, else why it was queued."""
     text = op.error if op.error and op.state in (OP.FAILED, OP.QUEUED) else op.reason
+    if op.state == OP.SKIPPED:
+        text = f"skipped: {op.error}"
+    elif op.state == OP.SUCCEEDED and op.HasField("result") and "outcome" in op.result:
+        text = f"{outcome_text(op)}; {op.reason}"
     backing_off = op.HasField("next_attempt_time") and (
         op.next_attempt_time.ToDatetime(dt.UTC) > dt.datetime.now(dt.UTC))
     if op.state == OP.QUEUED and op.hold_reason and not backing_off:  # else: NEXT ATTEMPT
@@ -132,6 +152,8 @@ def operation_text(op: tms_pb2.Operation, now: dt.datetime | None = None) -> str
         ("attempts", attempts_text(op)), ("held", op.hold_reason or NONE),
         ("progress", progress_text(op)), ("queue", op.queue), ("priority", op.priority),
         ("trigger", op.trigger), ("reason", op.reason), ("params", pairs(op.params)),
+        ("benefit", benefit_text(op)), ("waits_for", ", ".join(op.waits_for) or NONE),
+        ("outcome", outcome_text(op)),
         ("executor_id", op.executor_id), ("engine_handle", op.engine_handle),
         ("create_time", when(op.create_time)), ("start_time", when(op.start_time)),
         ("end_time", when(op.end_time)), ("elapsed", elapsed(op, now)),
