@@ -241,7 +241,7 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
 
     for name, fn, text in (("show", _show, "one operation with its attempts and log tail"),
                            ("cancel", _cancel, "cancel a queued or running operation"),
-                           ("retry", _retry, "queue a new try of a FAILED/CANCELLED one")):
+                           ("retry", _retry, "queue a new try of a FAILED/CANCELLED/SKIPPED one")):
         p = os_.add_parser(name, parents=[common], help=text)
         p.add_argument("operation", metavar="OPERATION",
                        help="tables/{table}/operations/{id}, or {table}/{id}")
