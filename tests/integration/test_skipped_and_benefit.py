@@ -11,6 +11,7 @@ import pytest
 from tests.helpers import store_catalog
 from tms.domain import AttemptState, Decision, Operation, OperationState, Outcome, Table, TableSpec
 from tms.storage.postgres import PostgresStore
+from tms.storage.queries import q
 from tms.storage.roles import EnqueueParams, OperationListParams
 
 pytestmark = pytest.mark.integration
@@ -94,9 +95,10 @@ def test_claim_order_is_priority_then_benefit_unknown_last_then_age(
     with psycopg.connect(db_dsn) as conn:  # the claim walks the queue index in its order
         conn.execute("SET enable_seqscan = off")  # a tiny table: ask for the index's plan
         plan = "\n".join(r[0] for r in conn.execute(
-            "EXPLAIN SELECT id FROM tms_operations WHERE state = 'QUEUED' "
-            "ORDER BY priority DESC, benefit DESC NULLS LAST, id LIMIT 1"))
-        assert "tms_operations_queue" in plan and "Sort" not in plan, plan
+            b"EXPLAIN " + q("operation_claim").encode(),
+            {"owner": "e1", "lease_s": 30, "queues": None}))
+        candidates = plan.split("CTE claimed")[0]  # the CTE that picks the operation
+        assert "tms_operations_queue" in candidates and "Sort " not in candidates, plan
         with pytest.raises(psycopg.errors.CheckViolation):  # benefit is finite, not negative
             conn.execute("UPDATE tms_operations SET benefit = 'NaN'")
 
