@@ -35,6 +35,10 @@ WAITS_FOR: dict[str, tuple[str, ...]] = {
 }
 
 
+WORDS = {"compaction": "compaction", "clustering": "clustering",
+         "rewrite_position_deletes": "position-delete rewrite"}
+
+
 def _params(values: Mapping[str, Any]) -> dict[str, str]:
     return {k: str(v) for k, v in values.items()}
 
@@ -76,6 +80,8 @@ def recheck(plugin: TableFormatPlugin, table: Table, catalog: CatalogAccess, op:
     snapshot = metrics.get("snapshot_id")
     because = found[0].reason
     if op.work.waits_for:
-        because = (f"already done since it was queued (a {'/'.join(op.work.waits_for)} "
-                   f"commits merged manifests of its own): {because}")
+        others = [WORDS.get(a, a) for a in op.work.waits_for]
+        either = ", ".join(others[:-1]) + " or " + others[-1] if len(others) > 1 else others[0]
+        because = (f"already done since it was queued (a {either} merges manifests as it "
+                   f"commits): {because}")
     return f"no longer needed at snapshot {snapshot}: {because}"
