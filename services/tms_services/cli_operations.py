@@ -6,6 +6,8 @@ import argparse
 import datetime as dt
 from typing import Any
 
+from google.protobuf.json_format import MessageToDict
+
 from tms.v1 import tms_pb2
 from tms_services.cli_client import (
     Client,
@@ -92,16 +94,17 @@ def elapsed(op: tms_pb2.Operation, now: dt.datetime) -> str:
 
 def outcome_text(op: tms_pb2.Operation) -> str:
     """What a finished job did, from the ``outcome`` block of its result, in a few words."""
-    o = op.result["outcome"] if "outcome" in op.result else None
-    if o is None or not hasattr(o, "get"):
+    o = MessageToDict(op.result).get("outcome") if op.HasField("result") else None
+    if not isinstance(o, dict):
         return NONE
     if o.get("changed_nothing"):
         return f"changed nothing at snapshot {o.get('snapshot_after') or NONE}"
     words = [f"{int(o.get(k) or 0)} {label}" for k, label in (
         ("data_files_rewritten", "data files rewritten"), ("data_files_added", "added"),
         ("delete_files_removed", "delete files removed")) if o.get(k)]
-    if o.get("partitions_touched") is not None:
-        words.append(f"{int(o.get('partitions_touched'))} partitions")
+    touched = o.get("partitions_touched")
+    if touched is not None:
+        words.append(f"{int(touched)} partitions")
     return ", ".join(words) or "changed the table"
 
 

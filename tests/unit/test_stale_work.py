@@ -311,3 +311,20 @@ def test_iceberg_recheck_lets_a_still_needed_operation_run() -> None:
     table = make_table(format="iceberg", namespace="ns")
     assert iceberg_recheck.recheck(plugin, table, None,  # type: ignore[arg-type]
                                    _iceberg_op("rewrite_manifests"), NOW) is None
+
+
+# --- what the CLI shows ---------------------------------------------------------------------
+
+def test_cli_shows_what_a_run_did() -> None:
+    from tms.v1 import tms_pb2
+    from tms_services.cli_operations import detail, outcome_text
+
+    op = tms_pb2.Operation(state=tms_pb2.Operation.SUCCEEDED, reason="20 small files")
+    op.result.update({"outcome": outcome.build("compaction", {
+        "rewritten_data_files_count": 8, "added_data_files_count": 1}, "1", "2",
+        [REPLACE_SUMMARY])})
+    assert outcome_text(op) == "8 data files rewritten, 1 added, 3 partitions"
+    assert detail(op) == "8 data files rewritten, 1 added, 3 partitions; 20 small files"
+    op.result.update({"outcome": outcome.build("compaction", {}, "9", "9", [])})
+    assert outcome_text(op) == "changed nothing at snapshot 9"
+    assert outcome_text(tms_pb2.Operation()) == "-"  # an older job: no outcome
