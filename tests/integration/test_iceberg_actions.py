@@ -256,6 +256,11 @@ def test_expire_snapshots_keeps_retain_last(env: Env) -> None:
     assert result["deleted_manifest_lists_count"] == 4
     assert result["deleted_data_files_count"] == 0  # appends only: every file is still live
     assert env.rows() == 6 * ROWS_PER_COMMIT
+    # no new snapshot and no data file gone, but manifest lists were: it changed something
+    outcome = result["outcome"]
+    assert outcome["snapshot_before"] == outcome["snapshot_after"] == str(current.snapshot_id)
+    assert outcome["snapshots_added"] == 0 and outcome["data_files_removed"] == 0
+    assert outcome["changed_nothing"] is False
 
 
 @pytest.mark.parametrize("dry_run", [False, True], ids=["delete", "dry-run"])
