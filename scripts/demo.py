@@ -53,7 +53,7 @@ def wait_for_operation(stub: tms_pb2_grpc.TableManagementServiceStub) -> tms_pb2
                 say(f"{op.name}: {state} (attempt {op.attempts_used} of {op.max_attempts}) "
                     f"{op.engine_handle}")
                 last_state = state
-            if state in ("SUCCEEDED", "FAILED", "CANCELLED"):
+            if state in ("SUCCEEDED", "FAILED", "CANCELLED", "SKIPPED"):
                 return op
         time.sleep(0.5)
     raise TimeoutError(f"no finished compaction within {OPERATION_TIMEOUT_S:.0f} s")

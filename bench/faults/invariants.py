@@ -22,7 +22,7 @@ from bench.faults.report import FaultRecord
 
 SETTLE_STEP_S = 0.5
 MAX_LISTED = 5  # evidence lists are cut to this many items
-TERMINAL = ("SUCCEEDED", "FAILED", "CANCELLED")
+TERMINAL = ("SUCCEEDED", "FAILED", "CANCELLED", "SKIPPED")
 
 OVERLAPPING_ATTEMPTS_SQL = """
 SELECT a.operation_id, a.attempt, a.executor_id, b.operation_id, b.attempt, b.executor_id

@@ -112,7 +112,7 @@ class AdminMethods:
 
     def retry_operation(self, name: str, *, table: str = "", deadline_s: float | None = None,
                         retry: RetryPolicy | None = None) -> tms_pb2.Operation:
-        """Queues a new try of a FAILED or CANCELLED operation (never sent twice)."""
+        """Queues a new try of a FAILED, CANCELLED or SKIPPED operation (never sent twice)."""
         call = calls.retry_operation(calls.operation_name(table, name))
         return self._invoke(call, deadline_s, retry)
 

@@ -19,7 +19,7 @@ from google.protobuf.json_format import MessageToDict
 from tms.v1 import tms_pb2
 from tms_client import NotFoundError
 from tms_services.cli_client import Client
-from tms_services.cli_format import NONE, cut, pairs, table, when, whole
+from tms_services.cli_format import NONE, benefit_text, cut, pairs, table, when, whole
 from tms_services.cli_output import emit
 
 ACTIVE_UNKNOWN = "ACTIVE"  # the active operation vanished between the two calls
@@ -57,12 +57,13 @@ def _run_cell(a: tms_pb2.ActionExplanation, states: dict[str, str]) -> tuple[str
 def explain_text(r: tms_pb2.ExplainTableResponse, states: dict[str, str]) -> str:
     head = f"{r.table}  {tms_pb2.Table.State.Name(r.state)}"
     rows = [[a.action, when(a.decide_time, zone=False) if a.decided else "never",
-             *_run_cell(a, states), cut(a.reason)] for a in r.actions]
+             *_run_cell(a, states), benefit_text(a), cut(a.reason)] for a in r.actions]
     parts = [head]
     metrics = table_metrics(r)
     if metrics:
         parts.append(f"metrics: {pairs(metrics)}")
-    parts += ["", table(["ACTION", "DECIDED (UTC)", "RUN", "OPERATION", "REASON"], rows)]
+    parts += ["", table(["ACTION", "DECIDED (UTC)", "RUN", "OPERATION", "BENEFIT", "REASON"],
+                        rows)]
     if r.policy:
         parts += ["", "policy (the value in force, and where it comes from):",
                   table(["KEY", "VALUE", "SOURCE", "DEFAULT", "UNIT", "DOC"],

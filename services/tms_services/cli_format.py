@@ -22,6 +22,8 @@ from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from tms.v1 import tms_pb2
+
 NONE = "-"  # what an empty cell shows
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 CLOCK_FORMAT = "%H:%M:%S"
@@ -156,3 +158,9 @@ def struct_text(msg: Message) -> str:
     """A google.protobuf.Struct as compact JSON (metrics, results); ``-`` when empty."""
     data = whole(MessageToDict(msg))
     return json.dumps(data, sort_keys=True, separators=(", ", ": ")) if data else NONE
+
+
+def benefit_text(m: tms_pb2.ActionExplanation | tms_pb2.Operation) -> str:
+    """An operation's or a decision's expected benefit per cost (``benefit``, optional), or
+    ``-`` when its plugin does not estimate it."""
+    return f"{m.benefit:.3g}" if m.HasField("benefit") else NONE

@@ -6,6 +6,8 @@ import argparse
 import datetime as dt
 from typing import Any
 
+from google.protobuf.json_format import MessageToDict
+
 from tms.v1 import tms_pb2
 from tms_services.cli_client import (
     Client,
@@ -20,6 +22,7 @@ from tms_services.cli_client import (
 )
 from tms_services.cli_format import (
     NONE,
+    benefit_text,
     block,
     cut,
     pairs,
@@ -89,10 +92,30 @@ def elapsed(op: tms_pb2.Operation, now: dt.datetime) -> str:
     return NONE
 
 
+def outcome_text(op: tms_pb2.Operation) -> str:
+    """What a finished job did, from the ``outcome`` block of its result, in a few words."""
+    o = MessageToDict(op.result).get("outcome") if op.HasField("result") else None
+    if not isinstance(o, dict):
+        return NONE
+    if o.get("changed_nothing"):
+        return f"changed nothing at snapshot {o.get('snapshot_after') or NONE}"
+    words = [f"{int(o.get(k) or 0)} {label}" for k, label in (
+        ("data_files_rewritten", "data files rewritten"), ("data_files_added", "added"),
+        ("delete_files_removed", "delete files removed")) if o.get(k)]
+    touched = o.get("partitions_touched")
+    if touched is not None:
+        words.append(f"{int(touched)} partitions")
+    return ", ".join(words) or "changed the table"
+
+
 def detail(op: tms_pb2.Operation) -> str:
     """What holds a QUEUED operation back, the error of a failed one, the progress of a
     running one, else why it was queued."""
     text = op.error if op.error and op.state in (OP.FAILED, OP.QUEUED) else op.reason
+    if op.state == OP.SKIPPED:
+        text = f"skipped: {op.error}"
+    elif op.state == OP.SUCCEEDED and op.HasField("result") and "outcome" in op.result:
+        text = f"{outcome_text(op)}; {op.reason}"
     backing_off = op.HasField("next_attempt_time") and (
         op.next_attempt_time.ToDatetime(dt.UTC) > dt.datetime.now(dt.UTC))
     if op.state == OP.QUEUED and op.hold_reason and not backing_off:  # else: NEXT ATTEMPT
@@ -132,6 +155,8 @@ def operation_text(op: tms_pb2.Operation, now: dt.datetime | None = None) -> str
         ("attempts", attempts_text(op)), ("held", op.hold_reason or NONE),
         ("progress", progress_text(op)), ("queue", op.queue), ("priority", op.priority),
         ("trigger", op.trigger), ("reason", op.reason), ("params", pairs(op.params)),
+        ("benefit", benefit_text(op)), ("waits_for", ", ".join(op.waits_for) or NONE),
+        ("outcome", outcome_text(op)),
         ("executor_id", op.executor_id), ("engine_handle", op.engine_handle),
         ("create_time", when(op.create_time)), ("start_time", when(op.start_time)),
         ("end_time", when(op.end_time)), ("elapsed", elapsed(op, now)),
@@ -219,7 +244,7 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
 
     for name, fn, text in (("show", _show, "one operation with its attempts and log tail"),
                            ("cancel", _cancel, "cancel a queued or running operation"),
-                           ("retry", _retry, "queue a new try of a FAILED/CANCELLED one")):
+                           ("retry", _retry, "queue a new try of a FAILED/CANCELLED/SKIPPED one")):
         p = os_.add_parser(name, parents=[common], help=text)
         p.add_argument("operation", metavar="OPERATION",
                        help="tables/{table}/operations/{id}, or {table}/{id}")

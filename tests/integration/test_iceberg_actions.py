@@ -179,9 +179,17 @@ def env(pg: Any, tmp_path: Path) -> Env:
     return Env(pg, tmp_path)
 
 
+def _snapshot_id(env: Env) -> str:
+    snapshot = env.table().current_snapshot()
+    assert snapshot is not None
+    return str(snapshot.snapshot_id)
+
+
 def test_compaction_bin_packs_small_files(env: Env) -> None:
     env.create(commits=8)
     assert int(env.summary()["total-data-files"]) == 8
+    before = _snapshot_id(env)
+    bytes_before = int(env.summary()["total-files-size"])
 
     result = env.run_job("compaction", {"min-input-files": "2"})
 
@@ -190,6 +198,23 @@ def test_compaction_bin_packs_small_files(env: Env) -> None:
     assert result["failed_data_files_count"] == 0
     assert int(env.summary()["total-data-files"]) == 1
     assert env.rows() == 8 * ROWS_PER_COMMIT
+    outcome = result["outcome"]  # what it did, in the shape every action reports
+    assert outcome["snapshot_before"] == before
+    assert outcome["snapshot_after"] == _snapshot_id(env) != before
+    assert outcome["data_files_rewritten"] == outcome["data_files_removed"] == 8
+    assert outcome["data_files_added"] == 1 and outcome["snapshots_added"] == 1
+    assert outcome["data_bytes_removed"] == bytes_before
+    assert outcome["data_bytes_added"] == int(env.summary()["total-files-size"])
+    assert outcome["partitions_touched"] == 1 and outcome["delete_files_removed"] == 0
+    assert outcome["changed_nothing"] is False
+
+    # again: one file is left, nothing to merge; the run says it changed nothing
+    again = env.run_job("compaction", {"min-input-files": "2"})
+    assert again["rewritten_data_files_count"] == 0
+    noop = again["outcome"]
+    assert noop["changed_nothing"] is True and noop["snapshots_added"] == 0
+    assert noop["snapshot_before"] == noop["snapshot_after"] == _snapshot_id(env)
+    assert noop["data_files_rewritten"] == noop["data_files_added"] == 0
 
 
 @pytest.mark.parametrize("options, sort_key", [
@@ -231,6 +256,11 @@ def test_expire_snapshots_keeps_retain_last(env: Env) -> None:
     assert result["deleted_manifest_lists_count"] == 4
     assert result["deleted_data_files_count"] == 0  # appends only: every file is still live
     assert env.rows() == 6 * ROWS_PER_COMMIT
+    # no new snapshot and no data file gone, but manifest lists were: it changed something
+    outcome = result["outcome"]
+    assert outcome["snapshot_before"] == outcome["snapshot_after"] == str(current.snapshot_id)
+    assert outcome["snapshots_added"] == 0 and outcome["data_files_removed"] == 0
+    assert outcome["changed_nothing"] is False
 
 
 @pytest.mark.parametrize("dry_run", [False, True], ids=["delete", "dry-run"])
@@ -265,7 +295,12 @@ def test_rewrite_manifests_merges_append_manifests(env: Env) -> None:
 
     result = env.run_job("rewrite_manifests", {"use-caching": "false"})
 
+    outcome = result.pop("outcome")
     assert result == {"rewritten_manifests_count": 10, "added_manifests_count": 1}
+    # manifests only: no data file changed, but the table did (a new snapshot)
+    assert outcome["changed_nothing"] is False and outcome["snapshots_added"] == 1
+    assert outcome["data_files_rewritten"] == outcome["data_files_removed"] == 0
+    assert outcome["snapshot_after"] == _snapshot_id(env)
     after = env.table()
     snapshot = after.current_snapshot()
     assert snapshot is not None and len(snapshot.manifests(after.io)) == 1
@@ -300,6 +335,9 @@ def test_rewrite_position_deletes(env: Env) -> None:
     assert int(after["total-position-deletes"]) == total - expected
     assert int(after["total-data-files"]) == 3
     assert env.rows() == expected
+    assert result["outcome"]["delete_files_removed"] == delete_files
+    assert result["outcome"]["data_files_removed"] == 0
+    assert result["outcome"]["changed_nothing"] is False
 
 
 @pytest.mark.parametrize("action, options, message", [

@@ -94,6 +94,8 @@ class FakeStore:
     progress_error: Exception | None = None
     released: list[tuple[Operation, str]] = field(default_factory=list)
     retried: list[tuple[Operation, Outcome, float]] = field(default_factory=list)
+    skipped: list[tuple[Operation, str, dict[str, Any] | None]] = field(default_factory=list)
+    last_succeeded: dict[int, dict[str, Operation]] = field(default_factory=dict)
     claimed_queues: list[tuple[str, ...] | None] = field(default_factory=list)
     catalogs: dict[str, Catalog] = field(default_factory=lambda: {"c": make_catalog()})
     locations: dict[int, str] = field(default_factory=dict)  # what table_set_location stored
@@ -130,7 +132,7 @@ class FakeStore:
         return out
 
     def operation_last_succeeded(self, pks: list[int]) -> dict[int, dict[str, Operation]]:
-        return {}
+        return {pk: self.last_succeeded[pk] for pk in pks if pk in self.last_succeeded}
 
     def decision_finish_batch(self, scheduler_id: str,
                               decisions: list[tuple[int, Decision, int | None]],
@@ -201,6 +203,11 @@ class FakeStore:
 
     def operation_finish(self, op: Operation, owner: str, outcome: Outcome) -> bool:
         self.finished.append((op, outcome))
+        return True
+
+    def operation_skip(self, op: Operation, owner: str, reason: str,
+                       result: dict[str, Any] | None = None) -> bool:
+        self.skipped.append((op, reason, result))
         return True
 
 

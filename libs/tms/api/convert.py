@@ -94,4 +94,5 @@ def operation_to_pb(o: Operation, with_logs: bool = True) -> tms_pb2.Operation:
         attempts=[attempt_to_pb(a, with_logs) for a in o.attempts], queue=o.queue,
         next_attempt_time=_ts(lease.run_after) if waiting else None,
         hold_reason=o.hold or "", progress=_struct(running.progress if running else None),
+        benefit=work.benefit, waits_for=list(work.waits_for),
     )

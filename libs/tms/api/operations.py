@@ -25,7 +25,9 @@ from tms.v1 import tms_pb2
 
 ALL_TABLES = "-"
 MAX_OP_ID = 2**63 - 1
-RETRYABLE = (OperationState.FAILED, OperationState.CANCELLED)
+RETRYABLE = (OperationState.FAILED, OperationState.CANCELLED, OperationState.SKIPPED)
+# finished for good: a cancel has nothing to stop (CANCELLED again is acknowledged)
+NOT_CANCELLABLE = (OperationState.SUCCEEDED, OperationState.FAILED, OperationState.SKIPPED)
 
 
 def _precondition(message: str, reason: str, **metadata: str) -> ApiError:
@@ -107,7 +109,7 @@ class OperationsMixin(ServicerBase):
             op = self._op(request.name, principal)[1]  # it started meanwhile
         if op.state is OperationState.RUNNING:
             self.store.operation_request_cancel(op.id)
-        elif op.state in (OperationState.SUCCEEDED, OperationState.FAILED):
+        elif op.state in NOT_CANCELLABLE:
             raise _precondition(f"{request.name} already ended {op.state.value}",
                                 "OPERATION_FINISHED", operation=request.name)
         log.info("operation cancel", operation=op.id, table=table.table_id,
@@ -124,7 +126,7 @@ class OperationsMixin(ServicerBase):
                        context: grpc.ServicerContext, principal: Principal) -> tms_pb2.Operation:
         table, op = self._op(request.name, principal)
         if op.state not in RETRYABLE:
-            raise _precondition(f"only FAILED or CANCELLED operations can be retried; "
+            raise _precondition(f"only FAILED, CANCELLED or SKIPPED operations can be retried; "
                                 f"{request.name} is {op.state.value}", "NOT_RETRYABLE",
                                 operation=request.name)
         self._check_active(table)
@@ -137,7 +139,8 @@ class OperationsMixin(ServicerBase):
                                 operation=request.name)
         new_id = self.store.operation_enqueue(EnqueueParams(
             table, op.action, "retry", f"retry of {op.name} (by {principal.name})",
-            op.lease.max_attempts, op.priority, params=dict(op.work.params), retry_of=op.id))
+            op.lease.max_attempts, op.priority, params=dict(op.work.params), retry_of=op.id,
+            benefit=op.work.benefit))
         if new_id is None:
             raise _exists(table, op.action,
                           self.store.operation_active(table.pk, op.action) or 0)
@@ -221,7 +224,7 @@ class OperationsMixin(ServicerBase):
             item = tms_pb2.ActionExplanation(
                 action=e.action, decided=e.decided_at is not None,
                 should_run=bool(e.should_run), reason=e.reason or "",
-                scheduler_id=e.scheduler_id or "")
+                scheduler_id=e.scheduler_id or "", benefit=e.benefit)
             if e.decided_at is not None:
                 item.decide_time.FromDatetime(e.decided_at)
             if e.metrics:

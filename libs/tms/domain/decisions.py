@@ -39,3 +39,4 @@ class Explanation:
     scheduler_id: str | None
     active_id: int | None
     active_state: OperationState | None = None
+    benefit: float | None = None

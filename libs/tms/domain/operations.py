@@ -17,10 +17,12 @@ class OperationState(enum.StrEnum):
     SUCCEEDED = "SUCCEEDED"
     FAILED = "FAILED"
     CANCELLED = "CANCELLED"
+    # re-checked right before it would run, its decision no longer held: nothing ran
+    SKIPPED = "SKIPPED"
 
     @property
     def terminal(self) -> bool:
-        return self in (OperationState.SUCCEEDED, OperationState.FAILED, OperationState.CANCELLED)
+        return self not in (OperationState.QUEUED, OperationState.RUNNING)
 
 
 class AttemptState(enum.StrEnum):
@@ -30,6 +32,7 @@ class AttemptState(enum.StrEnum):
     CANCELLED = "CANCELLED"
     LOST = "LOST"  # the executor vanished; the reaper took the lease back
     HANDED_BACK = "HANDED_BACK"  # the executor shut down and returned the operation
+    SKIPPED = "SKIPPED"  # re-checked before running: no longer needed, nothing ran
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,8 @@ class OperationWork:
     params: dict[str, Any] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)  # the decision's inspection figures
     retry_of: int | None = None  # the operation this one retries (trigger "retry")
+    benefit: float | None = None  # the decision's benefit per cost (claim order after priority)
+    waits_for: tuple[str, ...] = ()  # actions of its table it waits for while they are active
 
 
 @dataclass(frozen=True)

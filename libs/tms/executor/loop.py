@@ -42,6 +42,7 @@ from tms.domain.jobs import ApiEndpoint, new_report_token, report_token_digest
 from tms.engines.base import EngineResult, ExecutionEngine
 from tms.engines.profiles import EngineRouter
 from tms.engines.workdir import SPEC_FILE_NAME, WorkdirError, private_dir
+from tms.executor.recheck import stale_reason
 from tms.executor.retry import RetryPolicy
 from tms.formats.base import CatalogUnreachable, TableFormatPlugin
 from tms.policy import in_force
@@ -186,6 +187,14 @@ class Executor:
         """Finish the operation, or queue it again after a backoff when the failure may pass
         and attempts remain. Non-retryable failures end at once, whatever attempts are left.
         Returns how the attempt ended (LOST when its write was refused)."""
+        if outcome.state is OperationState.SKIPPED:
+            if not self.store.operation_skip(op, self.executor_id, outcome.error or "",
+                                             outcome.result):
+                bound.warning("skip refused: this attempt no longer owns the operation")
+                return AttemptState.LOST
+            bound.info("operation skipped: no longer needed", reason=outcome.error)
+            instruments().operations_finished.add(1, {"action": op.action, "state": "SKIPPED"})
+            return AttemptState.SKIPPED
         if outcome.state is OperationState.FAILED and not outcome.retryable:
             outcome = Outcome(outcome.state, outcome.result, f"not retryable: {outcome.error}",
                               outcome.log_tail, outcome.exit_code, retryable=False)
@@ -237,6 +246,9 @@ class Executor:
             # catalog's default policy under the table's own, as the scheduler decided with
             table = replace(table, policy=in_force(plugin.policy_keys, table.policy,
                                                    access.default_policy))
+            stale = stale_reason(plugin, table, access, op)
+            if stale is not None:  # no longer needed: ends SKIPPED, nothing runs
+                return Outcome(OperationState.SKIPPED, error=stale[:4000], retryable=False)
             job = plugin.build_job(table, access, op)
             engine, capped = (self.engine.route(table) if isinstance(self.engine, EngineRouter)
                               else (self.engine, []))

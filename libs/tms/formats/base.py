@@ -53,6 +53,11 @@ class TableFormatPlugin(abc.ABC):
     actions: tuple[str, ...] = ()
     policy_keys: Mapping[str, PolicyKey] = {}
     action_params: Mapping[str, Mapping[str, PolicyKey]] = {}
+    # Ordering: an operation of the key's action, queued by policy, is not claimed while an
+    # operation of one of the listed actions of the same table is QUEUED or RUNNING (that
+    # one may do its work: a compaction rewrites the manifests), and is re-checked when it
+    # runs (see recheck).
+    waits_for: Mapping[str, tuple[str, ...]] = {}
 
     def check_policy(self, policy: Mapping[str, str], field: str = "table.policy"
                      ) -> list[tuple[str, str]]:
@@ -100,3 +105,20 @@ class TableFormatPlugin(abc.ABC):
         """The job that carries out ``operation``. It may touch only ``table.location``
         inside ``catalog.allowed_locations``; a ValueError (tms.secrets.SecretError, a
         LocationError) is bad configuration, never retried."""
+
+    def unchanged_since(self, table: Table, metrics: Mapping[str, Any], decision: Decision,
+                        last: Operation | None) -> str | None:
+        """Why ``decision`` (to run) should not be queued: the last identical run (``last``,
+        the action's last SUCCEEDED operation) changed nothing and the table has not changed
+        since (e.g. its current snapshot is the one that run left). The scheduler then queues
+        nothing and shows this reason until the table changes. None: no hold (the default:
+        a plugin that cannot tell holds nothing back)."""
+        return None
+
+    def recheck(self, table: Table, catalog: CatalogAccess, operation: Operation
+                ) -> str | None:
+        """Right before a policy-queued ``operation`` runs: is its decision still true of the
+        table as it is now? Cheap (metadata only). A reason when it no longer holds (the
+        operation then ends SKIPPED with it, never run); None when it still does, and by
+        default (a plugin that cannot tell runs everything it queued)."""
+        return None

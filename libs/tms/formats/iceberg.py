@@ -18,7 +18,7 @@ from typing import Any
 
 from tms.catalogs import CatalogAccess, PyicebergCatalogs, job_catalog
 from tms.domain import CatalogType, Decision, JobSpec, Operation, Table, TableSpec
-from tms.formats import iceberg_current, iceberg_hadoop, iceberg_stats
+from tms.formats import iceberg_current, iceberg_hadoop, iceberg_recheck, iceberg_stats
 from tms.formats.base import (
     CatalogUnreachable,
     DiscoveredTable,
@@ -57,6 +57,7 @@ class IcebergFormat(TableFormatPlugin):
     action_params = PARAMS
     catalog_types = (CatalogType.SQL, CatalogType.JDBC, CatalogType.REST, CatalogType.HIVE,
                      CatalogType.GLUE, CatalogType.HADOOP)
+    waits_for = iceberg_recheck.WAITS_FOR
 
     def __init__(self, unchanged_entries: int = MAX_UNCHANGED_ENTRIES) -> None:
         """``unchanged_entries`` 0: every inspection loads and measures (no reuse)."""
@@ -291,3 +292,12 @@ class IcebergFormat(TableFormatPlugin):
             "location": location,
             "allowed_locations": list(catalog.allowed_locations),
         })
+
+    # no stale work (iceberg_recheck) ----------------------------------------------------------
+    def unchanged_since(self, table: Table, metrics: Mapping[str, Any], decision: Decision,
+                        last: Operation | None) -> str | None:
+        return iceberg_recheck.unchanged_since(metrics, decision, last)
+
+    def recheck(self, table: Table, catalog: CatalogAccess, operation: Operation
+                ) -> str | None:
+        return iceberg_recheck.recheck(self, table, catalog, operation)

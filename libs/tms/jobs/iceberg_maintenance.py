@@ -55,6 +55,7 @@ from typing import Any
 try:
     from tms.jobs import (
         errors,
+        outcome,
         partition_filter,
         report,
         secret_refs,
@@ -65,6 +66,7 @@ try:
 except ImportError:  # shipped alone: the siblings are next to this file
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import errors  # type: ignore[no-redef]
+    import outcome  # type: ignore[no-redef]
     import partition_filter  # type: ignore[no-redef]
     import report  # type: ignore[no-redef]
     import secret_refs  # type: ignore[no-redef]
@@ -589,7 +591,12 @@ def run_in_session(spark: Any, spec: MaintenanceRequest) -> dict[str, Any]:
     table = table_guard.check_table(spark, spec.qualified_table, spec.allowed_locations)
     if spec.action == "expire_snapshots" and spec.allowed_locations is not None:
         table_guard.check_referenced_files(spark, spec.qualified_table, spec.allowed_locations)
+    before = outcome.current_snapshot(table.handle)
     result = run_action(spark, spec, table)
+    try:  # what it did, in one shape for every action (the scheduler's no-op hold reads it)
+        result["outcome"] = outcome.measure(table.handle, spec.action, result, before)
+    except Exception as e:  # the work is done: a failed reading must not fail it
+        print(f"[tms-job] outcome not measured: {type(e).__name__}: {e}", file=sys.stderr)
     return {"ok": True, "action": spec.action, "result": result,
             "spark_app_id": spark.sparkContext.applicationId}
 

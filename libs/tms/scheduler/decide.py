@@ -9,6 +9,7 @@ why."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
@@ -37,6 +38,14 @@ def decision_span(table: Table, traceparent: str | None) -> Any:
     return tracer().start_as_current_span(
         "decide", context=context_from(traceparent),
         attributes={"tms.table": table.table_id, "tms.table_format": table.format})
+
+
+def usable_benefit(benefit: float | None) -> float | None:
+    """A plugin's benefit estimate as stored: finite and not negative, else unknown (None),
+    so one odd estimate cannot fail a batch's write or jump the queue."""
+    if benefit is None or not math.isfinite(benefit) or benefit < 0:
+        return None
+    return float(benefit)
 
 
 class ZooKeeperLost(RuntimeError):
@@ -135,12 +144,20 @@ class DecisionMaker:
         for decision in decisions:
             op_id = None
             outcome = "not_needed"
+            decision = replace(decision, benefit=usable_benefit(decision.benefit))
             bad = plugin.check_params(decision.action, {
                 k: str(v) for k, v in decision.params.items()}) if decision.should_run else []
             if bad:  # the policy made parameters the job would refuse: say so, queue nothing
                 outcome = "invalid_params"
                 decision = Decision(decision.action, False, f"{decision.reason}; not queued: "
                                     + "; ".join(f"{f}: {w}" for f, w in bad), decision.metrics)
+            held = plugin.unchanged_since(table, metrics, decision,
+                                          last_runs.get(decision.action)
+                                          ) if decision.should_run else None
+            if held:  # the same run changed nothing and the table has not changed since
+                outcome = "unchanged"
+                decision = replace(decision, should_run=False,
+                                   reason=f"{decision.reason}; not queued: {held}"[:2000])
             if decision.should_run:
                 if not self.coordinator.healthy:
                     raise ZooKeeperLost("session lost mid-decision; not queueing")
@@ -148,12 +165,12 @@ class DecisionMaker:
                     table, decision.action, "policy", decision.reason,
                     self.max_attempts(table, decision.action), self.priority(table),
                     params=decision.params, metrics=decision.metrics,
-                    traceparent=current_traceparent()))
+                    traceparent=current_traceparent(), benefit=decision.benefit,
+                    waits_for=tuple(plugin.waits_for.get(decision.action, ()))))
                 if op_id is None:
                     outcome = "already_active"
-                    decision = Decision(decision.action, False,
-                                        f"{decision.reason}; an operation is already active",
-                                        decision.metrics)
+                    decision = replace(decision, should_run=False, reason=f"{decision.reason}; "
+                                       "an operation is already active")
                 else:
                     outcome = "queued"
                     bound.info("operation queued", action=decision.action, operation=op_id,

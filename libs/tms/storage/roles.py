@@ -101,6 +101,8 @@ class EnqueueParams:
     metrics: dict[str, Any] = field(default_factory=dict)
     retry_of: int | None = None
     traceparent: str | None = None
+    benefit: float | None = None  # the decision's benefit per cost; None: not estimated
+    waits_for: tuple[str, ...] = ()  # actions of the table it waits for while active
 
 
 @dataclass(frozen=True)
@@ -239,6 +241,11 @@ class ExecutionStore(Protocol):
 
     def operation_finish(self, op: Operation, owner: str, outcome: Outcome) -> bool:
         """Fenced terminal write; False when this attempt no longer owns the operation."""
+
+    def operation_skip(self, op: Operation, owner: str, reason: str,
+                       result: dict[str, Any] | None = None) -> bool:
+        """Fenced RUNNING -> SKIPPED before anything ran (its decision no longer holds), with
+        the reason; False when this attempt no longer owns the operation."""
 
     def operation_retry_later(self, op: Operation, owner: str, outcome: Outcome,
                               delay_s: float) -> bool:

@@ -317,7 +317,7 @@ class NotifyCommitsResponse(_message.Message):
     def __init__(self, results: _Optional[_Iterable[_Union[NotifyCommitsResponse.Result, _Mapping]]] = ...) -> None: ...
 
 class Operation(_message.Message):
-    __slots__ = ("name", "table", "action", "state", "attempt", "max_attempts", "priority", "trigger", "reason", "params", "metrics", "create_time", "start_time", "end_time", "executor_id", "engine_handle", "exit_code", "result", "error", "log_tail", "cancel_requested", "retry_of", "attempts", "queue", "next_attempt_time", "attempts_used", "attempts_handed_back", "hold_reason", "progress")
+    __slots__ = ("name", "table", "action", "state", "attempt", "max_attempts", "priority", "trigger", "reason", "params", "metrics", "create_time", "start_time", "end_time", "executor_id", "engine_handle", "exit_code", "result", "error", "log_tail", "cancel_requested", "retry_of", "attempts", "queue", "next_attempt_time", "attempts_used", "attempts_handed_back", "hold_reason", "progress", "benefit", "waits_for")
     class State(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         STATE_UNSPECIFIED: _ClassVar[Operation.State]
@@ -326,12 +326,14 @@ class Operation(_message.Message):
         SUCCEEDED: _ClassVar[Operation.State]
         FAILED: _ClassVar[Operation.State]
         CANCELLED: _ClassVar[Operation.State]
+        SKIPPED: _ClassVar[Operation.State]
     STATE_UNSPECIFIED: Operation.State
     QUEUED: Operation.State
     RUNNING: Operation.State
     SUCCEEDED: Operation.State
     FAILED: Operation.State
     CANCELLED: Operation.State
+    SKIPPED: Operation.State
     class ParamsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -368,6 +370,8 @@ class Operation(_message.Message):
     ATTEMPTS_HANDED_BACK_FIELD_NUMBER: _ClassVar[int]
     HOLD_REASON_FIELD_NUMBER: _ClassVar[int]
     PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    BENEFIT_FIELD_NUMBER: _ClassVar[int]
+    WAITS_FOR_FIELD_NUMBER: _ClassVar[int]
     name: str
     table: str
     action: str
@@ -397,7 +401,9 @@ class Operation(_message.Message):
     attempts_handed_back: int
     hold_reason: str
     progress: _struct_pb2.Struct
-    def __init__(self, name: _Optional[str] = ..., table: _Optional[str] = ..., action: _Optional[str] = ..., state: _Optional[_Union[Operation.State, str]] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., priority: _Optional[int] = ..., trigger: _Optional[str] = ..., reason: _Optional[str] = ..., params: _Optional[_Mapping[str, str]] = ..., metrics: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., executor_id: _Optional[str] = ..., engine_handle: _Optional[str] = ..., exit_code: _Optional[int] = ..., result: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., error: _Optional[str] = ..., log_tail: _Optional[str] = ..., cancel_requested: _Optional[bool] = ..., retry_of: _Optional[str] = ..., attempts: _Optional[_Iterable[_Union[Attempt, _Mapping]]] = ..., queue: _Optional[str] = ..., next_attempt_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., attempts_used: _Optional[int] = ..., attempts_handed_back: _Optional[int] = ..., hold_reason: _Optional[str] = ..., progress: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+    benefit: float
+    waits_for: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., table: _Optional[str] = ..., action: _Optional[str] = ..., state: _Optional[_Union[Operation.State, str]] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., priority: _Optional[int] = ..., trigger: _Optional[str] = ..., reason: _Optional[str] = ..., params: _Optional[_Mapping[str, str]] = ..., metrics: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., executor_id: _Optional[str] = ..., engine_handle: _Optional[str] = ..., exit_code: _Optional[int] = ..., result: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., error: _Optional[str] = ..., log_tail: _Optional[str] = ..., cancel_requested: _Optional[bool] = ..., retry_of: _Optional[str] = ..., attempts: _Optional[_Iterable[_Union[Attempt, _Mapping]]] = ..., queue: _Optional[str] = ..., next_attempt_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., attempts_used: _Optional[int] = ..., attempts_handed_back: _Optional[int] = ..., hold_reason: _Optional[str] = ..., progress: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., benefit: _Optional[float] = ..., waits_for: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Attempt(_message.Message):
     __slots__ = ("attempt", "executor_id", "state", "start_time", "end_time", "engine_handle", "exit_code", "error", "log_tail", "result", "retry_time")
@@ -410,6 +416,7 @@ class Attempt(_message.Message):
         CANCELLED: _ClassVar[Attempt.State]
         LOST: _ClassVar[Attempt.State]
         HANDED_BACK: _ClassVar[Attempt.State]
+        SKIPPED: _ClassVar[Attempt.State]
     STATE_UNSPECIFIED: Attempt.State
     RUNNING: Attempt.State
     SUCCEEDED: Attempt.State
@@ -417,6 +424,7 @@ class Attempt(_message.Message):
     CANCELLED: Attempt.State
     LOST: Attempt.State
     HANDED_BACK: Attempt.State
+    SKIPPED: Attempt.State
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     EXECUTOR_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -561,7 +569,7 @@ class ExplainTableRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class ActionExplanation(_message.Message):
-    __slots__ = ("action", "decided", "decide_time", "should_run", "reason", "metrics", "operation", "active_operation", "scheduler_id", "active_state")
+    __slots__ = ("action", "decided", "decide_time", "should_run", "reason", "metrics", "operation", "active_operation", "scheduler_id", "active_state", "benefit")
     ACTION_FIELD_NUMBER: _ClassVar[int]
     DECIDED_FIELD_NUMBER: _ClassVar[int]
     DECIDE_TIME_FIELD_NUMBER: _ClassVar[int]
@@ -572,6 +580,7 @@ class ActionExplanation(_message.Message):
     ACTIVE_OPERATION_FIELD_NUMBER: _ClassVar[int]
     SCHEDULER_ID_FIELD_NUMBER: _ClassVar[int]
     ACTIVE_STATE_FIELD_NUMBER: _ClassVar[int]
+    BENEFIT_FIELD_NUMBER: _ClassVar[int]
     action: str
     decided: bool
     decide_time: _timestamp_pb2.Timestamp
@@ -582,7 +591,8 @@ class ActionExplanation(_message.Message):
     active_operation: str
     scheduler_id: str
     active_state: Operation.State
-    def __init__(self, action: _Optional[str] = ..., decided: _Optional[bool] = ..., decide_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., should_run: _Optional[bool] = ..., reason: _Optional[str] = ..., metrics: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., operation: _Optional[str] = ..., active_operation: _Optional[str] = ..., scheduler_id: _Optional[str] = ..., active_state: _Optional[_Union[Operation.State, str]] = ...) -> None: ...
+    benefit: float
+    def __init__(self, action: _Optional[str] = ..., decided: _Optional[bool] = ..., decide_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., should_run: _Optional[bool] = ..., reason: _Optional[str] = ..., metrics: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., operation: _Optional[str] = ..., active_operation: _Optional[str] = ..., scheduler_id: _Optional[str] = ..., active_state: _Optional[_Union[Operation.State, str]] = ..., benefit: _Optional[float] = ...) -> None: ...
 
 class PolicyValue(_message.Message):
     __slots__ = ("key", "value", "source", "default", "unit", "doc")

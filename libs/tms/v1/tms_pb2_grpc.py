@@ -295,7 +295,7 @@ class TableManagementServiceServicer:
 
     def CancelOperation(self, request, context):
         """QUEUED: cancelled at once. RUNNING: cancel is requested, the executor stops the job and the
-        operation ends CANCELLED. Finished: FAILED_PRECONDITION. Role: admin, or owner for its
+        operation ends CANCELLED. Finished (SUCCEEDED, FAILED, SKIPPED): FAILED_PRECONDITION. Role: admin, or owner for its
         tables.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -303,7 +303,7 @@ class TableManagementServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def RetryOperation(self, request, context):
-        """Queues a new operation repeating a FAILED or CANCELLED one (trigger "retry").
+        """Queues a new operation repeating a FAILED, CANCELLED or SKIPPED one (trigger "retry").
         ALREADY_EXISTS naming the active operation if the table already has one for that action.
         Role: admin, or owner for its tables.
         """

@@ -61,6 +61,11 @@ class ExecutionMixin(Db):
         return self._fenced("operation_finish", op, owner, state=outcome.state.value,
                             **_ended(outcome))
 
+    def operation_skip(self, op: Operation, owner: str, reason: str,
+                       result: dict[str, Any] | None = None) -> bool:
+        return self._fenced("operation_skip", op, owner, reason=reason[:4000],
+                            result=Jsonb(result) if result is not None else None)
+
     def operation_retry_later(self, op: Operation, owner: str, outcome: Outcome,
                               delay_s: float) -> bool:
         return self._fenced("operation_retry_later", op, owner, delay_s=delay_s,

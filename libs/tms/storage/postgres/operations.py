@@ -25,6 +25,7 @@ class OperationsMixin(Db):
                 "trigger": p.trigger, "reason": p.reason, "params": Jsonb(p.params),
                 "metrics": Jsonb(p.metrics), "max_attempts": p.max_attempts,
                 "queue": p.table.queue, "retry_of": p.retry_of, "traceparent": p.traceparent,
+                "benefit": p.benefit, "waits_for": list(p.waits_for),
             })
         except psycopg.errors.ForeignKeyViolation:
             raise TableGone(p.table.table_id) from None
@@ -90,6 +91,7 @@ class OperationsMixin(Db):
             "reasons": [d.reason for _, d, _ in decisions],
             "metrics": [Jsonb(d.metrics) for _, d, _ in decisions],
             "operation_ids": [op for _, _, op in decisions],
+            "benefits": [d.benefit for _, d, _ in decisions],
             "check_pks": [pk for pk, _ in next_checks],
             "next_check_s": [float(s) for _, s in next_checks],
             "max_next_check_s": float(MAX_PULL_INTERVAL_S),

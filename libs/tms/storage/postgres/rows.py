@@ -51,7 +51,9 @@ def operation(row: Row, attempts: tuple[Attempt, ...] = ()) -> Operation:
         action=row["action"], state=state, queue=row["queue"], priority=row["priority"],
         created_at=row["created_at"], traceparent=row["traceparent"], attempts=attempts,
         work=OperationWork(trigger=row["trigger"], reason=row["reason"], params=row["params"],
-                           metrics=row["metrics"], retry_of=row["retry_of"]),
+                           metrics=row["metrics"], retry_of=row["retry_of"],
+                           benefit=row.get("benefit"),
+                           waits_for=tuple(row.get("waits_for") or ())),
         lease=OperationLease(
             attempt=row["attempt"], max_attempts=row["max_attempts"],
             handed_back=row["handed_back"], owner=row["lease_owner"],
@@ -79,4 +81,7 @@ def hold_reason(row: Row) -> str:
                 f"({row['queue_running']} of {limit} running)")
     if row["busy_with"] is not None:
         return f"table busy: {table_name}/operations/{row['busy_with']} is running"
+    if row.get("waiting_for") is not None:
+        return (f"waits for {row['waiting_for_action']} {table_name}/operations/"
+                f"{row['waiting_for']} to end (it may change what this one would do)")
     return "waiting for an executor of queue " + row["queue"]

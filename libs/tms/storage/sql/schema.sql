@@ -16,7 +16,8 @@ CREATE TYPE public.tms_attempt_state AS ENUM (
     'FAILED',
     'CANCELLED',
     'LOST',
-    'HANDED_BACK'
+    'HANDED_BACK',
+    'SKIPPED'
 );
 
 --
@@ -41,7 +42,8 @@ CREATE TYPE public.tms_operation_state AS ENUM (
     'RUNNING',
     'SUCCEEDED',
     'FAILED',
-    'CANCELLED'
+    'CANCELLED',
+    'SKIPPED'
 );
 
 --
@@ -192,7 +194,9 @@ CREATE TABLE public.tms_decisions (
     reason text NOT NULL,
     metrics jsonb DEFAULT '{}'::jsonb NOT NULL,
     operation_id bigint,
-    scheduler_id text NOT NULL
+    scheduler_id text NOT NULL,
+    benefit double precision,
+    CONSTRAINT tms_decisions_benefit_check CHECK (((benefit IS NULL) OR ((benefit >= (0)::double precision) AND (benefit < 'Infinity'::double precision))))
 );
 
 --
@@ -237,14 +241,18 @@ CREATE TABLE public.tms_operations (
     run_after timestamp with time zone DEFAULT now() NOT NULL,
     traceparent text,
     handed_back integer DEFAULT 0 NOT NULL,
+    benefit double precision,
+    waits_for text[] DEFAULT '{}'::text[] NOT NULL,
     CONSTRAINT tms_operations_action_check CHECK ((action ~ '^[a-z][a-z0-9_-]{0,31}$'::text)),
     CONSTRAINT tms_operations_attempt_check CHECK ((attempt >= 0)),
+    CONSTRAINT tms_operations_benefit_check CHECK (((benefit IS NULL) OR ((benefit >= (0)::double precision) AND (benefit < 'Infinity'::double precision)))),
     CONSTRAINT tms_operations_cancel_active CHECK (((NOT cancel_requested) OR (state = ANY (ARRAY['QUEUED'::public.tms_operation_state, 'RUNNING'::public.tms_operation_state, 'CANCELLED'::public.tms_operation_state])))),
-    CONSTRAINT tms_operations_check CHECK (((state = ANY (ARRAY['SUCCEEDED'::public.tms_operation_state, 'FAILED'::public.tms_operation_state, 'CANCELLED'::public.tms_operation_state])) = (finished_at IS NOT NULL))),
     CONSTRAINT tms_operations_check1 CHECK (((state <> 'RUNNING'::public.tms_operation_state) OR ((lease_owner IS NOT NULL) AND (lease_expires_at IS NOT NULL) AND (attempt >= 1)))),
+    CONSTRAINT tms_operations_finished_check CHECK (((state <> ALL (ARRAY['QUEUED'::public.tms_operation_state, 'RUNNING'::public.tms_operation_state])) = (finished_at IS NOT NULL))),
     CONSTRAINT tms_operations_handed_back_range CHECK (((handed_back >= 0) AND (handed_back <= attempt))),
     CONSTRAINT tms_operations_max_attempts_check CHECK ((max_attempts >= 1)),
-    CONSTRAINT tms_operations_trigger_check CHECK ((trigger = ANY (ARRAY['policy'::text, 'manual'::text, 'retry'::text])))
+    CONSTRAINT tms_operations_trigger_check CHECK ((trigger = ANY (ARRAY['policy'::text, 'manual'::text, 'retry'::text]))),
+    CONSTRAINT tms_operations_waits_for_check CHECK ((cardinality(waits_for) <= 16))
 );
 
 --
@@ -497,7 +505,7 @@ CREATE INDEX tms_operations_created ON public.tms_operations USING btree (create
 -- Name: tms_operations_finished; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX tms_operations_finished ON public.tms_operations USING btree (finished_at) WHERE (state = ANY (ARRAY['SUCCEEDED'::public.tms_operation_state, 'FAILED'::public.tms_operation_state, 'CANCELLED'::public.tms_operation_state]));
+CREATE INDEX tms_operations_finished ON public.tms_operations USING btree (finished_at) WHERE (state <> ALL (ARRAY['QUEUED'::public.tms_operation_state, 'RUNNING'::public.tms_operation_state]));
 
 --
 -- Name: tms_operations_leases; Type: INDEX; Schema: public; Owner: -
@@ -521,7 +529,7 @@ CREATE UNIQUE INDEX tms_operations_one_running ON public.tms_operations USING bt
 -- Name: tms_operations_queue; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX tms_operations_queue ON public.tms_operations USING btree (priority DESC, id) WHERE (state = 'QUEUED'::public.tms_operation_state);
+CREATE INDEX tms_operations_queue ON public.tms_operations USING btree (priority DESC, benefit DESC NULLS LAST, id) WHERE (state = 'QUEUED'::public.tms_operation_state);
 
 --
 -- Name: tms_operations_running_queue; Type: INDEX; Schema: public; Owner: -

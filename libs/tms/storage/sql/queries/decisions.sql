@@ -26,18 +26,20 @@ ORDER BY t.id;
 -- Every decision of a batch and every table's next check, in one statement.
 WITH d AS (
     INSERT INTO tms_decisions (table_pk, action, decided_at, should_run, reason, metrics,
-                               operation_id, scheduler_id)
+                               operation_id, scheduler_id, benefit)
     SELECT u.table_pk, u.action, now(), u.should_run, u.reason, u.metrics, u.operation_id,
-           %(scheduler_id)s
+           %(scheduler_id)s, u.benefit
     FROM unnest(%(table_pks)s::bigint[], %(actions)s::text[], %(should_run)s::boolean[],
-                %(reasons)s::text[], %(metrics)s::jsonb[], %(operation_ids)s::bigint[])
-         AS u(table_pk, action, should_run, reason, metrics, operation_id)
+                %(reasons)s::text[], %(metrics)s::jsonb[], %(operation_ids)s::bigint[],
+                %(benefits)s::float8[])
+         AS u(table_pk, action, should_run, reason, metrics, operation_id, benefit)
     -- a table deregistered meanwhile has no row to point at any more
     WHERE EXISTS (SELECT 1 FROM tms_tables t WHERE t.id = u.table_pk)
     ON CONFLICT (table_pk, action) DO UPDATE
     SET decided_at = excluded.decided_at, should_run = excluded.should_run,
         reason = excluded.reason, metrics = excluded.metrics,
-        operation_id = excluded.operation_id, scheduler_id = excluded.scheduler_id
+        operation_id = excluded.operation_id, scheduler_id = excluded.scheduler_id,
+        benefit = excluded.benefit
 )
 -- clamped: no value can push a check out of the calendar and fail the whole batch
 UPDATE tms_tables t
@@ -49,7 +51,7 @@ WHERE t.id = n.pk;
 -- name: decision_explain
 -- The last decision per action, with the operation active for it now (if any).
 SELECT a.action, d.decided_at, d.should_run, d.reason, d.metrics, d.operation_id,
-       d.scheduler_id, o.id AS active_id, o.state::text AS active_state
+       d.scheduler_id, o.id AS active_id, o.state::text AS active_state, d.benefit
 FROM unnest(%(actions)s::text[]) WITH ORDINALITY AS a(action, pos)
 LEFT JOIN tms_decisions d ON d.table_pk = %(table_pk)s AND d.action = a.action
 LEFT JOIN tms_operations o ON o.table_pk = %(table_pk)s AND o.action = a.action

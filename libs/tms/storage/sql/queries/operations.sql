@@ -11,10 +11,11 @@
 -- guard skips the insert (and so the id sequence) in the common case of an operation
 -- already active; the index still decides a race.
 INSERT INTO tms_operations (table_pk, action, priority, trigger, reason, params, metrics,
-                            max_attempts, queue, retry_of, traceparent)
+                            max_attempts, queue, retry_of, traceparent, benefit, waits_for)
 SELECT %(table_pk)s::bigint, %(action)s::text, %(priority)s::int, %(trigger)s::text,
        %(reason)s::text, %(params)s::jsonb, %(metrics)s::jsonb, %(max_attempts)s::int,
-       %(queue)s::text, %(retry_of)s::bigint, %(traceparent)s::text
+       %(queue)s::text, %(retry_of)s::bigint, %(traceparent)s::text, %(benefit)s::float8,
+       %(waits_for)s::text[]
 WHERE NOT EXISTS (SELECT 1 FROM tms_operations
                   WHERE table_pk = %(table_pk)s AND action = %(action)s
                     AND state IN ('QUEUED', 'RUNNING'))
@@ -27,16 +28,22 @@ WHERE table_pk = %(table_pk)s AND action = %(action)s AND state IN ('QUEUED', 'R
 
 -- name: operation_list
 -- Newest first, keyset pagination on id; one operation when id is given. A QUEUED one comes
--- with what holds it back: its table's state and running operation, its queue's limit and
--- running count, and the database's clock to compare its backoff with.
+-- with what holds it back: its table's state and running operation, an active operation it
+-- waits for, its queue's limit and running count, and the database's clock to compare its
+-- backoff with.
 SELECT o.*, t.table_id, t.state::text AS table_state, now() AS db_now,
-       busy.id AS busy_with, ql.max_running AS queue_limit, qr.n AS queue_running
+       busy.id AS busy_with, ql.max_running AS queue_limit, qr.n AS queue_running,
+       w.id AS waiting_for, w.action AS waiting_for_action
 FROM tms_operations o
 JOIN tms_tables t ON t.id = o.table_pk
 LEFT JOIN tms_queues ql ON o.state = 'QUEUED' AND ql.name = o.queue
 LEFT JOIN LATERAL (SELECT x.id FROM tms_operations x
                    WHERE o.state = 'QUEUED' AND x.table_pk = o.table_pk
                      AND x.state = 'RUNNING' LIMIT 1) busy ON true
+LEFT JOIN LATERAL (SELECT x.id, x.action FROM tms_operations x
+                   WHERE o.state = 'QUEUED' AND cardinality(o.waits_for) > 0
+                     AND x.table_pk = o.table_pk AND x.action = ANY(o.waits_for)
+                     AND x.state IN ('QUEUED', 'RUNNING') LIMIT 1) w ON true
 LEFT JOIN LATERAL (SELECT count(*) AS n FROM tms_operations r
                    WHERE ql.max_running IS NOT NULL AND r.queue = o.queue
                      AND r.state = 'RUNNING') qr ON true
@@ -76,10 +83,12 @@ RETURNING id;
 SELECT pg_advisory_xact_lock(%(key)s);
 
 -- name: operation_claim
--- QUEUED -> RUNNING. Highest priority first among operations due (retry backoff over), in
--- the executor's queues, whose queue is under its limit, of tables that run nothing else.
--- The one-RUNNING-per-table index is the final guard. The attempt's own record is written in
--- the same statement.
+-- QUEUED -> RUNNING. Highest priority first, then highest benefit (unknown last), then
+-- oldest, among operations due (retry backoff over), in the executor's queues, whose queue is
+-- under its limit, of tables that run nothing else, that wait for no active operation of
+-- their table (waits_for). The order is the index tms_operations_queue's, so the claim walks
+-- it. The one-RUNNING-per-table index is the final guard. The attempt's own record is
+-- written in the same statement.
 WITH running AS (
     SELECT queue, count(*) AS n FROM tms_operations WHERE state = 'RUNNING' GROUP BY queue
 ), c AS (
@@ -92,7 +101,11 @@ WITH running AS (
       AND (ql.max_running IS NULL OR coalesce(r.n, 0) < ql.max_running)
       AND NOT EXISTS (SELECT 1 FROM tms_operations x
                       WHERE x.table_pk = o.table_pk AND x.state = 'RUNNING')
-    ORDER BY o.priority DESC, o.id
+      AND (cardinality(o.waits_for) = 0
+           OR NOT EXISTS (SELECT 1 FROM tms_operations w
+                          WHERE w.table_pk = o.table_pk AND w.action = ANY(o.waits_for)
+                            AND w.state IN ('QUEUED', 'RUNNING')))
+    ORDER BY o.priority DESC, o.benefit DESC NULLS LAST, o.id
     LIMIT 1
     FOR UPDATE OF o SKIP LOCKED
 ), claimed AS (
@@ -129,6 +142,21 @@ WITH o AS (
 SELECT o.id, tms_attempt_close(o.id, o.attempt, %(state)s::text::tms_attempt_state,
                                %(error)s::text, %(result)s::jsonb, %(log_tail)s::text,
                                %(exit_code)s::integer) AS closed
+FROM o;
+
+-- name: operation_skip
+-- RUNNING -> SKIPPED, fenced: re-checked right before it would run, its decision no longer
+-- held, so nothing ran. The reason is kept as its error; a pending cancel is moot.
+WITH o AS (
+    UPDATE tms_operations
+    SET state = 'SKIPPED', finished_at = now(), lease_expires_at = NULL, result = %(result)s,
+        error = %(reason)s, cancel_requested = false
+    WHERE id = %(id)s AND state = 'RUNNING' AND attempt = %(attempt)s
+      AND lease_owner = %(owner)s
+    RETURNING id, attempt
+)
+SELECT o.id, tms_attempt_close(o.id, o.attempt, 'SKIPPED', %(reason)s::text,
+                               %(result)s::jsonb) AS closed
 FROM o;
 
 -- name: operation_retry_later

@@ -25,11 +25,12 @@ WITH doomed AS (
 SELECT count(*) AS pruned FROM gone;
 
 -- name: retention_prune_operations
--- Finished operations past their retention (their attempts go by ON DELETE CASCADE).
+-- Finished operations past their retention (their attempts go by ON DELETE CASCADE):
+-- every state but the active ones (SUCCEEDED, FAILED, CANCELLED, SKIPPED).
 WITH gone AS (
     DELETE FROM tms_operations
     WHERE id IN (SELECT id FROM tms_operations
-                 WHERE state IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+                 WHERE state NOT IN ('QUEUED', 'RUNNING')
                    AND finished_at < now() - make_interval(secs => %(retention_s)s)
                  ORDER BY finished_at
                  LIMIT %(batch)s)
