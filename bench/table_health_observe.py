@@ -76,20 +76,26 @@ def summarize_operations(ops: list[Any]) -> dict[str, Any]:
     operations' own results report them."""
     by_action: dict[str, dict[str, Any]] = {}
     errors, nothing, unknown, finished, rewritten = [], 0, 0, 0, 0
+    listing = []
     for op in ops:
         c = by_action.setdefault(op.action, {"succeeded": 0, "changed_nothing": 0, "failed": 0,
-                                             "other": 0, "sources": set()})
+                                             "other": 0, "sources": set(), "states": set()})
         state = state_name(op.state)
+        result = MessageToDict(op.result)
+        listing.append({"action": op.action, "state": state, "reason": op.reason,
+                        "result": result})
         if op.error:
             errors.append(f"{op.action} {state} attempt {op.attempt}: {op.error}")
         if state == "FAILED":
             c["failed"] += 1
         if state != "SUCCEEDED":
-            c["other"] += state != "FAILED"
+            if state != "FAILED":
+                c["other"] += 1
+                c["states"].add(state)
             continue
         finished += 1
         c["succeeded"] += 1
-        out = operation_outcome(MessageToDict(op.result))
+        out = operation_outcome(result)
         c["sources"].add(out.source)
         rewritten += out.bytes_rewritten or 0
         if out.changed_nothing is None:
@@ -98,11 +104,12 @@ def summarize_operations(ops: list[Any]) -> dict[str, Any]:
             nothing += 1
             c["changed_nothing"] += 1
     for c in by_action.values():
-        c["sources"] = sorted(c["sources"])
+        c["sources"], c["states"] = sorted(c["sources"]), sorted(c["states"])
     return {"by_action": by_action, "errors": errors, "changed_nothing": nothing,
             "unknown": unknown, "finished": finished, "rewritten_bytes": rewritten,
-            "all_from_outcome": all("outcome" in c["sources"] and len(c["sources"]) == 1
-                                    for c in by_action.values()) and bool(by_action)}
+            "list": listing,
+            "all_from_outcome": all(c["sources"] == ["outcome"] for c in by_action.values()
+                                    if c["succeeded"]) and finished > 0}
 
 
 def active(ops: list[Any]) -> int:

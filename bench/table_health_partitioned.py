@@ -93,7 +93,7 @@ def stream(args: argparse.Namespace, stub: Any, tables: dict[str, Any], sql: Spa
         if i + 1 in marks:
             point: dict[str, Any] = {"commit": i + 1, **layout(tables)}
             points.append(point)
-            for label in LABELS:
+            for label in reversed(LABELS):
                 print(layout_line(f"after {i + 1} commits, {label}",
                                   FilesVsIdeal(**point[label])), flush=True)
     return points

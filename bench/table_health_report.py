@@ -30,6 +30,8 @@ def geo_mean(ratios: list[float]) -> float:
 
 def report(fig: dict[str, Any], json_path: Path | None) -> None:
     """``fig``: every figure the driver measured (see ``table_health_partitioned.run``)."""
+    if json_path:  # first: the figures survive a bug in the printing below
+        json_path.write_text(json.dumps(fig, indent=2, default=str))
     s = fig["stream"]
     print(f"\npartitioned stream: {s['commits']} commits ({s['appends']} appends, {s['late']} "
           f"late, {s['deletes']} merge-on-read deletes) x {s['rows']} rows into "
@@ -40,10 +42,11 @@ def report(fig: dict[str, Any], json_path: Path | None) -> None:
         for label in ("maintained", "plain"):
             print(layout_line(f"  after {point['commit']:>5} commits, {label}",
                               FilesVsIdeal(**point[label])))
-    print("\nTMS operations (succeeded / changed nothing / failed / other):")
+    print("\nTMS operations (succeeded / changed nothing / failed / other states):")
     for action, c in sorted(fig["operations"]["by_action"].items()):
         print(f"  {action:26}{c['succeeded']:>5}{c['changed_nothing']:>6}{c['failed']:>6}"
-              f"{c['other']:>6}   (result read from: {', '.join(sorted(c['sources']))})")
+              f"{c['other']:>6}   result from {'/'.join(c['sources']) or '-'}; "
+              f"{' '.join(c['states'])}")
     for msg in fig["operations"]["errors"]:
         print(f"  error: {msg[:MAX_MESSAGE_CHARS]}")
     print(f"\nwriter commits retried: {len(fig['writer_failures'])}")
@@ -80,8 +83,6 @@ def report(fig: dict[str, Any], json_path: Path | None) -> None:
     print(f"rows equal                              {rows['equal']!s:>6}   "
           f"({rows['maintained'][0]:,} vs {rows['plain'][0]:,} rows; checksum "
           f"{'equal' if rows['maintained'][1] == rows['plain'][1] else 'DIFFERENT'})")
-    if json_path:
-        json_path.write_text(json.dumps(fig, indent=2, default=str))
 
 
 def fvi_dict(fvi: FilesVsIdeal) -> dict[str, Any]:
