@@ -78,6 +78,7 @@ def stream(args: argparse.Namespace, stub: Any, tables: dict[str, Any], sql: Spa
     points = []
     for i, step in enumerate(steps):
         for label in LABELS:
+            failures.current = label
             if step.kind == "delete":
                 delete_rows(sql, qualified(label), step, label, failures)
                 tables[label] = tables[label].refresh()
@@ -120,7 +121,8 @@ def run(args: argparse.Namespace, state_dir: Path) -> None:
             say(f"writing {args.commits} commits of {args.rows} rows into {args.partitions} "
                 "partitions of both tables")
             t0 = time.monotonic()
-            points = stream(args, stub, tables, sql, ledgers, failures)
+            with failures.capture_pyiceberg():
+                points = stream(args, stub, tables, sql, ledgers, failures)
             write_s = time.monotonic() - t0
             say("writes done; waiting for TMS to go idle")
             settle_s = settle(stub, tables, ledgers["maintained"], args.settle_s)

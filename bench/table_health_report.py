@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -49,9 +50,10 @@ def report(fig: dict[str, Any], json_path: Path | None) -> None:
               f"{' '.join(c['states'])}")
     for msg in fig["operations"]["errors"]:
         print(f"  error: {msg[:MAX_MESSAGE_CHARS]}")
-    print(f"\nwriter commits retried: {len(fig['writer_failures'])}")
-    for table, msg in fig["writer_failures"][:20]:
-        print(f"  {table}: {msg[:MAX_MESSAGE_CHARS]}")
+    print(f"\nwriter commits that lost a race and were retried: {len(fig['writer_failures'])}")
+    for (table, msg), n in Counter((t, m[:MAX_MESSAGE_CHARS])
+                                   for t, m in fig["writer_failures"]).most_common(10):
+        print(f"  {n:>5} x {table}: {msg}")
     print("\nfinal layout:")
     for label in ("maintained", "plain"):
         print(layout_line(f"  {label}", FilesVsIdeal(**fig["final"][label])))

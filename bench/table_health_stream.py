@@ -12,10 +12,13 @@ a race with TMS is retried, as any writer would; each failure's message is kept 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -32,6 +35,7 @@ SQL_START_TIMEOUT_S = 300.0
 SQL_TIMEOUT_S = 600.0
 SQL_POLL_S = 0.05
 DELETE_RETRIES = 5
+PYICEBERG_COMMIT_LOGGER = "pyiceberg.table"  # logs "Commit failed due to a concurrent update"
 DELETE_MODULUS = 50  # a DELETE removes the rows with id % 50 == k of one partition
 TABLE_PROPERTIES = {
     "format-version": "2",
@@ -146,12 +150,32 @@ class SparkSql:
 
 @dataclass
 class Failures:
-    """Commits that had to be retried (or gave up), by table, with the engine's message."""
+    """Commits that had to be retried (or gave up), by table, with the engine's message.
+
+    pyiceberg retries a lost commit race itself and only logs it; ``capture_pyiceberg``
+    counts those log records against ``current`` (the table being written)."""
 
     messages: list[tuple[str, str]] = field(default_factory=list)  # (table, message)
+    current: str = ""
 
     def add(self, table: str, message: str) -> None:
         self.messages.append((table, message))
+
+    @contextmanager
+    def capture_pyiceberg(self) -> Iterator[None]:
+        failures = self
+
+        class Handler(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                failures.add(failures.current, f"pyiceberg append: {record.getMessage()}")
+
+        handler = Handler(logging.WARNING)
+        logger = logging.getLogger(PYICEBERG_COMMIT_LOGGER)
+        logger.addHandler(handler)
+        try:
+            yield
+        finally:
+            logger.removeHandler(handler)
 
 
 def delete_rows(sql: SparkSql, qualified: str, step: Step, label: str,

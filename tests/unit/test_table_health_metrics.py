@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 
 import pytest
@@ -14,7 +15,7 @@ from bench.table_health_metrics import (
     operation_outcome,
     write_amplification,
 )
-from bench.table_health_stream import plan
+from bench.table_health_stream import PYICEBERG_COMMIT_LOGGER, Failures, plan
 
 MIB = 1024 * 1024
 
@@ -145,3 +146,14 @@ def test_plan_mixes_appends_late_data_and_deletes() -> None:
             assert 0 <= s.part <= current
     assert [s.part for s in steps if s.kind == "append"][-1] == 15  # every partition reached
     assert steps == plan(commits=100, partitions=16, late_every=10, delete_every=25)
+
+
+def test_pyiceberg_commit_retries_are_counted_against_the_table_being_written() -> None:
+    failures = Failures(current="maintained")
+    log = logging.getLogger(PYICEBERG_COMMIT_LOGGER)
+    with failures.capture_pyiceberg():
+        log.warning("Commit failed due to a concurrent update, retrying (%s/%s)", 1, 4)
+    log.warning("after the stream: not counted")
+    assert failures.messages == [
+        ("maintained", "pyiceberg append: Commit failed due to a concurrent update, "
+                       "retrying (1/4)")]
