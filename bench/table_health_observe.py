@@ -79,12 +79,17 @@ def summarize_operations(ops: list[Any]) -> dict[str, Any]:
     listing = []
     for op in ops:
         c = by_action.setdefault(op.action, {"succeeded": 0, "changed_nothing": 0, "failed": 0,
-                                             "other": 0, "sources": set(), "states": set()})
+                                             "other": 0, "failed_attempts": 0, "sources": set(),
+                                             "states": set()})
         state = state_name(op.state)
         result = MessageToDict(op.result)
         listing.append({"action": op.action, "state": state, "reason": op.reason,
                         "result": result})
-        if op.error:
+        failed_attempts = [a for a in op.attempts if a.error]
+        c["failed_attempts"] += len(failed_attempts)
+        for a in failed_attempts:  # retried attempts too: races with writers show up here
+            errors.append(f"{op.action} ({state} in the end) attempt {a.attempt}: {a.error}")
+        if op.error and not failed_attempts:
             errors.append(f"{op.action} {state} attempt {op.attempt}: {op.error}")
         if state == "FAILED":
             c["failed"] += 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 from collections import Counter
 from dataclasses import asdict
@@ -18,6 +19,12 @@ GOAL_FILES_VS_IDEAL = 1.2
 GOAL_WRITE_AMPLIFICATION = 2.0
 GOAL_CHANGED_NOTHING = 0
 MAX_MESSAGE_CHARS = 400
+
+
+def shape(message: str) -> str:
+    """A message with its paths and long numbers (snapshot ids) blanked, so that the same
+    failure groups under one line."""
+    return re.sub(r"\d{6,}", "<n>", re.sub(r"\S*/\S*", "<path>", message))
 
 
 def layout_line(label: str, fvi: FilesVsIdeal) -> str:
@@ -43,15 +50,17 @@ def report(fig: dict[str, Any], json_path: Path | None) -> None:
         for label in ("maintained", "plain"):
             print(layout_line(f"  after {point['commit']:>5} commits, {label}",
                               FilesVsIdeal(**point[label])))
-    print("\nTMS operations (succeeded / changed nothing / failed / other states):")
+    print("\nTMS operations: succeeded / changed nothing / failed / other states / failed "
+          "attempts")
     for action, c in sorted(fig["operations"]["by_action"].items()):
         print(f"  {action:26}{c['succeeded']:>5}{c['changed_nothing']:>6}{c['failed']:>6}"
-              f"{c['other']:>6}   result from {'/'.join(c['sources']) or '-'}; "
-              f"{' '.join(c['states'])}")
-    for msg in fig["operations"]["errors"]:
-        print(f"  error: {msg[:MAX_MESSAGE_CHARS]}")
+              f"{c['other']:>6}{c.get('failed_attempts', 0):>6}   result from "
+              f"{'/'.join(c['sources']) or '-'}; {' '.join(c['states'])}")
+    errors = fig["operations"]["errors"]
+    for msg, n in Counter(shape(m)[:MAX_MESSAGE_CHARS] for m in errors).most_common(10):
+        print(f"  {n:>3} x {msg}")
     print(f"\nwriter commits that lost a race and were retried: {len(fig['writer_failures'])}")
-    for (table, msg), n in Counter((t, m[:MAX_MESSAGE_CHARS])
+    for (table, msg), n in Counter((t, shape(m)[:MAX_MESSAGE_CHARS])
                                    for t, m in fig["writer_failures"]).most_common(10):
         print(f"  {n:>5} x {table}: {msg}")
     print("\nfinal layout:")

@@ -157,3 +157,43 @@ def test_pyiceberg_commit_retries_are_counted_against_the_table_being_written() 
     assert failures.messages == [
         ("maintained", "pyiceberg append: Commit failed due to a concurrent update, "
                        "retrying (1/4)")]
+
+
+def test_operations_summary_counts_no_ops_and_retried_attempts() -> None:
+    from google.protobuf.struct_pb2 import Struct
+
+    from bench.table_health_observe import summarize_operations
+    from tms.v1 import tms_pb2
+
+    def op(action: str, state: int, result: dict[str, float], errors: tuple[str, ...] = ()
+           ) -> tms_pb2.Operation:
+        s = Struct()
+        s.update(result)
+        attempts = [tms_pb2.Attempt(attempt=i + 1, error=e) for i, e in enumerate(errors)]
+        return tms_pb2.Operation(action=action, state=state, result=s, attempts=attempts)
+
+    done, queued = tms_pb2.Operation.SUCCEEDED, tms_pb2.Operation.QUEUED
+    summary = summarize_operations([
+        op("compaction", done, {"rewritten_data_files_count": 0, "rewritten_bytes_count": 0}),
+        op("compaction", done, {"rewritten_data_files_count": 6, "rewritten_bytes_count": 900}),
+        op("rewrite_manifests", done, {"rewritten_manifests_count": 4},
+           ("ValidationException: Deleted manifest m1.avro could not be found", "")),
+        op("compaction", queued, {}),
+    ])
+    assert (summary["finished"], summary["changed_nothing"], summary["unknown"]) == (3, 1, 0)
+    assert summary["rewritten_bytes"] == 900
+    assert summary["by_action"]["compaction"]["other"] == 1
+    assert summary["by_action"]["compaction"]["states"] == ["QUEUED"]
+    assert summary["by_action"]["rewrite_manifests"]["failed_attempts"] == 1
+    assert summary["errors"] == ["rewrite_manifests (SUCCEEDED in the end) attempt 1: "
+                                 "ValidationException: Deleted manifest m1.avro could not be found"]
+    assert summary["all_from_outcome"] is False
+
+
+def test_report_groups_messages_that_differ_only_in_paths_and_ids() -> None:
+    from bench.table_health_report import shape
+
+    a = "ValidationException: Deleted manifest file:/w/m1.avro not in snapshot 1992659523354706255"
+    b = "ValidationException: Deleted manifest file:/w/m7.avro not in snapshot 5185797724572952508"
+    assert shape(a) == shape(b) == ("ValidationException: Deleted manifest <path> not in "
+                                    "snapshot <n>")
