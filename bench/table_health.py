@@ -226,8 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory (logs)")
     args = parser.parse_args(argv)
     partitioned = args.scenario == "partitioned"
-    args.commits = args.commits or (1000 if partitioned else 200)
-    args.rows = args.rows or (500 if partitioned else 2000)
+    args.commits = (1000 if partitioned else 200) if args.commits is None else args.commits
+    args.rows = (500 if partitioned else 2000) if args.rows is None else args.rows
     if args.commits < 1 or args.rows < 1 or args.repetitions < 1 or args.partitions < 1:
         parser.error("--commits, --rows, --repetitions and --partitions must be >= 1")
     if args.late_every < 0 or args.delete_every < 0 or args.settle_s < 0:
