@@ -24,7 +24,7 @@ MAX_MESSAGE_CHARS = 400
 def shape(message: str) -> str:
     """A message with its paths and long numbers (snapshot ids) blanked, so that the same
     failure groups under one line."""
-    return re.sub(r"\d{6,}", "<n>", re.sub(r"\S*/\S*", "<path>", message))
+    return re.sub(r"\d{6,}", "<n>", re.sub(r"[\w.:-]*/[\w.:-]*/\S*", "<path>", message))
 
 
 def layout_line(label: str, fvi: FilesVsIdeal) -> str:

@@ -197,3 +197,10 @@ def test_report_groups_messages_that_differ_only_in_paths_and_ids() -> None:
     b = "ValidationException: Deleted manifest file:/w/m7.avro not in snapshot 5185797724572952508"
     assert shape(a) == shape(b) == ("ValidationException: Deleted manifest <path> not in "
                                     "snapshot <n>")
+
+
+def test_report_keeps_retry_counters_that_look_like_fractions() -> None:
+    from bench.table_health_report import shape
+
+    assert shape("Commit failed, retrying (1/4) in 103 ms") == (
+        "Commit failed, retrying (1/4) in 103 ms")
