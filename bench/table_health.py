@@ -21,6 +21,12 @@ Goals: maintained scans >= 3x faster (geometric mean of the per-query ratios); m
 files <= 1.2 x ideal.
 
     .venv/bin/python -m bench.table_health [--commits 200] [--rows 2000] [--repetitions 5]
+    .venv/bin/python -m bench.table_health --scenario partitioned [--commits 1000] \
+        [--partitions 16] [--late-every 10] [--delete-every 50] [--settle-s 300] [--json F]
+
+The partitioned scenario (late data, merge-on-read deletes, per-partition layout, write
+amplification, operations that changed nothing) is described in
+``bench/table_health_partitioned.py``.
 """
 
 from __future__ import annotations
@@ -114,11 +120,11 @@ def wait_until_tidy(stub: Any, catalog: Any) -> float:
     return time.monotonic() - start
 
 
-def scan_times(state_dir: Path, props: dict[str, str], repetitions: int
-               ) -> dict[str, dict[str, float]]:
+def scan_times(state_dir: Path, props: dict[str, str], repetitions: int,
+               queries: tuple[str, ...] = QUERIES) -> dict[str, dict[str, float]]:
     settings = SparkSettings.from_env(TMS_HOME)
     conf = catalog_conf(CATALOG, props)
-    spec = {"conf": conf, "repetitions": repetitions, "queries": list(QUERIES),
+    spec = {"conf": conf, "repetitions": repetitions, "queries": list(queries),
             "tables": {label: f"{CATALOG}.{NAMESPACE}.{label}"
                        for label in ("plain", "maintained")}}
     spec_path, out_path = state_dir / "scan-spec.json", state_dir / "scan-out.json"
@@ -202,14 +208,37 @@ def report(args: argparse.Namespace, stats: dict[str, dict[str, Any]],
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--commits", type=int, default=200)
-    parser.add_argument("--rows", type=int, default=2000, help="rows per commit")
+    parser.add_argument("--scenario", choices=("append", "partitioned"), default="append",
+                        help="append: the unpartitioned stream above; partitioned: see "
+                             "bench/table_health_partitioned.py")
+    parser.add_argument("--commits", type=int, help="default 200 (append), 1000 (partitioned)")
+    parser.add_argument("--rows", type=int, help="rows per commit; default 2000 (append), "
+                        "500 (partitioned)")
     parser.add_argument("--repetitions", type=int, default=5, help="per query and table")
+    parser.add_argument("--partitions", type=int, default=16, help="partitioned only")
+    parser.add_argument("--late-every", type=int, default=10,
+                        help="partitioned: every N-th commit is late data (0: none)")
+    parser.add_argument("--delete-every", type=int, default=50,
+                        help="partitioned: every M-th commit is a merge-on-read DELETE (0: none)")
+    parser.add_argument("--settle-s", type=float, default=IDLE_TIMEOUT_S,
+                        help="partitioned: longest wait for TMS to finish after the stream")
+    parser.add_argument("--json", type=Path, help="partitioned: write every figure here")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch directory (logs)")
     args = parser.parse_args(argv)
-    if args.commits < 1 or args.rows < 1 or args.repetitions < 1:
-        parser.error("--commits, --rows and --repetitions must be >= 1")
-    with sigterm_as_interrupt(), scratch_dir("tms-health-") as tmp:
-        run(args, tmp)
+    partitioned = args.scenario == "partitioned"
+    args.commits = (1000 if partitioned else 200) if args.commits is None else args.commits
+    args.rows = (500 if partitioned else 2000) if args.rows is None else args.rows
+    if args.commits < 1 or args.rows < 1 or args.repetitions < 1 or args.partitions < 1:
+        parser.error("--commits, --rows, --repetitions and --partitions must be >= 1")
+    if args.late_every < 0 or args.delete_every < 0 or args.settle_s < 0:
+        parser.error("--late-every, --delete-every and --settle-s must be >= 0")
+    with sigterm_as_interrupt(), scratch_dir("tms-health-", keep=args.keep) as tmp:
+        if partitioned:
+            from bench import table_health_partitioned  # imports this module's constants
+
+            table_health_partitioned.run(args, tmp)
+        else:
+            run(args, tmp)
     return 0
 
 
