@@ -111,9 +111,11 @@ class Outcome:
     source: str  # "outcome" (the service's block), "result" (engine counters) or "none"
 
 
-OUTCOME_BYTES_KEYS = ("bytes_rewritten", "rewritten_bytes", "rewritten_bytes_count")
-OUTCOME_FILE_KEYS = ("files_rewritten", "files_removed", "files_added", "delete_files_removed",
-                     "rewritten_data_files_count", "removed_delete_files_count")
+# The service's outcome block (tms.jobs.outcome) first, then the engine's own counters.
+OUTCOME_BYTES_KEYS = ("data_bytes_rewritten", "rewritten_bytes_count")
+OUTCOME_FILE_KEYS = ("data_files_rewritten", "data_files_removed", "data_files_added",
+                     "delete_files_removed", "rewritten_data_files_count",
+                     "removed_delete_files_count")
 
 
 def _int(value: Any) -> int | None:

@@ -90,16 +90,16 @@ def test_write_amplification() -> None:
 
 
 def test_outcome_block_wins_over_engine_counters() -> None:
-    out = operation_outcome({"outcome": {"changed_nothing": True, "bytes_rewritten": 0.0},
+    out = operation_outcome({"outcome": {"changed_nothing": True, "data_bytes_rewritten": 0.0},
                              "rewritten_data_files_count": 3.0})
     assert (out.changed_nothing, out.bytes_rewritten, out.source) == (True, 0, "outcome")
 
 
 def test_outcome_block_without_flag_is_read_from_its_file_counts() -> None:
-    changed = operation_outcome({"outcome": {"files_rewritten": 4, "files_added": 1,
-                                             "bytes_rewritten": 9000}})
+    changed = operation_outcome({"outcome": {"data_files_rewritten": 4, "data_files_added": 1,
+                                             "data_bytes_rewritten": 9000}})
     assert (changed.changed_nothing, changed.bytes_rewritten) == (False, 9000)
-    nothing = operation_outcome({"outcome": {"files_rewritten": 0, "files_added": 0}})
+    nothing = operation_outcome({"outcome": {"data_files_rewritten": 0, "data_files_added": 0}})
     assert nothing.changed_nothing is True
     unknown = operation_outcome({"outcome": {"partitions": ["p1"]}})
     assert unknown.changed_nothing is None
