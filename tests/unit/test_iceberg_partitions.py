@@ -5,7 +5,7 @@ Fakes stand in for pyiceberg's manifests; the real tables are in tests/integrati
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -491,3 +491,14 @@ def test_clustering_of_an_unpartitioned_table_is_not_restricted() -> None:
     assert d.should_run and "partitions" not in d.params and "rewrite-all" not in d.params
     assert "changed partitions" not in d.reason
     assert IcebergFormat().check_params("clustering", d.params) == []
+
+
+def test_small_files_the_job_would_keep_are_not_a_merge() -> None:
+    """A small-file threshold above the rewrite size (min-file-ratio x target): files between
+    the two count as small but the job (min-file-size-bytes) leaves them alone, so the
+    compaction would rewrite nothing."""
+    key, st = part(DAY0, near=2)
+    st = replace(st, small_files=2, small_bytes=st.bytes)  # 110 MiB files counted as small
+    m = table((key, st))
+    d = compact(m, **{"compaction.small-file-bytes": str(200 * MIB)})
+    assert not d.should_run, d.reason

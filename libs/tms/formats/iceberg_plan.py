@@ -186,7 +186,9 @@ def worth_merging(st: PartitionStats, lim: Limits) -> bool:
 def candidate(key: PartitionKey, st: PartitionStats, lim: Limits, merge_small: bool,
               tiered: bool = True) -> Candidate | None:
     """The partition's rewrite, or None when it merges nothing and needs no deletes applied."""
-    merge = merge_small and st.small_files >= MIN_MERGE_FILES and (
+    # the job rewrites only files below min-file-size (the rewrite size): with a small-file
+    # threshold above it, small files the job would leave alone must not count as a merge
+    merge = merge_small and min(st.small_files, st.rewrite_files) >= MIN_MERGE_FILES and (
         not tiered or worth_merging(st, lim))
     deletes = st.data_files > 0 and st.delete_files > 0 and (
         st.delete_ratio >= lim.delete_ratio or st.delete_files >= lim.min_small_files)
