@@ -23,6 +23,19 @@ from tms.storage.roles import CatalogStore
 from tms.v1 import tms_pb2
 
 T = TypeVar("T")
+# A PySpark app that runs the SQL statements given as arguments (the catalog comes in as Spark
+# conf): tests write what pyiceberg cannot (position deletes, table properties) through it.
+SPARK_SQL_SCRIPT = """\
+import sys
+from pyspark.sql import SparkSession
+
+spark = SparkSession.builder.getOrCreate()
+try:
+    for statement in sys.argv[1:]:
+        spark.sql(statement).collect()
+finally:
+    spark.stop()
+"""
 WAIT_TIMEOUT_S = 240.0
 WAIT_STEP_S = 0.1
 

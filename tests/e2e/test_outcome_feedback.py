@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import iceberg_catalog, stub_for, wait_for
+from tests.helpers import SPARK_SQL_SCRIPT, iceberg_catalog, stub_for, wait_for
 from tms.jobs.iceberg_maintenance import ICEBERG_EXTENSIONS, catalog_conf
 from tms.local import iceberg_data
 from tms.spark.settings import SparkSettings
@@ -103,17 +103,6 @@ def test_stale_manifest_rewrite_ends_skipped(make_stack) -> None:
     assert f"snapshot {compaction.result['outcome']['snapshot_after']}:" in skipped.error
 
 
-SQL_SCRIPT = """\
-import sys
-from pyspark.sql import SparkSession
-
-spark = SparkSession.builder.getOrCreate()
-try:
-    for statement in sys.argv[1:]:
-        spark.sql(statement).collect()
-finally:
-    spark.stop()
-"""
 SPARK_SQL_TIMEOUT_S = 300
 NO_OP_POLICY = {
     # one delete file calls for a rewrite; the job's planner needs five to a group, so it
@@ -126,7 +115,7 @@ NO_OP_POLICY = {
 def _spark_sql(stack, props: dict[str, str], tmp_path: Path, *statements: str) -> None:
     """Run Spark SQL against the catalog (pyiceberg cannot write position deletes)."""
     script = tmp_path / "run_sql.py"
-    script.write_text(SQL_SCRIPT)
+    script.write_text(SPARK_SQL_SCRIPT)
     settings = SparkSettings.from_env(stack.tms_home)
     conf = {"spark.sql.extensions": ICEBERG_EXTENSIONS, **catalog_conf(CATALOG, props)}
     settings = replace(settings, conf={**conf, **settings.conf})

@@ -27,6 +27,7 @@ import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.table import Table
 
+from tests.helpers import SPARK_SQL_SCRIPT
 from tms.jobs import ICEBERG_MAINTENANCE_APP
 from tms.jobs.iceberg_maintenance import ICEBERG_EXTENSIONS, catalog_conf
 from tms.local.iceberg_data import append_batches, create_table, sql_catalog_properties
@@ -41,18 +42,6 @@ CATALOG_NAME = "tms_actions"
 ROWS_PER_COMMIT = 50
 SPARK_SUBMIT_TIMEOUT_S = 300
 
-# Runs SQL statements given as arguments; the catalog comes in as Spark conf.
-SQL_SCRIPT = """\
-import sys
-from pyspark.sql import SparkSession
-
-spark = SparkSession.builder.getOrCreate()
-try:
-    for statement in sys.argv[1:]:
-        spark.sql(statement).collect()
-finally:
-    spark.stop()
-"""
 
 
 class Env:
@@ -115,7 +104,7 @@ class Env:
     def run_sql(self, *statements: str) -> None:
         """Run Spark SQL against this catalog (for setups pyiceberg cannot write)."""
         script = self.tmp_path / "run_sql.py"
-        script.write_text(SQL_SCRIPT)
+        script.write_text(SPARK_SQL_SCRIPT)
         conf = {"spark.sql.extensions": ICEBERG_EXTENSIONS,
                 **catalog_conf(CATALOG_NAME, self.props)}
         proc = self.submit(str(script), list(statements), conf)
