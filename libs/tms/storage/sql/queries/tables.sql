@@ -16,6 +16,8 @@ SELECT pg_advisory_xact_lock(%(key)s);
 -- Candidates come from indexes only (see migration 0013): the same location; locations in
 -- [L/, L0) in byte order, i.e. starting with L/ ('0' follows '/'); the location's prefixes
 -- that end before one of its slashes. The full comparison then runs on those few rows.
+-- (The prefixes stay inline, here and in table_set_location: behind a SQL function the
+-- planner no longer probes the index per prefix, 0.3 ms became 50 ms at 100,000 tables.)
 WITH ancestors AS (
     SELECT substr(%(location)s, 1, i - 1) AS p
     FROM generate_series(1, length(%(location)s)) AS i
