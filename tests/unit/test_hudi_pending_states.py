@@ -1,0 +1,277 @@
+"""Copies of real fixture tables with instant files added or removed: pending and inflight plans
+of every action, heartbeats, cleans, and the writers' cleaner policies, each decided by TMS and
+checked against what Hudi would do (derived in the test, as in test_hudi_fixture_decisions)."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from tests.unit.test_hudi_fixture_decisions import (
+    FIXTURES,
+    LOW,
+    NOW,
+    WRITES,
+    cleanable_before,
+    cleanable_files,
+    decide,
+    instants,
+    table_files,
+    unzip,
+)
+
+V6 = "quickstart_trips_table__mor__avro__v6_trips_8i3d.zip"
+V8 = "quickstart_trips_table__mor__avro__v8_trips_8i3u1d.zip"
+V9_COW = "sample_table__cow__v9_txns_simple_meta.zip"
+RETAIN_1 = {"hoodie.cleaner.commits.retained": "1"}
+T = "20260601000000000"  # an instant newer than every fixture's
+
+
+@pytest.fixture(autouse=True)
+def _fixtures() -> None:
+    if not FIXTURES.is_dir():
+        pytest.skip(f"Hudi fixtures not found at {FIXTURES}")
+
+
+def timeline(base: Path) -> Path:
+    return base / ".hoodie" / "timeline" if (base / ".hoodie" / "timeline").is_dir() \
+        else base / ".hoodie"
+
+
+def heartbeat(base: Path, instant: str, age_s: float | None) -> None:
+    """The writer's heartbeat file for ``instant``, last touched ``age_s`` before NOW."""
+    folder = base / ".hoodie" / ".heartbeat"
+    folder.mkdir(exist_ok=True)
+    if age_s is not None:
+        (folder / instant).write_bytes(b"")
+        stamp = (NOW - timedelta(seconds=age_s)).timestamp()
+        os.utime(folder / instant, (stamp, stamp))
+
+
+# pending plans run first, even when scheduling is disabled -----------------------------------
+@pytest.mark.parametrize("fixture", [V6, V8])
+def test_requested_compaction_runs_while_disabled(tmp_path: Path, fixture: str,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    base = unzip(fixture, tmp_path)
+    (timeline(base) / f"{T}.compaction.requested").write_bytes(b"")
+    got, _ = decide(base, {"compaction.enabled": "false"}, RETAIN_1, monkeypatch)
+    d = got["compaction"]
+    assert d.should_run and d.params == {"mode": "execute", "instant": T}
+    assert f"compaction plan {T} is REQUESTED" in d.reason
+    assert "although compaction.enabled=false" in d.reason
+
+
+@pytest.mark.parametrize("age_s,expiry_s,runs", [
+    (30, 120, False), (120, 120, False), (121, 120, True), (None, 120, True),
+    (31, 30, True), (29, 30, False)])
+def test_inflight_compaction_waits_for_its_heartbeat(tmp_path: Path, age_s: float | None,
+                                                     expiry_s: int, runs: bool,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hudi deems a writer dead when its heartbeat is older than interval x tolerable misses
+    (defaults 60 s x 2), or when it has none; only then may the plan be rolled back and run."""
+    base = unzip(V8, tmp_path)
+    for state in ("requested", "inflight"):
+        (timeline(base) / f"{T}.compaction.{state}").write_bytes(b"")
+    heartbeat(base, T, age_s)
+    writer = dict(RETAIN_1)
+    if expiry_s != 120:
+        writer |= {"hoodie.client.heartbeat.interval_in_ms": "10000",
+                   "hoodie.client.heartbeat.tolerable.misses": "3"}
+    d = decide(base, {}, writer, monkeypatch)[0]["compaction"]
+    assert d.should_run is runs, d.reason
+    assert f"compaction {T} is INFLIGHT" in d.reason
+    if age_s is None:
+        assert "no heartbeat file" in d.reason
+    else:
+        assert f"last heartbeat {age_s} s ago (expiry {expiry_s} s)" in d.reason
+    assert d.params == ({"mode": "execute", "instant": T} if runs else {})
+
+
+def test_removed_completion_leaves_the_compaction_inflight(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """Without its completed instant the v8 compaction is INFLIGHT again (a crashed run): its
+    base files are not part of the table and it is executed, there being no heartbeat."""
+    base = unzip(V8, tmp_path)
+    done = "20251220210129235"
+    (timeline(base) / f"{done}_20251220210129883.commit").unlink()
+    d = decide(base, {}, RETAIN_1, monkeypatch)[0]["compaction"]
+    assert d.should_run and d.params == {"mode": "execute", "instant": done}
+    assert done not in {f.rsplit("_", 1)[-1].split(".")[0]
+                        for f in table_files(base, instants(base)[0])}
+
+
+def test_pending_clustering_runs_while_disabled(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    plans = unzip(V9_COW, tmp_path / "plans") / ".hoodie" / "timeline"
+    plan = (plans / "20260307162454799.clustering.requested").read_bytes()
+    for fixture, name in ((V9_COW, f"{T}.clustering.requested"),
+                          (V6, f"{T}.replacecommit.requested")):  # v6: the plan tells
+        base = unzip(fixture, tmp_path / fixture[:-4])
+        (timeline(base) / name).write_bytes(plan)
+        d = decide(base, {}, RETAIN_1, monkeypatch)[0]["clustering"]
+        assert d.should_run and d.params == {"mode": "execute", "instant": T}, d.reason
+        assert "although clustering.enabled=false" in d.reason
+
+
+def test_insert_overwrite_in_flight_is_not_a_clustering(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    base = unzip(V6, tmp_path)
+    (timeline(base) / f"{T}.replacecommit.requested").write_bytes(b"")
+    d = decide(base, {}, RETAIN_1, monkeypatch)[0]["clustering"]
+    assert not d.should_run and "disabled by policy" in d.reason
+
+
+# clean ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("enabled", ["true", "false"])
+def test_pending_clean_is_reported_and_run(tmp_path: Path, enabled: str,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    base = unzip(V8, tmp_path)
+    (timeline(base) / f"{T}.clean.requested").write_bytes(b"")
+    got, metrics = decide(base, {"clean.enabled": enabled}, RETAIN_1, monkeypatch)
+    assert {"instant": T, "action": "clean", "state": "REQUESTED",
+            "heartbeat_s": None} in metrics["pending"]
+    d = got["clean"]
+    assert d.should_run and d.params == {"mode": "execute", "instant": T}
+    assert f"clean plan {T} is REQUESTED" in d.reason
+
+
+def test_pending_clean_waits_for_the_writers_retention(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    base = unzip(V8, tmp_path)
+    (timeline(base) / f"{T}.clean.requested").write_bytes(b"")
+    d = decide(base, {}, None, monkeypatch)[0]["clean"]
+    assert not d.should_run and d.params == {}
+    assert f"clean {T} is REQUESTED" in d.reason
+    assert "hoodie.cleaner.commits.retained" in d.reason
+
+
+def test_completed_clean_resets_the_count(tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    base = unzip(V9_COW, tmp_path)
+    (timeline(base) / f"{T}_{T[:-1]}1.clean").write_bytes(b"")
+    got, metrics = decide(base, LOW, RETAIN_1, monkeypatch)
+    assert metrics["commits_since_clean"] == 0 and metrics["cleanable_files"] > 0
+    assert not got["clean"].should_run
+    assert got["clean"].reason == "0 commits since the last clean (threshold 1)"
+
+
+def test_pending_write_holds_the_retention_back(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hudi never retains from later than the earliest pending write: a write still in flight
+    since the third commit keeps every version a query at the second can read."""
+    base = unzip(V9_COW, tmp_path)
+    before = cleanable_files(base, 1)
+    commits = sorted(t for t, (a, _) in instants(base)[0].items() if a in WRITES)
+    stuck = commits[2][:-1] + "1"  # just after the third commit
+    (timeline(base) / f"{stuck}.commit.requested").write_bytes(b"")
+    (timeline(base) / f"{stuck}.inflight").write_bytes(b"")
+    got, metrics = decide(base, LOW, RETAIN_1, monkeypatch)
+    assert metrics["earliest_commit_to_retain"] == commits[2]
+    assert metrics["cleanable_files"] == cleanable_files(base, 1) < before
+    assert {"instant": stuck, "action": "commit", "state": "INFLIGHT",
+            "heartbeat_s": None} in metrics["pending"]
+
+
+@pytest.mark.parametrize("index", [3, -1, None])
+def test_keep_latest_by_hours(tmp_path: Path, index: int | None,
+                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """KEEP_LATEST_BY_HOURS retains from the first commit at or after now - hours (instant
+    times in the writers' zone, UTC here); with none that recent, nothing is cleaned."""
+    base = unzip(V9_COW, tmp_path)
+    commits = sorted(t for t, (a, _) in instants(base)[0].items() if a in WRITES)
+    at = commits[index] if index is not None else "20300101000000000"
+    now = datetime.strptime(at[:14], "%Y%m%d%H%M%S").replace(
+        tzinfo=UTC, microsecond=int(at[14:]) * 1000) + timedelta(hours=2)
+    writer = {"hoodie.cleaner.policy": "KEEP_LATEST_BY_HOURS",
+              "hoodie.cleaner.hours.retained": "2"}
+    got, metrics = decide(base, LOW, writer, monkeypatch, now=now)
+    expected = at if index is not None else None
+    assert metrics["earliest_commit_to_retain"] == expected
+    assert metrics["cleanable_files"] == (cleanable_before(base, at) if expected else 0)
+    assert got["clean"].should_run is (metrics["cleanable_files"] > 0)
+    if index == -1:
+        assert metrics["cleanable_files"] == cleanable_files(base, 1) > 0
+
+
+def test_keep_latest_file_versions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """KEEP_LATEST_FILE_VERSIONS keeps the newest N versions of each live file group; a
+    replaced file group goes entirely."""
+    base = unzip(V9_COW, tmp_path)
+    from hudi import HudiTable
+
+    table = HudiTable(str(base))
+    live = {s.file_id for s in table.get_file_slices()}
+    versions: dict[str, set[str]] = {}
+    for f in table_files(base, instants(base)[0]):
+        file_id, instant = f.split("_")[0], f.rsplit("_", 1)[-1].split(".")[0]
+        versions.setdefault(file_id, set()).add(instant)
+    for keep in (1, 2):
+        expected = sum(max(len(v) - keep, 0) if fid in live else len(v)
+                       for fid, v in versions.items())
+        writer = {"hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS",
+                  "hoodie.cleaner.fileversions.retained": str(keep)}
+        got, metrics = decide(base, LOW, writer, monkeypatch)
+        assert metrics["cleanable_files"] == expected > 0
+        assert got["clean"].should_run
+        assert f"hoodie.cleaner.fileversions.retained={keep}" in got["clean"].reason
+
+
+@pytest.mark.parametrize("writer,words", [
+    ({"hoodie.cleaner.policy": "KEEP_LATEST_BY_HOURS"}, "hoodie.cleaner.hours.retained"),
+    ({"hoodie.cleaner.policy": "KEEP_ALL"}, "is not one of"),
+    ({"hoodie.cleaner.commits.retained": "0"}, "whole number from 1"),
+    ({"hoodie.cleaner.commits.retained": "ten"}, "whole number from 1"),
+    ({"hoodie.cleaner.commits.retained": "-3"}, "whole number from 1"),
+    ({"hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS",
+      "hoodie.cleaner.commits.retained": "3"}, "hoodie.cleaner.fileversions.retained"),
+])
+def test_unusable_retention_refuses_clean(tmp_path: Path, writer: dict[str, str], words: str,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    base = unzip(V9_COW, tmp_path)
+    d = decide(base, LOW, writer, monkeypatch)[0]["clean"]
+    assert not d.should_run and d.reason.startswith("clean refused: ") and words in d.reason
+
+
+# compaction counting ----------------------------------------------------------------------------
+def test_num_commits_after_last_request(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compaction requested after the last delta commit: NUM_COMMITS still counts from the last
+    completed compaction, NUM_COMMITS_AFTER_LAST_REQUEST from the request."""
+    base = unzip(V8, tmp_path)
+    (timeline(base) / f"{T}.compaction.requested").write_bytes(b"")
+    metrics = decide(base, {}, RETAIN_1, monkeypatch)[1]
+    assert (metrics["hudi_delta_commits"], metrics["hudi_delta_commits_after_request"]) == (1, 0)
+
+
+def test_pending_delta_commits_count_and_start_the_clock(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    """Hudi counts delta commits in every state, and with no compaction its clock starts at the
+    first delta commit of any state."""
+    base = unzip(V6, tmp_path)
+    first = min(t for t, (a, _) in instants(base)[0].items() if a == "deltacommit")
+    early = str(int(first) - 1000)
+    (timeline(base) / f"{early}.deltacommit.requested").write_bytes(b"")
+    (timeline(base) / f"{T}.deltacommit.inflight").write_bytes(b"")
+    metrics = decide(base, {}, RETAIN_1, monkeypatch)[1]
+    assert metrics["hudi_delta_commits"] == metrics["delta_commits_since_compaction"] + 2
+    assert metrics["hudi_compaction_clock"] == datetime.strptime(
+        early[:14], "%Y%m%d%H%M%S").replace(tzinfo=UTC, microsecond=int(early[14:]) * 1000
+                                            ).isoformat()
+
+
+def test_trino_layouts_never_crash(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Name-only version-5 layouts (empty instant files, no data): decided without a crash."""
+    import shutil
+
+    for src in sorted((FIXTURES / "trino-v5-names-only").iterdir()):
+        if not src.is_dir():
+            continue
+        base = tmp_path / src.name
+        shutil.copytree(src, base)
+        got, _ = decide(base, LOW, RETAIN_1, monkeypatch)
+        assert set(got) == {"compaction", "clustering", "clean"}
+        assert all(not d.should_run or d.action == "clustering" for d in got.values())
