@@ -135,7 +135,7 @@ def test_pending_clean_is_reported_and_run(tmp_path: Path, enabled: str,
     assert {"instant": T, "action": "clean", "state": "REQUESTED",
             "heartbeat_s": None} in metrics["pending"]
     d = got["clean"]
-    assert d.should_run and d.params == {"mode": "execute", "instant": T}
+    assert d.should_run and d.params == {"instant": T}
     assert f"clean plan {T} is REQUESTED" in d.reason
 
 

@@ -17,8 +17,9 @@ from typing import Any
 from tms.formats.hudi_policy import STRATEGY, as_int, is_on
 
 # Decision params, read by the job builder from ``operation.work.params`` (all strings there):
-# - PARAM_MODE: the utility's --mode (scheduleAndExecute, or execute a pending plan)
-# - PARAM_INSTANT: the pending plan's instant time (mode execute; clean: the pending clean)
+# - PARAM_MODE: the utility's --mode (scheduleAndExecute, or execute a pending plan); not clean
+# - PARAM_INSTANT: the pending plan's instant time (mode execute; clean: the pending clean,
+#   which Hudi's cleaner finishes before planning another)
 # - PARAM_TRIGGER_STRATEGY, PARAM_MAX_DELTA_COMMITS, PARAM_MAX_DELTA_SECONDS: the compaction
 #   trigger TMS evaluated, for hoodie.compact.inline.trigger.strategy / .max.delta.commits /
 #   .max.delta.seconds, so Hudi schedules the plan TMS decided on instead of applying its own
@@ -50,7 +51,8 @@ def pending_plan(action: str, policy: Mapping[str, str], m: Mapping[str, Any],
         "writers and table services on its file groups)")
     if blocked:
         return False, f"{action} {p['instant']} is {p['state']}{more}; not run: {blocked}", {}
-    params = {PARAM_MODE: EXECUTE, PARAM_INSTANT: p["instant"]}
+    params = {PARAM_INSTANT: p["instant"]} if action == "clean" else {
+        PARAM_MODE: EXECUTE, PARAM_INSTANT: p["instant"]}
     if p["state"] == "REQUESTED":
         return True, (f"{action} plan {p['instant']} is REQUESTED{more}; executing it before "
                       f"scheduling a new one{disabled}"), params

@@ -66,7 +66,11 @@ _COMPACTION_PARAMS = by_key((
 ))
 PARAMS: dict[str, dict[str, PolicyKey]] = {"compaction": _COMPACTION_PARAMS,
                                            "clustering": by_key((_MODE, _INSTANT)),
-                                           "clean": by_key((_MODE, _INSTANT))}
+                                           "clean": by_key((text(
+                                               "instant", None, INSTANT_PATTERN,
+                                               "a Hudi instant time (14-20 digits)",
+                                               "the pending clean the cleaner finishes first",
+                                               FORMAT),))}
 
 
 def as_int(key: str, policy: Mapping[str, str]) -> int:
