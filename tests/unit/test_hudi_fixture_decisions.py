@@ -83,10 +83,11 @@ def expected_compaction(base: Path, threshold: int) -> bool:
     if props.get("hoodie.table.type") != "MERGE_ON_READ":
         return False
     done, pending = instants(base)
-    boundary = {"commit"} if int(props["hoodie.table.version"]) >= 8 else {"commit",
-                                                                          "replacecommit"}
+    hudi_1 = int(props["hoodie.table.version"]) >= 8  # Hudi 1.x: completed ones after a commit
+    boundary = {"commit"} if hudi_1 else {"commit", "replacecommit"}
     last = max((t for t, (a, _) in done.items() if a in boundary), default=None)
-    deltas = [t for t, (a, _) in {**done, **pending}.items() if a == "deltacommit"]
+    deltas = [t for t, (a, _) in (done if hudi_1 else {**done, **pending}).items()
+              if a == "deltacommit"]
     counted = [t for t in deltas if last is None or t > last]
     has_logs = any(s.has_log_files() for s in HudiTable(str(base)).get_file_slices())
     return bool(deltas) and len(counted) >= threshold and has_logs

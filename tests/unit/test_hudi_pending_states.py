@@ -263,6 +263,35 @@ def test_pending_delta_commits_count_and_start_the_clock(tmp_path: Path,
                                             ).isoformat()
 
 
+def test_hudi_1_counts_completed_delta_commits_only(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hudi 1.x counts completed delta commits only, so one in flight does not trigger."""
+    base = unzip(V8, tmp_path)
+    (timeline(base) / f"{T}.deltacommit.requested").write_bytes(b"")
+    (timeline(base) / f"{T}.deltacommit.inflight").write_bytes(b"")
+    got, metrics = decide(base, {"compaction.delta-commits": "2"}, RETAIN_1, monkeypatch)
+    assert (metrics["hudi_delta_commits"], metrics["hudi_counting"]) == (1, "1.x")
+    assert not got["compaction"].should_run
+    assert got["compaction"].reason.startswith("1 delta commits since the last compaction "
+                                               "(threshold 2, NUM_COMMITS); completed delta")
+
+
+@pytest.mark.parametrize("table_utc", [False, True])
+def test_instant_times_in_the_writers_zone(tmp_path: Path, table_utc: bool,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Instant times are the writers' local time (the policy's timeline.timezone) unless the
+    table keeps its timeline in UTC."""
+    base = unzip(V8, tmp_path)
+    if table_utc:
+        with open(base / ".hoodie" / "hoodie.properties", "a") as f:
+            f.write("hoodie.table.timeline.timezone=UTC\n")
+    metrics = decide(base, {"timeline.timezone": "Asia/Shanghai"}, RETAIN_1, monkeypatch)[1]
+    local = datetime(2025, 12, 20, 21, 1, 29, 235000)
+    expected = local.replace(tzinfo=UTC) if table_utc else (local - timedelta(hours=8)
+                                                             ).replace(tzinfo=UTC)
+    assert metrics["hudi_compaction_clock"] == expected.isoformat()
+
+
 def test_trino_layouts_never_crash(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Name-only version-5 layouts (empty instant files, no data): decided without a crash."""
     import shutil

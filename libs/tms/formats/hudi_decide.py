@@ -106,7 +106,9 @@ def compaction(policy: Mapping[str, str], m: Mapping[str, Any], now: datetime) -
         run = num_ok and time_ok if strategy == "NUM_AND_TIME" else num_ok or time_ok
         why = (f"{n} delta commits (threshold {max_n}) and {age_text} (threshold {max_s} s) "
                f"{since}, {strategy}")
-    why += (f"; delta commits of every state, counted as Hudi {m['hudi_counting']} counts them; "
+    counted = ("delta commits of every state" if after_request or m["hudi_counting"] == "0.x"
+               else "completed delta commits")
+    why += (f"; {counted}, as Hudi {m['hudi_counting']} counts them; "
             f"{m['slices_with_logs']} file slices have log files")
     if age < 0:
         why += "; the last instant is in the future: check the policy's timeline.timezone"

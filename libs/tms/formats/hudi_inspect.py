@@ -2,13 +2,18 @@
 
 On top of the timeline summary (:mod:`tms.formats.hudi_timeline`) this adds:
 
-- Hudi's own delta-commit counts for the compaction trigger. Hudi counts delta commits of every
-  state (``getDeltaCommitTimeline`` is not filtered to completed instants) after the last
-  completed compaction, or from the first delta commit when there is none; that instant also
-  starts the TIME_ELAPSED clock. Hudi 0.x (table version <= 6) takes the last completed
-  ``commit`` *or replacecommit* as that compaction (its ``getCommitTimeline``), Hudi 1.x only a
-  ``commit``, so the two count differently after an insert_overwrite or a clustering.
-  NUM_COMMITS_AFTER_LAST_REQUEST counts from the newest pending compaction plan instead.
+- Hudi's own delta-commit counts for the compaction trigger, as the table's Hudi version counts
+  them. Hudi 0.x (table version <= 6) counts delta commits of every state
+  (``getDeltaCommitTimeline`` is not filtered) after the last completed ``commit`` *or
+  replacecommit* (its ``getCommitTimeline``), or from the first delta commit of any state when
+  there is none; that instant also starts the TIME_ELAPSED clock. Hudi 1.x (table version >= 8)
+  counts completed delta commits only (``getCompletedDeltaCommitsSinceLatestCompaction``,
+  HUDI-5505) after the last completed ``commit`` only (HUDI-7532), so the two differ after an
+  insert_overwrite or a clustering and while writes are in flight. Hudi 0.15 already takes
+  only ``commit`` as the last compaction; for version 6 TMS keeps 0.14's rule, the one that
+  counts fewer, so a compaction TMS decides on is one either release schedules.
+  NUM_COMMITS_AFTER_LAST_REQUEST counts delta commits of every state from the newest pending
+  compaction plan instead (``getDeltaCommitsSinceLatestCompactionRequest``).
 - The latest file slices (hudi-rs): what a compaction plan would hold (slices with log files)
   and a clustering plan (slices whose base file is below the plan strategy's small-file limit).
 - Every pending instant of every action with its heartbeat (``.hoodie/.heartbeat/<instant>``;
@@ -20,7 +25,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from datetime import datetime, tzinfo
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from tms.formats import hudi_clean
@@ -58,10 +63,12 @@ def heartbeat_expiry_s(props: Mapping[str, str] | None) -> float:
 
 def delta_commit_counts(s: TimelineSummary, tz: tzinfo) -> dict[str, Any]:
     """Hudi's compaction-trigger inputs, counted as the table's Hudi version counts them."""
-    boundary = {"commit"} if s.table_version >= 8 else {"commit", "replacecommit"}
+    v1 = s.table_version >= 8
+    boundary = {"commit"} if v1 else {"commit", "replacecommit"}
     done = [i for i in s.instants if i.state is State.COMPLETED]
     last = next((i.time for i in reversed(done) if i.action in boundary), None)
-    deltas = [i.time for i in s.instants if i.action == "deltacommit"]
+    every_state = [i.time for i in s.instants if i.action == "deltacommit"]
+    deltas = [i.time for i in (done if v1 else s.instants) if i.action == "deltacommit"]
     since = [t for t in deltas if last is None or t > last]
     requested = [i.time for i in s.instants
                  if i.state is not State.COMPLETED and i.action == "compaction"]
@@ -74,8 +81,8 @@ def delta_commit_counts(s: TimelineSummary, tz: tzinfo) -> dict[str, Any]:
     return {"hudi_last_compaction": last, "hudi_delta_commits": len(since),
             "hudi_compaction_clock": clock_at,
             "hudi_delta_commits_after_request": sum(
-                1 for t in deltas if last_request is None or t > last_request),
-            "hudi_counting": "1.x" if s.table_version >= 8 else "0.x"}
+                1 for t in every_state if last_request is None or t > last_request),
+            "hudi_counting": "1.x" if v1 else "0.x"}
 
 
 def pending_instants(s: TimelineSummary, store: Store, root: str) -> list[dict[str, Any]]:
@@ -139,7 +146,9 @@ def clean_metrics(s: TimelineSummary, store: Store, root: str,
 def inspect(s: TimelineSummary, base: str, storage_options: Mapping[str, str],
             props: Mapping[str, str] | None, now: datetime, tz: tzinfo,
             with_clean: bool = True) -> dict[str, Any]:
-    """The metrics of one look at a table (JSON-serialisable)."""
+    """The metrics of one look at a table (JSON-serialisable). ``tz``: the writers' zone from
+    the policy, unless the table keeps its timeline in UTC (``hoodie.table.timeline.timezone``)."""
+    tz = UTC if s.timezone == "UTC" else tz
     store, root = open_table(base, storage_options)
     m = s.metrics()
     m.update(delta_commit_counts(s, tz))
