@@ -304,3 +304,37 @@ def test_trino_layouts_never_crash(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
         got, _ = decide(base, LOW, RETAIN_1, monkeypatch)
         assert set(got) == {"compaction", "clustering", "clean"}
         assert all(not d.should_run or d.action == "clustering" for d in got.values())
+
+
+def test_slice_errors_are_scrubbed_and_block_new_plans(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """When hudi-rs cannot read the slices, nothing new is scheduled, a pending plan still
+    runs, and the error shown (ExplainTable) never carries the catalog's secrets."""
+    from tests.unit.fakes import make_table
+    from tms.catalogs import CatalogAccess
+    from tms.domain import CatalogType
+    from tms.formats import hudi_inspect
+    from tms.formats.hudi import HudiFormat
+    from tms.formats.hudi_slices import SlicesError
+
+    base = unzip(V8, tmp_path)
+    (timeline(base) / f"{T}.clustering.requested").write_bytes(b"x")
+
+    def broken(*_: object) -> None:
+        raise SlicesError("hudi-rs cannot read the file slices: key s3cr3t-v4lue refused")
+
+    monkeypatch.setattr(hudi_inspect, "latest_slices", broken)
+    monkeypatch.setattr("tms.formats.hudi.writer_properties", lambda table, catalog: RETAIN_1)
+    access = CatalogAccess("c", CatalogType.HADOOP, {}, {}, (str(tmp_path),),
+                           secret_values=("s3cr3t-v4lue",))
+    table = make_table(table_id="t", format="hudi", table_name="", base_path=str(base),
+                       policy={"compaction.delta-commits": "1"})
+    plugin = HudiFormat(clock=lambda: NOW)
+    metrics = plugin.inspect(table, access)
+    assert "s3cr3t" not in repr(metrics) and "****" in metrics["slices_error"]
+    got = {d.action: d for d in plugin.evaluate(table, metrics, {}, NOW)}
+    assert not got["compaction"].should_run and "file slices are unknown" in \
+        got["compaction"].reason
+    assert got["clustering"].should_run and got["clustering"].params["instant"] == T
+    assert not got["clean"].should_run and "replaced file groups are unknown" in \
+        got["clean"].reason

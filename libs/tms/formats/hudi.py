@@ -142,7 +142,7 @@ class HudiFormat(TableFormatPlugin):
             i.action == "clean" and i.state.value != "COMPLETED" for i in summary.instants)
         return hudi_inspect.inspect(summary, base, catalog.storage_options,
                                     writer_properties(table, catalog), self.clock(), tz,
-                                    with_clean)
+                                    with_clean, catalog.scrub)
 
     @staticmethod
     def checked_base_path(table: Table, catalog: CatalogAccess) -> str:

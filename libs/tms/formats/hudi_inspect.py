@@ -24,7 +24,7 @@ On top of the timeline summary (:mod:`tms.formats.hudi_timeline`) this adds:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, tzinfo
 from typing import Any
 
@@ -145,10 +145,20 @@ def clean_metrics(s: TimelineSummary, store: Store, root: str,
 
 def inspect(s: TimelineSummary, base: str, storage_options: Mapping[str, str],
             props: Mapping[str, str] | None, now: datetime, tz: tzinfo,
-            with_clean: bool = True) -> dict[str, Any]:
+            with_clean: bool = True, scrub: Callable[[str], str] = str) -> dict[str, Any]:
     """The metrics of one look at a table (JSON-serialisable). ``tz``: the writers' zone from
     the policy, unless the table keeps its timeline in UTC (``hoodie.table.timeline.timezone``)."""
     tz = UTC if s.timezone == "UTC" else tz
+    m = _inspect(s, base, storage_options, props, now, tz, with_clean)
+    for key in ("slices_error", "clean_unknown"):  # errors may quote storage options
+        if key in m:
+            m[key] = scrub(m[key])
+    return m
+
+
+def _inspect(s: TimelineSummary, base: str, storage_options: Mapping[str, str],
+             props: Mapping[str, str] | None, now: datetime, tz: tzinfo,
+             with_clean: bool) -> dict[str, Any]:
     store, root = open_table(base, storage_options)
     m = s.metrics()
     m.update(delta_commit_counts(s, tz))
