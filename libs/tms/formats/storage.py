@@ -59,9 +59,12 @@ class LocalStore:
             out = []
             with os.scandir(path) as it:
                 for e in it:
-                    is_file = e.is_file(follow_symlinks=False)
-                    st = e.stat(follow_symlinks=False)
-                    out.append(Entry(e.name, e.is_dir(follow_symlinks=False), is_file,
+                    try:
+                        st = e.stat(follow_symlinks=False)
+                    except FileNotFoundError:  # deleted while listed (a cleaner ran)
+                        continue
+                    is_file = stat.S_ISREG(st.st_mode)
+                    out.append(Entry(e.name, stat.S_ISDIR(st.st_mode), is_file,
                                      st.st_size if is_file else 0, st.st_mtime))
             return out
         except (FileNotFoundError, NotADirectoryError):
