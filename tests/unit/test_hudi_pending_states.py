@@ -338,3 +338,25 @@ def test_slice_errors_are_scrubbed_and_block_new_plans(tmp_path: Path,
     assert got["clustering"].should_run and got["clustering"].params["instant"] == T
     assert not got["clean"].should_run and "replaced file groups are unknown" in \
         got["clean"].reason
+
+
+def test_file_versions_are_listed_only_when_a_clean_may_be_decided(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tms.formats import hudi_inspect
+
+    base = unzip(V9_COW, tmp_path)
+    listed: list[str] = []
+    real = hudi_inspect.all_file_groups
+
+    def spy(store, root, *rest):  # type: ignore[no-untyped-def]
+        listed.append(root)
+        return real(store, root, *rest)
+
+    monkeypatch.setattr(hudi_inspect, "all_file_groups", spy)
+    got, metrics = decide(base, {"clean.enabled": "false"}, RETAIN_1, monkeypatch)
+    assert listed == [] and "cleanable_files" not in metrics
+    assert got["clean"].reason == "clean is disabled by policy (clean.enabled=false)"
+    decide(base, {}, None, monkeypatch)  # retention unknown: nothing to weigh
+    assert listed == []
+    decide(base, {}, RETAIN_1, monkeypatch)
+    assert listed == [str(base)]
