@@ -35,6 +35,10 @@ EXECUTE = "execute"
 Verdict = tuple[bool, str, dict[str, Any]]
 _ENABLED_KEY = {"compaction": "compaction.enabled", "clustering": "clustering.enabled",
                 "clean": "clean.enabled"}
+_LEFT_PENDING = {  # why a pending plan is executed although new ones are not scheduled
+    "compaction": "a plan left pending keeps its file groups out of every later compaction",
+    "clustering": "a plan left pending makes writers' updates to its file groups fail",
+    "clean": "the files it names are already chosen; Hudi's next clean would finish it first"}
 
 
 def pending_plan(action: str, policy: Mapping[str, str], m: Mapping[str, Any],
@@ -47,8 +51,7 @@ def pending_plan(action: str, policy: Mapping[str, str], m: Mapping[str, Any],
     p, more = plans[0], f" ({len(plans)} pending)" if len(plans) > 1 else ""
     key = _ENABLED_KEY[action]
     disabled = "" if is_on(key, policy) else (
-        f", although {key}=false (that stops new plans only; a plan left pending blocks "
-        "writers and table services on its file groups)")
+        f", although {key}=false (that stops new plans only: {_LEFT_PENDING[action]})")
     if blocked:
         return False, f"{action} {p['instant']} is {p['state']}{more}; not run: {blocked}", {}
     params = {PARAM_INSTANT: p["instant"]} if action == "clean" else {
