@@ -220,6 +220,18 @@ def test_keep_latest_file_versions(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         assert f"hoodie.cleaner.fileversions.retained={keep}" in got["clean"].reason
 
 
+def test_long_retention_with_matching_archival_is_accepted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    base = unzip(V9_COW, tmp_path)
+    writer = {"hoodie.cleaner.commits.retained": "30", "hoodie.keep.min.commits": "31",
+              "hoodie.keep.max.commits": "40"}
+    got, metrics = decide(base, LOW, writer, monkeypatch)
+    assert metrics["cleaner_retained"] == 30 and metrics["cleanable_files"] == 0
+    assert got["clean"].reason.endswith("no file version is cleanable under "
+                                        "KEEP_LATEST_COMMITS with "
+                                        "hoodie.cleaner.commits.retained=30")
+
+
 @pytest.mark.parametrize("writer,words", [
     ({"hoodie.cleaner.policy": "KEEP_LATEST_BY_HOURS"}, "hoodie.cleaner.hours.retained"),
     ({"hoodie.cleaner.policy": "KEEP_ALL"}, "is not one of"),
@@ -228,6 +240,11 @@ def test_keep_latest_file_versions(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     ({"hoodie.cleaner.commits.retained": "-3"}, "whole number from 1"),
     ({"hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS",
       "hoodie.cleaner.commits.retained": "3"}, "hoodie.cleaner.fileversions.retained"),
+    ({"hoodie.cleaner.commits.retained": "30"}, "hoodie.keep.min.commits (20) must exceed"),
+    ({"hoodie.cleaner.commits.retained": "3", "hoodie.keep.min.commits": "40"},
+     "hoodie.keep.max.commits (30) must exceed"),
+    ({"hoodie.cleaner.commits.retained": "3", "hoodie.keep.min.commits": "x"},
+     "are not numbers"),
 ])
 def test_unusable_retention_refuses_clean(tmp_path: Path, writer: dict[str, str], words: str,
                                           monkeypatch: pytest.MonkeyPatch) -> None:

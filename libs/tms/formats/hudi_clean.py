@@ -38,6 +38,10 @@ POLICY_KEY = "hoodie.cleaner.policy"
 COMMITS_KEY = "hoodie.cleaner.commits.retained"
 VERSIONS_KEY = "hoodie.cleaner.fileversions.retained"
 HOURS_KEY = "hoodie.cleaner.hours.retained"
+KEEP_MIN_KEY = "hoodie.keep.min.commits"
+KEEP_MAX_KEY = "hoodie.keep.max.commits"
+DEFAULT_KEEP_MIN_COMMITS = 20  # Hudi's archival defaults
+DEFAULT_KEEP_MAX_COMMITS = 30
 MAX_RETAINED = 1_000_000
 
 
@@ -87,7 +91,27 @@ def cleaner_config(props: Mapping[str, str] | None) -> CleanerConfig | str:
     if not value.isdigit() or not _MIN_RETAINED[key] <= int(value) <= MAX_RETAINED:
         return (f"the writer configuration's {key}={value[:40]!r} is not a whole number "
                 f"from {_MIN_RETAINED[key]} to {MAX_RETAINED}")
+    if policy is CleanerPolicy.KEEP_LATEST_COMMITS:
+        archival = _archival_problem(props, int(value))
+        if archival:
+            return archival
     return CleanerConfig(policy, int(value))
+
+
+def _archival_problem(props: Mapping[str, str], retained: int) -> str | None:
+    """Hudi refuses a writer configuration whose archival keeps fewer instants than the
+    cleaner retains (keep.min.commits must exceed commits.retained, keep.max.commits must
+    exceed keep.min.commits): the jobs would fail, so the clean is not decided either."""
+    raw_min = props.get(KEEP_MIN_KEY, str(DEFAULT_KEEP_MIN_COMMITS)).strip()
+    raw_max = props.get(KEEP_MAX_KEY, str(DEFAULT_KEEP_MAX_COMMITS)).strip()
+    if not (raw_min.isdigit() and raw_max.isdigit()):
+        return f"the writer configuration's {KEEP_MIN_KEY} / {KEEP_MAX_KEY} are not numbers"
+    keep_min, keep_max = int(raw_min), int(raw_max)
+    if keep_min <= retained or keep_max <= keep_min:
+        return (f"{KEEP_MIN_KEY} ({keep_min}) must exceed {COMMITS_KEY} ({retained}) and "
+                f"{KEEP_MAX_KEY} ({keep_max}) must exceed it: Hudi refuses this writer "
+                "configuration")
+    return None
 
 
 @dataclass(frozen=True)
