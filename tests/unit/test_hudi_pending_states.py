@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.unit.fakes import make_access
 from tests.unit.test_hudi_fixture_decisions import (
     FIXTURES,
     LOW,
@@ -377,3 +378,35 @@ def test_file_versions_are_listed_only_when_a_clean_may_be_decided(
     assert listed == []
     decide(base, {}, RETAIN_1, monkeypatch)
     assert listed == [str(base)]
+
+
+def test_recheck_before_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Right before a queued operation runs, the decision is taken again: a plan that is no
+    longer pending, a clean with nothing left to delete, or a schedule while a plan appeared
+    in the meantime end SKIPPED with the reason; what still holds runs."""
+    from tests.unit.fakes import make_op, make_table
+    from tms.formats.hudi import HudiFormat
+
+    base = unzip(V8, tmp_path)
+    monkeypatch.setattr("tms.formats.hudi.writer_properties", lambda table, catalog: RETAIN_1)
+    table = make_table(table_id="t", format="hudi", table_name="", base_path=str(base),
+                       policy=dict(LOW))
+    plugin = HudiFormat(clock=lambda: NOW)
+    access = make_access(str(tmp_path))
+
+    def recheck(action: str, **params: str) -> str | None:
+        return plugin.recheck(table, access, make_op(action=action, params=params))
+
+    assert recheck("compaction", mode="scheduleAndExecute") is None
+    assert recheck("clean") is None
+    assert recheck("compaction", mode="execute", instant=T) == (
+        f"plan {T} is no longer pending: 1 delta commits since the last compaction "
+        "(threshold 1, NUM_COMMITS); completed delta commits, as Hudi 1.x counts them; "
+        "1 file slices have log files")
+    (timeline(base) / f"{T}.compaction.requested").write_bytes(b"")
+    assert recheck("compaction", mode="execute", instant=T) is None
+    assert (recheck("compaction", mode="scheduleAndExecute") or "").startswith(
+        f"a plan is pending now and runs first: compaction plan {T} is REQUESTED")
+    writer = {"hoodie.cleaner.commits.retained": "10"}
+    monkeypatch.setattr("tms.formats.hudi.writer_properties", lambda table, catalog: writer)
+    assert (recheck("clean") or "").startswith("no longer needed: ")

@@ -167,6 +167,17 @@ class HudiFormat(TableFormatPlugin):
         return [Decision(action, run, reason, dict(metrics), params)
                 for action, (run, reason, params) in verdicts.items()]
 
+    def recheck(self, table: Table, catalog: CatalogAccess, operation: Operation
+                ) -> str | None:
+        """Right before a policy-queued operation runs, the decision taken again on the table
+        as it is now (:func:`tms.formats.hudi_decide.stale`)."""
+        now = self.clock()
+        found = [d for d in self.evaluate(table, self.inspect(table, catalog), {}, now)
+                 if d.action == operation.action]
+        return hudi_decide.stale(
+            (found[0].should_run, found[0].reason, found[0].params) if found else None,
+            operation.work.params)
+
     def build_job(self, table: Table, catalog: CatalogAccess, operation: Operation) -> JobSpec:
         base = self.checked_base_path(table, catalog)
         if operation.action == "clean":

@@ -166,3 +166,22 @@ def clean(policy: Mapping[str, str], m: Mapping[str, Any], now: datetime) -> Ver
         return False, f"{why}, but no file version is cleanable under {retention}", {}
     return True, (f"{why}; {m['cleanable_files']} files ({m['cleanable_bytes']} bytes) in "
                   f"{m['cleanable_file_groups']} file groups are cleanable under {retention}"), {}
+
+
+def stale(decision: tuple[bool, str, Mapping[str, Any]] | None,
+          queued: Mapping[str, Any]) -> str | None:
+    """Why an operation queued with params ``queued`` should end SKIPPED, given the decision
+    on the table as it is now (run, reason, params), or None to run it: the decision no longer
+    calls for a run, the pending plan it was to execute is gone (a writer's own service ran
+    it), or a plan is pending now that a new schedule would collide with."""
+    if decision is None:
+        return None
+    run, reason, params = decision
+    if not run:
+        return f"no longer needed: {reason}"
+    want, now = queued.get(PARAM_INSTANT), params.get(PARAM_INSTANT)
+    if want is not None and want != now:
+        return f"plan {want} is no longer pending: {reason}"
+    if want is None and now is not None:
+        return f"a plan is pending now and runs first: {reason}"
+    return None
