@@ -36,20 +36,40 @@ def table(base_path: str = BASE, table_name: str = "", **policy: str) -> Table:
 def metrics(deltas: int = 0, age_s: float = 0.0, compacted: bool = True,
             table_type: str = "MERGE_ON_READ", pending_compactions: tuple[str, ...] = (),
             pending_clusterings: tuple[str, ...] = (), since_clustering: int = 0,
-            since_clean: int = 0) -> dict[str, Any]:
+            since_clean: int = 0, logs: int = 1, clusterable: int = 1, cleanable: int = 1
+            ) -> dict[str, Any]:
     """What HudiFormat.inspect returns, with only the numbers a test cares about set."""
+    clock = (NOW - timedelta(seconds=age_s)).isoformat()
+    pending = [{"instant": t, "action": a, "state": "REQUESTED", "heartbeat_s": None}
+               for a, ts in (("compaction", pending_compactions),
+                             ("clustering", pending_clusterings)) for t in ts]
     return {
         "table_name": "trips", "table_version": 8, "table_type": table_type,
         "timezone": "UTC", "completed_by_action": {},
         "delta_commits_since_compaction": deltas,
         "last_compaction_instant": "20260601100000000" if compacted else None,
-        "last_compaction_time": (NOW - timedelta(seconds=age_s)).isoformat(),
+        "last_compaction_time": clock,
         "pending_compactions": list(pending_compactions),
         "pending_clusterings": list(pending_clusterings),
         "last_clustering_instant": None, "commits_since_clustering": since_clustering,
         "last_clean_instant": "20260601090000000", "commits_since_clean": since_clean,
         "last_completed_instant": None, "last_completed_time": None,
+        "hudi_last_compaction": "20260601100000000" if compacted else None,
+        "hudi_delta_commits": deltas, "hudi_delta_commits_after_request": deltas,
+        "hudi_compaction_clock": clock, "hudi_counting": "1.x",
+        "writer_config_known": True, "heartbeat_expiry_s": 120.0, "pending": pending,
+        "file_groups": 3, "slices_with_logs": logs, "small_file_limit_bytes": 314572800,
+        "clusterable_file_groups": clusterable,
+        "cleaner_policy": "KEEP_LATEST_COMMITS", "cleaner_retained": 10,
+        "cleaner_retention_key": "hoodie.cleaner.commits.retained",
+        "cleanable_files": cleanable, "cleanable_bytes": 100 * cleanable,
+        "cleanable_file_groups": cleanable, "earliest_commit_to_retain": "20260601080000000",
     }
+
+
+COUNTED = "; completed delta commits, as Hudi 1.x counts them; 1 file slices have log files"
+RUN = {"mode": "scheduleAndExecute", "trigger_strategy": "NUM_COMMITS",
+       "max_delta_commits": "5", "max_delta_seconds": "3600"}
 
 
 def decide(m: dict[str, Any], **policy: str) -> dict[str, Decision]:
@@ -80,21 +100,23 @@ def test_documented_defaults() -> None:
 # compaction: NUM_COMMITS (the default) --------------------------------------------------------
 def test_num_commits_at_threshold_runs() -> None:
     d = compaction(metrics(deltas=5))
-    assert d.should_run and d.params == {"mode": "scheduleAndExecute"}
-    assert d.reason == "5 delta commits since the last compaction (threshold 5, NUM_COMMITS)"
+    assert d.should_run and d.params == RUN
+    assert d.reason == ("5 delta commits since the last compaction (threshold 5, NUM_COMMITS)"
+                        + COUNTED)
 
 
 def test_num_commits_one_below_waits() -> None:
     d = compaction(metrics(deltas=4, age_s=10 * 86400))
     assert not d.should_run and d.params == {}
-    assert d.reason == "4 delta commits since the last compaction (threshold 5, NUM_COMMITS)"
+    assert d.reason == ("4 delta commits since the last compaction (threshold 5, NUM_COMMITS)"
+                        + COUNTED)
 
 
 def test_num_commits_override_and_never_compacted() -> None:
     d = compaction(metrics(deltas=2, compacted=False), **{"compaction.delta-commits": "2"})
-    assert d.should_run
+    assert d.should_run and d.params == {**RUN, "max_delta_commits": "2"}
     assert d.reason == ("2 delta commits since the first delta commit (no compaction on the "
-                        "active timeline) (threshold 2, NUM_COMMITS)")
+                        "active timeline) (threshold 2, NUM_COMMITS)" + COUNTED)
 
 
 # compaction: TIME_ELAPSED ---------------------------------------------------------------------
@@ -102,13 +124,14 @@ def test_time_elapsed_exactly_at_threshold_runs() -> None:
     d = compaction(metrics(deltas=1, age_s=3600), **strategy("TIME_ELAPSED"))
     assert d.should_run
     assert d.reason == ("1 delta commits; 3600 s since the last compaction "
-                        "(threshold 3600 s, TIME_ELAPSED)")
+                        "(threshold 3600 s, TIME_ELAPSED)" + COUNTED)
+    assert d.params == {**RUN, "trigger_strategy": "TIME_ELAPSED"}
 
 
 def test_time_elapsed_just_under_waits() -> None:
     d = compaction(metrics(deltas=50, age_s=3599.999), **strategy("TIME_ELAPSED"))
     assert not d.should_run and d.reason == ("50 delta commits; 3599 s since the last compaction "
-                                             "(threshold 3600 s, TIME_ELAPSED)")
+                                             "(threshold 3600 s, TIME_ELAPSED)" + COUNTED)
 
 
 def test_time_elapsed_override() -> None:
@@ -124,27 +147,43 @@ def test_num_and_time(deltas: int, age_s: float, run: bool) -> None:
     d = compaction(metrics(deltas=deltas, age_s=age_s), **strategy("NUM_AND_TIME"))
     assert d.should_run is run
     assert d.reason.startswith(f"{deltas} delta commits (threshold 5) and ")
-    assert d.reason.endswith("(threshold 3600 s) since the last compaction, NUM_AND_TIME")
+    assert d.reason.endswith("(threshold 3600 s) since the last compaction, NUM_AND_TIME"
+                             + COUNTED)
 
 
 @pytest.mark.parametrize("deltas,age_s,run", [
     (5, 0, True), (4, 3600, True), (4, 3599.5, False), (1, 3599.5, False)])
 def test_num_or_time(deltas: int, age_s: float, run: bool) -> None:
     d = compaction(metrics(deltas=deltas, age_s=age_s), **strategy("NUM_OR_TIME"))
-    assert d.should_run is run and d.reason.endswith(", NUM_OR_TIME")
+    assert d.should_run is run and d.reason.endswith(", NUM_OR_TIME" + COUNTED)
 
 
 def test_reason_names_the_elapsed_seconds() -> None:
     d = compaction(metrics(deltas=4, age_s=7200), **strategy("NUM_OR_TIME"))
     assert d.reason == ("4 delta commits (threshold 5) and 7200 s (threshold 3600 s) since the "
-                        "last compaction, NUM_OR_TIME")
+                        "last compaction, NUM_OR_TIME" + COUNTED)
 
 
 # compaction: other rules ------------------------------------------------------------------------
 def test_nothing_to_compact_whatever_the_time() -> None:
-    d = compaction(metrics(deltas=0, age_s=10 * 86400), **strategy("TIME_ELAPSED"))
-    assert not d.should_run
-    assert d.reason == "0 delta commits since the last compaction; nothing to compact"
+    d = compaction(metrics(deltas=9, age_s=10 * 86400, logs=0), **strategy("TIME_ELAPSED"))
+    assert not d.should_run and d.params == {}
+    assert d.reason == ("no file slice has log files (3 file groups, base files only): a "
+                        "compaction plan would be empty")
+
+
+def test_num_commits_after_last_request_counts_from_the_request() -> None:
+    m = {**metrics(deltas=7), "hudi_delta_commits_after_request": 2}
+    pol = {**strategy("NUM_COMMITS_AFTER_LAST_REQUEST"), "compaction.delta-commits": "3"}
+    d = compaction(m, **pol)
+    assert not d.should_run and d.reason == (
+        "2 delta commits since the last compaction request (threshold 3, "
+        "NUM_COMMITS_AFTER_LAST_REQUEST); delta commits of every state, as Hudi 1.x counts "
+        "them; 1 file slices have log files")
+    d = compaction({**m, "hudi_delta_commits_after_request": 3}, **pol)
+    assert d.should_run and d.params == {**RUN, "trigger_strategy":
+                                         "NUM_COMMITS_AFTER_LAST_REQUEST",
+                                         "max_delta_commits": "3"}
 
 
 def test_future_clock_hints_at_time_zone() -> None:
@@ -160,9 +199,15 @@ def test_copy_on_write_never_compacts() -> None:
 
 
 def test_compaction_disabled() -> None:
-    d = compaction(metrics(deltas=99, pending_compactions=("1",)),
-                   **{"compaction.enabled": "false"})
+    d = compaction(metrics(deltas=99), **{"compaction.enabled": "false"})
     assert not d.should_run and "compaction.enabled=false" in d.reason
+
+
+def test_requested_compaction_runs_even_when_disabled() -> None:
+    d = compaction(metrics(deltas=99, pending_compactions=("20260601110000000",)),
+                   **{"compaction.enabled": "false"})
+    assert d.should_run and d.params == {"mode": "execute", "instant": "20260601110000000"}
+    assert "although compaction.enabled=false" in d.reason
 
 
 def test_pending_compaction_executes_the_oldest() -> None:
@@ -170,13 +215,13 @@ def test_pending_compaction_executes_the_oldest() -> None:
                                                           "20260601113000000")))
     assert d.should_run
     assert d.params == {"mode": "execute", "instant": "20260601110000000"}
-    assert d.reason == ("compaction plan 20260601110000000 is pending (2 pending); executing it "
-                        "before scheduling a new one")
+    assert d.reason == ("compaction plan 20260601110000000 is REQUESTED (2 pending); executing "
+                        "it before scheduling a new one")
 
 
 # clustering ---------------------------------------------------------------------------------------
 def test_clustering_disabled_by_default() -> None:
-    d = decide(metrics(since_clustering=100, pending_clusterings=("1",)))["clustering"]
+    d = decide(metrics(since_clustering=100))["clustering"]
     assert not d.should_run
     assert d.reason == "clustering is disabled by policy (clustering.enabled=false)"
 
@@ -185,8 +230,8 @@ def test_clustering_disabled_by_default() -> None:
 def test_clustering_threshold(commits: int, run: bool) -> None:
     d = decide(metrics(since_clustering=commits), **{"clustering.enabled": "true"})["clustering"]
     assert d.should_run is run
-    assert d.reason == (f"{commits} commits with no clustering on the active timeline "
-                        "(threshold 4)")
+    assert d.reason.startswith(f"{commits} commits with no clustering on the active timeline "
+                               "(threshold 4)")
     assert d.params == ({"mode": "scheduleAndExecute"} if run else {})
 
 
@@ -206,7 +251,7 @@ def test_clustering_threshold_override() -> None:
 def test_clean_threshold(commits: int, run: bool) -> None:
     d = decide(metrics(since_clean=commits))["clean"]
     assert d.should_run is run
-    assert d.reason == f"{commits} commits since the last clean (threshold 10)"
+    assert d.reason.startswith(f"{commits} commits since the last clean (threshold 10)")
 
 
 def test_clean_override_and_disabled() -> None:
@@ -241,7 +286,8 @@ SPEC = TableSpec(table_id="t", format="hudi", base_path="/lake/trips", table_nam
      "integer"),
     ({"policy": {"compaction.trigger-strategy": "NUM"}},
      "table.policy[compaction.trigger-strategy]",
-     "one of NUM_COMMITS, TIME_ELAPSED, NUM_AND_TIME, NUM_OR_TIME"),
+     "one of NUM_COMMITS, NUM_COMMITS_AFTER_LAST_REQUEST, TIME_ELAPSED, NUM_AND_TIME, "
+     "NUM_OR_TIME"),
     ({"policy": {"clustering.enabled": "maybe"}}, "table.policy[clustering.enabled]",
      "true or false"),
     ({"policy": {"clustering.enabled": "yes"}}, "table.policy[clustering.enabled]",

@@ -144,9 +144,11 @@ def test_pending_compaction_v8_is_executed(tmp_path: Path) -> None:
     s = read_timeline(f"file://{base}")
     assert s.pending_compactions == ("20251220210140000", "20251220210150000")
     assert [i.state for i in s.instants[-2:]] == [State.REQUESTED, State.INFLIGHT]
-    (d, _, _) = HudiFormat().evaluate(table_at(base), s.metrics(), {}, NOW)
+    plugin = HudiFormat()
+    (d, _, _) = plugin.evaluate(table_at(base), plugin.inspect(table_at(base), make_access()),
+                                {}, NOW)
     assert d.should_run and d.params == {"mode": "execute", "instant": "20251220210140000"}
-    assert "20251220210140000 is pending (2 pending)" in d.reason
+    assert "20251220210140000 is REQUESTED (2 pending)" in d.reason
 
 
 def test_pending_compaction_v6_then_completed(tmp_path: Path) -> None:

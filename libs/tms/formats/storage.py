@@ -28,6 +28,8 @@ class Entry:
     name: str
     is_dir: bool
     is_file: bool
+    size: int = 0  # bytes, for files (Hudi weighs file slices by it)
+    mtime_s: float | None = None  # last modified, seconds since the epoch (Hudi heartbeats)
 
 
 class Store(Protocol):
@@ -54,9 +56,17 @@ class LocalStore:
 
     def list_dir(self, path: str) -> list[Entry]:
         try:
+            out = []
             with os.scandir(path) as it:
-                return [Entry(e.name, e.is_dir(follow_symlinks=False),
-                              e.is_file(follow_symlinks=False)) for e in it]
+                for e in it:
+                    try:
+                        st = e.stat(follow_symlinks=False)
+                    except FileNotFoundError:  # deleted while listed (a cleaner ran)
+                        continue
+                    is_file = stat.S_ISREG(st.st_mode)
+                    out.append(Entry(e.name, stat.S_ISDIR(st.st_mode), is_file,
+                                     st.st_size if is_file else 0, st.st_mtime))
+            return out
         except (FileNotFoundError, NotADirectoryError):
             return []
         except OSError as e:
@@ -102,7 +112,8 @@ class ArrowStore:
         except OSError as e:
             raise StorageError(f"cannot list {self.scheme}://{path}: {e}") from None
         return [Entry(i.base_name, i.type == pafs.FileType.Directory,
-                      i.type == pafs.FileType.File) for i in infos]
+                      i.type == pafs.FileType.File, int(i.size or 0),
+                      i.mtime.timestamp() if i.mtime is not None else None) for i in infos]
 
     def kind(self, path: str) -> str | None:
         from pyarrow import fs as pafs
