@@ -87,5 +87,8 @@ def test_hudi_compaction_command_line_exactly(tmp_path: Path) -> None:
     at = argv.index("--class")
     assert argv[at:] == ["--class", "org.apache.hudi.utilities.HoodieCompactor", jar,
                          "--base-path", "/lake/trips", "--table-name", "trips",
-                         "--mode", "execute", "--instant-time", "20260101000000000"]
+                         "--mode", "execute", "--instant-time", "20260101000000000",
+                         # no writer configuration: its own clean afterwards is off
+                         "--hoodie-conf", "hoodie.clean.automatic=false",
+                         "--spark-memory", "1g"]
     assert argv[argv.index("--master") + 1] == "local[2]"
