@@ -137,25 +137,30 @@ def _read_file(directory: str, name: str) -> str:
     root = Path(directory)
     if not root.is_absolute():
         raise WriterConfigError(f"{ENV_WRITER_DIR} must be an absolute path")
-    root = Path(os.path.realpath(root))
-    path = root / rel
-    current = root
-    for part in rel.parts[:-1]:
-        current = current / part
-        if os.path.islink(current) or not current.is_dir():
-            raise WriterConfigError(f"{name}: {part!r} is not a directory inside "
-                                    f"{ENV_WRITER_DIR} (symlinks are refused)")
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:  # walked part by part from the directory: no symlink is followed on the way
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as e:
+        raise WriterConfigError(f"{ENV_WRITER_DIR} cannot be opened: {e.strerror}") from None
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+        for part in rel.parts[:-1]:
+            inner = os.open(part, flags | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        inner = os.open(rel.parts[-1], flags | os.O_NONBLOCK, dir_fd=fd)
     except FileNotFoundError:
         raise WriterConfigError(f"{name}: no such file in {ENV_WRITER_DIR}") from None
-    except OSError as e:  # ELOOP: a symlink
+    except OSError as e:  # ELOOP / ENOTDIR: a symlink on the way
         raise WriterConfigError(f"{name}: cannot be opened ({e.strerror}; symlinks are "
                                 "refused)") from None
+    finally:
+        os.close(fd)
+    fd = inner
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise WriterConfigError(f"{name}: not a regular file")
     with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise WriterConfigError(f"{name}: not a regular file")
         if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
             raise WriterConfigError(f"{name}: writable by group or others; the writer "
                                     "configuration must be the operator's alone (chmod 644)")
@@ -218,7 +223,7 @@ def writer_config(table: Table, catalog: CatalogAccess,
     if props or refs:
         sources.append(f"catalogs/{catalog.catalog_id} properties")
     file_ref = catalog.properties.get(FILE_PROPERTY)
-    if file_ref:
+    if file_ref is not None:
         name = file_ref.replace(TABLE_PLACEHOLDER, table.table_id)
         directory = env.get(ENV_WRITER_DIR, "")
         if not directory:
