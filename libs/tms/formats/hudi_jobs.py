@@ -34,7 +34,13 @@ from urllib.parse import urlsplit
 
 from tms.domain import JobSpec, Operation, Table
 from tms.formats.hudi_timeline import open_table, parse_properties
-from tms.formats.hudi_writer import WriterConfig, WriterConfigError, writer_config
+from tms.formats.hudi_writer import (
+    JAR_PROPERTIES,
+    WriterConfig,
+    WriterConfigError,
+    jar_problem,
+    writer_config,
+)
 from tms.formats.hudi_writer_keys import TRIGGER_STRATEGIES
 
 if TYPE_CHECKING:
@@ -55,7 +61,7 @@ NO_PLAN = {
 # the oldest Hudi release that reads and writes each table version / base file format
 TABLE_VERSION_MIN_RELEASE = {5: "0.12.0", 6: "0.14.0", 8: "1.0.0", 9: "1.1.0"}
 BASE_FORMAT_MIN_RELEASE = {"LANCE": "1.2.0"}
-CATALOG_JAR_KEYS = {"utilities_jar": "hudi.utilities-jar", "spark_bundle": "hudi.spark-bundle"}
+CATALOG_JAR_KEYS = dict(zip(("utilities_jar", "spark_bundle"), JAR_PROPERTIES, strict=True))
 _CONF_KEY_RE = re.compile(r"hoodie(\.[a-z0-9_]+)+")
 _CONF_VALUE_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
@@ -184,9 +190,9 @@ def _jars(catalog: CatalogAccess) -> dict[str, str]:
     for name, key in CATALOG_JAR_KEYS.items():
         value = catalog.properties.get(key, "")
         if value:
-            if "," in value or not (value.startswith("/") or re.match(r"[a-z0-9]+://", value)) \
-                    or not value.endswith(".jar"):
-                raise ValueError(f"catalog property {key}: an absolute path or URL of a .jar")
+            why = jar_problem(value)
+            if why:
+                raise ValueError(f"catalog property {key}: {why}")
             out[name] = value
     return out
 

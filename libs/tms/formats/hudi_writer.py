@@ -27,6 +27,7 @@ configuration could mean a lower retention than the writers keep.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
     from tms.domain import Table
 
 PREFIX = "hudi.writer."
+# the catalog's own Hudi jars, over the queue's (see tms.engines.hudi_submit)
+JAR_PROPERTIES = ("hudi.utilities-jar", "hudi.spark-bundle")
 FILE_PROPERTY = "hudi.writer.properties-file"
 TABLE_PLACEHOLDER = "{table_id}"
 ENV_WRITER_DIR = "TMS_HUDI_WRITER_DIR"
@@ -83,9 +86,19 @@ def property_problems(properties: Mapping[str, str], secrets: Mapping[str, str],
     problems: list[tuple[str, str]] = []
     for source, values in (("properties", properties), ("secrets", secrets)):
         for key, value in values.items():
+            where = f"{field_name}.{source}[{key[:160]}]"
+            if key in JAR_PROPERTIES:
+                why = jar_problem(value) if source == "properties" else "a jar is not a secret"
+                if why:
+                    problems.append((where, why))
+                continue
+            if key.startswith("hudi.") and not key.startswith(PREFIX):
+                problems.append((where, "unknown Hudi catalog property; known: "
+                                 + ", ".join((*JAR_PROPERTIES, PREFIX + "<hoodie key>",
+                                              FILE_PROPERTY))))
+                continue
             if not key.startswith(PREFIX):
                 continue
-            where = f"{field_name}.{source}[{key[:160]}]"
             if key == FILE_PROPERTY:
                 if source == "secrets":
                     problems.append((where, "a file reference is not a secret"))
@@ -104,6 +117,16 @@ def property_problems(properties: Mapping[str, str], secrets: Mapping[str, str],
                 except WriterConfigError as e:
                     problems.append((where, str(e)))
     return problems
+
+
+def jar_problem(value: str) -> str | None:
+    """Why a catalog's Hudi jar setting is refused: an absolute path or URL of one ``.jar``
+    (spark-submit takes ``--jars`` as a comma-separated list)."""
+    if ("," in value or not value.endswith(".jar") or any(c.isspace() for c in value)
+            or not (value.startswith("/") or re.match(r"[a-z][a-z0-9+.-]*://[^/]", value))
+            or "/../" in value or value.endswith("/..")):
+        return "an absolute path or URL of one .jar (no commas or blanks)"
+    return None
 
 
 def is_writer_key(key: str) -> bool:
