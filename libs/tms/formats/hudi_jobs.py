@@ -33,10 +33,9 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from tms.domain import JobSpec, Operation, Table
-from tms.formats.hudi_timeline import open_table, parse_properties
+from tms.formats.hudi_releases import minimum_release, table_facts
 from tms.formats.hudi_writer import (
     JAR_PROPERTIES,
-    WriterConfig,
     WriterConfigError,
     jar_problem,
     writer_config,
@@ -58,20 +57,9 @@ NO_PLAN = {
     CLUSTERING_JOB: ("Couldn't generate cluster plan",
                      "There is no scheduled clustering in the table"),
 }
-# the oldest Hudi release that reads and writes each table version / base file format
-TABLE_VERSION_MIN_RELEASE = {5: "0.12.0", 6: "0.14.0", 8: "1.0.0", 9: "1.1.0"}
-BASE_FORMAT_MIN_RELEASE = {"LANCE": "1.2.0"}
 CATALOG_JAR_KEYS = dict(zip(("utilities_jar", "spark_bundle"), JAR_PROPERTIES, strict=True))
 _CONF_KEY_RE = re.compile(r"hoodie(\.[a-z0-9_]+)+")
 _CONF_VALUE_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
-
-
-def release(text: str) -> tuple[int, int, int]:
-    """``1.0.2`` as (1, 0, 2); ValueError otherwise."""
-    m = re.fullmatch(r"([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})", text)
-    if not m:
-        raise ValueError(f"not a Hudi release: {text[:40]!r}")
-    return int(m[1]), int(m[2]), int(m[3])
 
 
 def hoodie_conf(key: str, value: str) -> tuple[str, str]:
@@ -146,44 +134,6 @@ def _table_name(table: Table, operation: Operation) -> str:
                   or PurePosixPath(urlsplit(table.base_path).path).name).lstrip("-")
 
 
-def _table_facts(base: str, catalog: CatalogAccess, metrics: Mapping[str, Any]
-                 ) -> dict[str, str]:
-    """hoodie.properties as it is now (table version, base file format), else what the
-    inspection saw: a job must not start on a table its bundle cannot read."""
-    try:
-        store, root = open_table(base, catalog.storage_options)
-        props = parse_properties(store.read(store.join(root, ".hoodie", "hoodie.properties"))
-                                 .decode("utf-8"))
-    except Exception:  # unreadable here (object store without credentials, a test path)
-        props = {}
-    version = props.get("hoodie.table.version") or str(metrics.get("table_version") or "")
-    return {"table_version": version,
-            "base_file_format": (props.get("hoodie.table.base.file.format")
-                                 or str(metrics.get("base_file_format") or "")).upper()}
-
-
-def minimum_release(facts: Mapping[str, str], writer: WriterConfig | None
-                    ) -> tuple[str | None, str]:
-    """(the oldest Hudi release that may run this job, why)."""
-    needs: list[tuple[str, str]] = []
-    if facts.get("table_version", "").isdigit():
-        v = int(facts["table_version"])
-        if v in TABLE_VERSION_MIN_RELEASE:
-            needs.append((TABLE_VERSION_MIN_RELEASE[v], f"table version {v}"))
-    base_format = facts.get("base_file_format") or (
-        writer.properties.get("hoodie.table.base.file.format", "") if writer else "")
-    if base_format in BASE_FORMAT_MIN_RELEASE:
-        needs.append((BASE_FORMAT_MIN_RELEASE[base_format], f"{base_format} base files "
-                      "(also needs the Lance Spark bundle on the classpath)"
-                      if base_format == "LANCE" else f"{base_format} base files"))
-    if writer is not None and writer.hudi_version:
-        needs.append((writer.hudi_version, "the writers' Hudi release (tms.hudi.version)"))
-    if not needs:
-        return None, ""
-    best = max(needs, key=lambda n: release(n[0]))
-    return best[0], best[1]
-
-
 def _jars(catalog: CatalogAccess) -> dict[str, str]:
     """The catalog's own Hudi jars (an admin's setting), over the queue's."""
     out = {}
@@ -243,7 +193,7 @@ def build(table: Table, catalog: CatalogAccess, operation: Operation, base: str)
                 conf["hoodie.clustering.inline.max.commits"] = commits
         if retention_problem(props) if writer else True:
             conf["hoodie.clean.automatic"] = "false"  # never clean with Hudi's defaults
-    needed, why = minimum_release(_table_facts(base, catalog, operation.work.metrics), writer)
+    needed, why = minimum_release(table_facts(base, catalog, operation.work.metrics), writer)
     for key, value in conf.items():
         args += hoodie_conf(key, value)
     spec: dict[str, Any] = {"hudi": {

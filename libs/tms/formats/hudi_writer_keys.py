@@ -48,6 +48,7 @@ TRIGGER_STRATEGIES = ("NUM_COMMITS", "NUM_COMMITS_AFTER_LAST_REQUEST", "TIME_ELA
                       "NUM_AND_TIME", "NUM_OR_TIME")
 CLEANER_POLICIES = ("KEEP_LATEST_COMMITS", "KEEP_LATEST_FILE_VERSIONS", "KEEP_LATEST_BY_HOURS")
 BASE_FILE_FORMATS = ("PARQUET", "ORC", "HFILE", "LANCE")
+PARTITION_FILTER_MODES = tuple("NONE RECENT_DAYS SELECTED_PARTITIONS DAY_ROLLING".split())
 
 MAX_COUNT = 100_000
 MAX_MS = 86_400_000
@@ -151,8 +152,7 @@ WRITER_KEYS: dict[str, PolicyKey] = by_key((
          "bytes per clustering group"),
     _int("hoodie.clustering.plan.strategy.max.num.groups", 1, MAX_COUNT, "count",
          "clustering groups per plan"),
-    _choice("hoodie.clustering.plan.partition.filter.mode",
-            ("NONE", "RECENT_DAYS", "SELECTED_PARTITIONS", "DAY_ROLLING"),
+    _choice("hoodie.clustering.plan.partition.filter.mode", PARTITION_FILTER_MODES,
             "which partitions clustering plans"),
     _int("hoodie.clustering.plan.strategy.daybased.lookback.partitions", 1, MAX_COUNT,
          "count", "partitions looked back (RECENT_DAYS)"),
