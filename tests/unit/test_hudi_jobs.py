@@ -476,11 +476,17 @@ def test_the_engine_runs_a_utility_and_cleans_up(tmp_path: Path,
     monkeypatch.setattr(spark_settings_module, "spark_submit_path", lambda: str(script))
     utilities = fake_jar(tmp_path / "hudi-utilities-bundle_2.12-1.0.2.jar")
     job = build("compaction", WRITER, mode="scheduleAndExecute")
+    job.spec["hudi"]["property_secrets"] = {
+        "hoodie.write.lock.zookeeper.url": "env:TMS_SECRET_ZK"}
+    monkeypatch.setenv("TMS_SECRET_ZK", "zk-secret.example:2181")
     work = tmp_path / "work"
     res = SparkSubmitEngine(settings(), jvm_jar=utilities).run(
         job, work, threading.Event(), lambda h: None)
     assert res.skipped and "Couldn't do schedule" in res.skipped and res.exit_code == 255
     assert "hoodie.cleaner.commits.retained=30" in res.log_tail  # it was there for the job
+    # Hudi prints its properties: the secret was in the file, never in the kept log
+    assert "hoodie.write.lock.zookeeper.url=****" in res.log_tail
+    assert b"zk-secret" not in (work / "driver.log").read_bytes()
     assert not (work / "hudi.properties").exists()
 
 

@@ -181,6 +181,29 @@ def job_args(job: JobSpec, settings: SparkSettings, workdir: Path,
     return args
 
 
+def scrub_log(job: JobSpec, log_path: Path, environ: Mapping[str, str]) -> None:
+    """Mask the job's secret writer settings in its driver log, which is kept on failure and
+    whose tail is stored with the operation: Hudi logs its properties (HoodieCleaner prints
+    them all when it starts)."""
+    refs = (job.spec.get("hudi") or {}).get("property_secrets") or {}
+    values = []
+    for ref in refs.values():
+        try:
+            values.append(resolve(ref, environ))
+        except SecretError:
+            continue
+    values = sorted((v for v in values if v), key=len, reverse=True)
+    if not values:
+        return
+    try:
+        data = log_path.read_bytes()
+    except OSError:
+        return
+    for value in values:
+        data = data.replace(value.encode(), b"****")
+    write_private(log_path, data)
+
+
 def _log_text(log_path: Path) -> str:
     try:
         with log_path.open("rb") as f:

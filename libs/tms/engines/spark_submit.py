@@ -113,6 +113,8 @@ class SparkSubmitEngine:
                 stopped = True
                 kill_group(proc)
         handle = handle or find_handle(log_path)
+        if job.kind == "jvm":  # before anything reads the log: Hudi prints its properties
+            hudi_submit.scrub_log(job, log_path, os.environ)
         tail = read_tail(log_path)
         if stopped:
             return EngineResult(False, None, "stopped", tail, code, handle, stopped=True)
