@@ -8,6 +8,7 @@ and that nothing refused (or secret) comes back.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -271,3 +272,24 @@ def test_the_catalog_api_checks_hudi_properties_when_stored() -> None:
            "hudi.anything": "x", "hudi.writer.some_key": "x"}
     check_maps(problems, "catalog", CatalogSpec("c", CatalogType.HADOOP, properties=bad))
     assert sorted(f for f, _ in problems) == sorted(f"catalog.properties[{k}]" for k in bad)
+
+
+def test_docs_name_every_accepted_key_and_setting() -> None:
+    """docs/hudi.md lists what the schema accepts: a key added here must be documented."""
+    from tms.formats.hudi_writer import JAR_PROPERTIES
+    from tms.formats.hudi_writer_keys import (
+        CLUSTERING_EXECUTION_STRATEGIES,
+        CLUSTERING_PLAN_STRATEGIES,
+        COMPACTION_STRATEGIES,
+    )
+
+    root = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
+    doc = (root / "docs" / "hudi.md").read_text()
+    documented = set(re.findall(r"`([a-z][a-z0-9._-]+)`", doc))
+    assert set(WRITER_KEYS) <= documented, sorted(set(WRITER_KEYS) - documented)
+    for name in (*JAR_PROPERTIES, FILE_PROPERTY, ENV_WRITER_DIR, "TMS_HUDI_UTILITIES_JAR",
+                 "TMS_HUDI_SPARK_BUNDLE", "hudi_utilities_jar", "hudi_spark_bundle"):
+        assert f"`{name}`" in doc, name
+    for cls in (*COMPACTION_STRATEGIES, *CLUSTERING_PLAN_STRATEGIES,
+                *CLUSTERING_EXECUTION_STRATEGIES):
+        assert cls.rsplit(".", 1)[-1] in doc, cls
