@@ -498,3 +498,25 @@ def test_the_executor_records_no_plan_as_skipped(tmp_path: Path) -> None:
     assert store.finished == [] and store.retried == []  # never FAILED, never retried
     (_, reason, result), = store.skipped
     assert reason == "Hudi found nothing to plan" and result == {"exit_code": 255}
+
+
+def test_each_queue_may_name_its_own_hudi_jars(tmp_path: Path) -> None:
+    from tms.engines.profiles import parse_profiles
+
+    old = fake_jar(tmp_path / "hudi-utilities-bundle_2.12-0.15.0.jar")
+    new = fake_jar(tmp_path / "hudi-utilities-slim-bundle_2.12-1.1.0.jar")
+    bundle = fake_jar(tmp_path / "hudi-spark3.5-bundle_2.12-1.1.0.jar")
+    default, queues = parse_profiles({
+        "spark": {"hudi_utilities_jar": old},
+        "queues": {"v9": {"spark": {"hudi_utilities_jar": new, "hudi_spark_bundle": bundle}}},
+    }, SparkSettings())
+    assert (default.settings.hudi_utilities_jar, default.settings.hudi_spark_bundle) == (old,
+                                                                                          None)
+    assert (queues["v9"].settings.hudi_utilities_jar,
+            queues["v9"].settings.hudi_spark_bundle) == (new, bundle)
+    job = build("clean", WRITER)
+    argv = SparkSubmitEngine(queues["v9"].settings, jvm_jar=None).argv(job, tmp_path)
+    assert argv[argv.index("--class") + 2] == new and argv[argv.index("--jars") + 1] == bundle
+    with pytest.raises(ValueError, match="jar not found"):
+        parse_profiles({"spark": {"hudi_spark_bundle": str(tmp_path / "missing.jar")}},
+                       SparkSettings())
