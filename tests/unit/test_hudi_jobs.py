@@ -341,6 +341,17 @@ def test_release_from_manifest_or_name_and_jars_of_one_release(tmp_path: Path) -
         SparkSubmitEngine(settings(), jvm_jar=ok).argv(job, tmp_path)
 
 
+def test_a_trigger_strategy_of_hudi_1_needs_hudi_1(tmp_path: Path) -> None:
+    t, cat = lake_table(tmp_path, 6)
+    job = HudiFormat().build_job(t, cat, op("compaction", max_delta_commits="3",
+                                            trigger_strategy="NUM_COMMITS_AFTER_LAST_REQUEST"))
+    old = fake_jar(tmp_path / "hudi-utilities-bundle_2.12-0.15.0.jar")
+    with pytest.raises(ValueError, match="NUM_COMMITS_AFTER_LAST_REQUEST needs Hudi 1.0.0"):
+        SparkSubmitEngine(settings(), jvm_jar=old).argv(job, tmp_path)
+    job = HudiFormat().build_job(t, cat, op("compaction", max_delta_commits="3"))
+    assert SparkSubmitEngine(settings(), jvm_jar=old).argv(job, tmp_path)  # v6, 0.15: fine
+
+
 # the engine: jars, properties file, command line -------------------------------------------------
 def settings(**kw: Any) -> SparkSettings:
     return replace(SparkSettings(), **kw)

@@ -193,7 +193,8 @@ def build(table: Table, catalog: CatalogAccess, operation: Operation, base: str)
                 conf["hoodie.clustering.inline.max.commits"] = commits
         if retention_problem(props) if writer else True:
             conf["hoodie.clean.automatic"] = "false"  # never clean with Hudi's defaults
-    needed, why = minimum_release(table_facts(base, catalog, operation.work.metrics), writer)
+    needed, why = minimum_release(table_facts(base, catalog, operation.work.metrics), writer,
+                                  conf)
     for key, value in conf.items():
         args += hoodie_conf(key, value)
     spec: dict[str, Any] = {"hudi": {

@@ -18,6 +18,9 @@ if TYPE_CHECKING:
 # the oldest Hudi release that reads and writes each table version / base file format
 TABLE_VERSION_MIN_RELEASE = {5: "0.12.0", 6: "0.14.0", 8: "1.0.0", 9: "1.1.0"}
 BASE_FORMAT_MIN_RELEASE = {"LANCE": "1.2.0"}
+# settings a job passes that older releases reject (an unknown enum name fails the job)
+SETTING_MIN_RELEASE = {("hoodie.compact.inline.trigger.strategy",
+                        "NUM_COMMITS_AFTER_LAST_REQUEST"): "1.0.0"}
 
 
 def release(text: str) -> tuple[int, int, int]:
@@ -44,10 +47,14 @@ def table_facts(base: str, catalog: CatalogAccess, metrics: Mapping[str, Any]
                                  or str(metrics.get("base_file_format") or "")).upper()}
 
 
-def minimum_release(facts: Mapping[str, str], writer: WriterConfig | None
-                    ) -> tuple[str | None, str]:
-    """(the oldest Hudi release that may run this job, why)."""
+def minimum_release(facts: Mapping[str, str], writer: WriterConfig | None,
+                    conf: Mapping[str, str] | None = None) -> tuple[str | None, str]:
+    """(the oldest Hudi release that may run this job, why): the table's version and base
+    file format, the writers' release, and the settings the job passes (``conf``)."""
     needs: list[tuple[str, str]] = []
+    for (key, value), oldest in SETTING_MIN_RELEASE.items():
+        if (conf or {}).get(key) == value:
+            needs.append((oldest, f"{key}={value}"))
     if facts.get("table_version", "").isdigit():
         v = int(facts["table_version"])
         if v in TABLE_VERSION_MIN_RELEASE:
