@@ -293,3 +293,12 @@ def test_docs_name_every_accepted_key_and_setting() -> None:
     for cls in (*COMPACTION_STRATEGIES, *CLUSTERING_PLAN_STRATEGIES,
                 *CLUSTERING_EXECUTION_STRATEGIES):
         assert cls.rsplit(".", 1)[-1] in doc, cls
+
+
+def test_a_secret_value_is_checked_and_never_echoed() -> None:
+    cat = catalog(secrets={"hudi.writer.hoodie.write.lock.zookeeper.url": "env:TMS_SECRET_ZK"},
+                  resolved={"hudi.writer.hoodie.write.lock.zookeeper.url":
+                            "hunter2\ninclude=/etc/passwd"})
+    with pytest.raises(WriterConfigError, match="does not fit") as e:
+        writer_config(TABLE, cat, {})
+    assert "hunter2" not in str(e.value) and "passwd" not in str(e.value)

@@ -139,6 +139,12 @@ def writer_config(table: Table, catalog: CatalogAccess,
         if key in catalog.secret_refs:
             if hoodie_key not in WRITER_KEYS:
                 raise WriterConfigError(f"{where}: {refusal(hoodie_key)}")
+            try:  # the resolved value, checked here and never echoed
+                check_value(hoodie_key, value, where)
+            except WriterConfigError:
+                raise WriterConfigError(f"{where}: the secret's value does not fit "
+                                        f"{hoodie_key} ({WRITER_KEYS[hoodie_key].describe()})"
+                                        ) from None
             refs[hoodie_key] = catalog.secret_refs[key]
             continue
         check_value(hoodie_key, value, where)
