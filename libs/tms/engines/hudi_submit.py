@@ -32,7 +32,6 @@ from typing import Any
 from tms.domain import JobSpec
 from tms.engines.base import EngineResult
 from tms.engines.workdir import HUDI_PROPERTIES_FILE_NAME, write_private
-from tms.jobs import jars as jar_needs
 from tms.secrets import SecretError, resolve
 from tms.spark import jar_check
 from tms.spark.settings import ENV_HUDI_SPARK_BUNDLE, ENV_HUDI_UTILITIES_JAR, SparkSettings
@@ -131,21 +130,10 @@ def check_release(job: JobSpec, utilities: str, bundle: str | None) -> None:
                               f"configured bundle is {have} ({Path(utilities).name})")
 
 
-def _storage_jars(location: str, settings: SparkSettings) -> tuple[str, ...]:
-    """Of the configured jars, those the table's storage needs (S3A and its SDK for s3):
-    never the Iceberg runtime or a catalog's client."""
-    keys = jar_needs.STORAGE_NEEDS.get(jar_check._scheme(location) or "", ())
-    if not keys:
-        return ()
-    wanted = {jar_needs.NEEDS[k].entry for k in keys}
-    return tuple(j for j in settings.jars
-                 if "://" not in j and jar_check._probes_in(Path(j)) & wanted)
-
-
 def hudi_settings(job: JobSpec, settings: SparkSettings, bundle: str | None) -> SparkSettings:
     """``settings`` with only the Hudi job's jars and packages."""
     location = str((job.spec.get("hudi") or {}).get("location") or "")
-    jars = ((bundle,) if bundle else ()) + _storage_jars(location, settings)
+    jars = ((bundle,) if bundle else ()) + jar_check.storage_jars(location, settings.jars)
     packages = tuple(p for p in settings.packages if not p.startswith("org.apache.iceberg:"))
     return replace(settings, jars=jars, packages=packages)
 
