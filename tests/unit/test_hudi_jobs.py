@@ -469,7 +469,8 @@ def test_no_plan_is_skipped_never_failed(tmp_path: Path, app: str, code: int, lo
     from tms.formats.hudi_jobs import NO_PLAN
     job = JobSpec("jvm", app, spec={"hudi": {"no_plan": list(NO_PLAN.get(app, ()))}})
     (tmp_path / "driver.log").write_text("x\n" * 50_000 + log + "y\n" * 50_000)
-    res = hudi_submit.outcome(job, code, tmp_path / "driver.log", "tail", "app-1")
+    said = hudi_submit.outcome(job, code, tmp_path / "driver.log", "tail", "app-1")
+    res = said or EngineResult(code == 0, None, None, "tail", code)  # the exit code decides
     got = "skipped" if res.skipped else "succeeded" if res.succeeded else "failed"
     assert got == state, res
     if res.skipped:
@@ -531,3 +532,11 @@ def test_each_queue_may_name_its_own_hudi_jars(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="jar not found"):
         parse_profiles({"spark": {"hudi_spark_bundle": str(tmp_path / "missing.jar")}},
                        SparkSettings())
+
+
+def test_a_missing_jar_is_refused_before_spark_submit(tmp_path: Path) -> None:
+    job = HudiFormat().build_job(table(), access(WRITER, **{
+        "hudi.utilities-jar": str(tmp_path / "hudi-utilities-bundle_2.12-1.0.2.jar")}),
+        op("clean"))
+    with pytest.raises(ValueError, match="Hudi jar not found"):
+        SparkSubmitEngine(settings(), jvm_jar=None).argv(job, tmp_path)

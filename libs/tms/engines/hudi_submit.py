@@ -102,6 +102,9 @@ def pick_jars(job: JobSpec, settings: SparkSettings, env_jar: str | None,
         raise HudiSubmitError(f"{ENV_HUDI_UTILITIES_JAR} (or the queue's hudi_utilities_jar, "
                               f"or the catalog's hudi.utilities-jar) must name the Hudi "
                               f"utilities jar to run {job.app}")
+    for jar in (utilities, bundle):
+        if jar and "://" not in jar and not Path(jar).is_file():
+            raise HudiSubmitError(f"Hudi jar not found: {jar}")
     if "slim" in utilities.rsplit("/", 1)[-1] and not bundle:
         raise HudiSubmitError(f"the slim utilities bundle needs the Hudi Spark bundle: set "
                               f"{ENV_HUDI_SPARK_BUNDLE}, the queue's hudi_spark_bundle or the "
@@ -204,27 +207,27 @@ def _log_text(log_path: Path) -> str:
 
 
 def outcome(job: JobSpec, code: int | None, log_path: Path, tail: str,
-            handle: str | None) -> EngineResult:
-    """How a Hudi utility ended, from its driver log and exit code (see the module doc)."""
+            handle: str | None) -> EngineResult | None:
+    """How a Hudi utility ended when its driver log says (see the module doc); None when
+    only the exit code can tell (0: succeeded; else the log is classified as for any job,
+    which names a missing class and its jar)."""
     text = _log_text(log_path)
+    name = job.app.rsplit(".", 1)[-1]
     for marker in FAILED_MARKERS:
         m = marker.search(text)
         if m:
             line = text[text.rfind("\n", 0, m.start()) + 1:text.find("\n", m.end())]
-            return EngineResult(False, None, f"{job.app.rsplit('.', 1)[-1]} failed (exit "
-                                f"{code}): {line.strip()[:1000]}", tail, code, handle)
+            return EngineResult(False, None, f"{name} failed (exit {code}): "
+                                f"{line.strip()[:1000]}", tail, code, handle)
     for phrase in (job.spec.get("hudi") or {}).get("no_plan") or ():
         if phrase in text:
             return EngineResult(False, {"exit_code": code, "no_plan": phrase}, None, tail,
                                 code, handle, retryable=False,
                                 skipped=f"Hudi found nothing to plan: {phrase!r} "
-                                        f"({job.app.rsplit('.', 1)[-1]}, exit {code})")
+                                        f"({name}, exit {code})")
     for marker in SOFT_FAILED_MARKERS:
         m = marker.search(text)
         if m:
-            return EngineResult(False, None, f"{job.app.rsplit('.', 1)[-1]} failed (exit "
-                                f"{code}): {m.group(0)[:1000]}", tail, code, handle)
-    if code == 0:
-        return EngineResult(True, {"exit_code": 0}, None, tail, code, handle)
-    return EngineResult(False, None, f"{job.app.rsplit('.', 1)[-1]} exited with code {code}",
-                        tail, code, handle)
+            return EngineResult(False, None, f"{name} failed (exit {code}): "
+                                f"{m.group(0)[:1000]}", tail, code, handle)
+    return None

@@ -118,8 +118,12 @@ class SparkSubmitEngine:
         tail = read_tail(log_path)
         if stopped:
             return EngineResult(False, None, "stopped", tail, code, handle, stopped=True)
-        if job.kind == "jvm":  # Hudi's utilities: exit code and log lines (no plan: skipped)
-            return hudi_submit.outcome(job, code, log_path, tail, handle)
+        if job.kind == "jvm":  # Hudi's utilities: log lines (no plan: skipped), exit code
+            said = hudi_submit.outcome(job, code, log_path, tail, handle)
+            if said is not None:
+                return said
+            if code == 0:
+                return EngineResult(True, {"exit_code": 0}, None, tail, code, handle)
         if job.report is not None:
             result = job.report.fetch()
         else:
