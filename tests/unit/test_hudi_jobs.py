@@ -540,3 +540,10 @@ def test_a_missing_jar_is_refused_before_spark_submit(tmp_path: Path) -> None:
         op("clean"))
     with pytest.raises(ValueError, match="Hudi jar not found"):
         SparkSubmitEngine(settings(), jvm_jar=None).argv(job, tmp_path)
+
+
+def test_the_plugin_and_the_job_builder_name_the_same_utilities() -> None:
+    from tms.formats import hudi, hudi_jobs
+
+    assert (hudi.COMPACTOR, hudi.CLUSTERING_JOB, hudi.CLEANER, hudi.MODES) == (
+        hudi_jobs.COMPACTOR, hudi_jobs.CLUSTERING_JOB, hudi_jobs.CLEANER, hudi_jobs.MODES)

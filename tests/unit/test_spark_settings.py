@@ -77,7 +77,8 @@ def test_hudi_compaction_command_line_exactly(tmp_path: Path) -> None:
     from tests.unit.fakes import make_access, make_op, make_table
     from tms.formats.hudi import HudiFormat
 
-    jar = "/opt/hudi/hudi-utilities-bundle_2.12-1.0.2.jar"
+    jar = str(tmp_path / "hudi-utilities-bundle_2.12-1.0.2.jar")  # a missing jar is refused
+    Path(jar).write_bytes(b"")
     table = replace(make_table(), format="hudi", table_name="trips",
                     base_path="/lake/trips")
     op = make_op(action="compaction",
