@@ -142,6 +142,8 @@ WRITER_KEYS: dict[str, PolicyKey] = by_key((
             "what happens to upserts into file groups pending clustering"),
     _text("hoodie.clustering.plan.strategy.sort.columns", _COLUMNS, "column names, comma "
           "separated", "columns clustering sorts by"),
+    _bool("hoodie.clustering.plan.strategy.single.group.clustering.enabled",
+          "whether one small file alone makes a clustering group"),
     _choice("hoodie.layout.optimize.strategy", ("linear", "z-order", "hilbert"),
             "the curve of clustering's sort"),
     _int("hoodie.clustering.plan.strategy.target.file.max.bytes", 1, MAX_BYTES, "bytes",
