@@ -338,7 +338,8 @@ def test_hudi_jobs_use_the_real_base_path(tmp_path: Path) -> None:
     real, link = tmp_path / "real", tmp_path / "link"
     (real / "trips").mkdir(parents=True)
     link.symlink_to(real)
-    access = CatalogAccess("lake", CatalogType.HADOOP, {}, {}, (str(tmp_path),))
+    retention = {"hudi.writer.hoodie.cleaner.commits.retained": "10"}  # clean needs it
+    access = CatalogAccess("lake", CatalogType.HADOOP, retention, {}, (str(tmp_path),))
     table = make_table(table_id="t", format="hudi", table_name="trips",
                        base_path=f"file://{link}/trips", location=str(real / "trips"))
     job = HudiFormat().build_job(table, access, make_op(action="clean"))

@@ -4,18 +4,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.unit.fakes import make_access, make_op, make_table
-from tms.domain import Decision, Operation, Table, TableSpec
+from tests.unit.fakes import make_access, make_table
+from tms.domain import Decision, Table, TableSpec
 from tms.formats.base import TableFormatPlugin
 from tms.formats.hudi import (
-    CLEANER,
-    CLUSTERING_JOB,
-    COMPACTOR,
     DEFAULT_CLEAN_COMMITS,
     DEFAULT_CLUSTERING_COMMITS,
     DEFAULT_COMPACTION_DELTA_COMMITS,
@@ -313,81 +309,3 @@ def test_validate_accepts_good_specs() -> None:
     assert plugin.check_policy({"compaction.trigger-strategy": "num_or_time"})  # exact only
     assert plugin.validate(replace(SPEC, base_path="file:///lake/trips", table_name="")) == []
     assert plugin.validate(replace(SPEC, base_path="s3a://bucket/lake/trips")) == []
-
-
-# build_job ----------------------------------------------------------------------------------------
-def op(action: str, **params: str) -> Operation:
-    return make_op(7, action=action, params=dict(params),
-                   metrics={"table_name": "trips_from_props"})
-
-
-def test_build_compaction_jobs() -> None:
-    job = HudiFormat().build_job(table(table_name="trips"), ACCESS,
-                                 op("compaction", mode="scheduleAndExecute"))
-    assert (job.kind, job.app) == ("jvm", COMPACTOR)
-    assert job.args == ("--base-path", BASE, "--table-name", "trips",
-                        "--mode", "scheduleAndExecute")
-    job = HudiFormat().build_job(table(table_name="trips"), ACCESS,
-                                 op("compaction", mode="execute", instant="20260601110000000"))
-    assert job.args == ("--base-path", BASE, "--table-name", "trips", "--mode", "execute",
-                        "--instant-time", "20260601110000000")
-
-
-def test_build_clustering_jobs() -> None:
-    job = HudiFormat().build_job(table(), ACCESS, op("clustering", mode="scheduleAndExecute"))
-    assert (job.kind, job.app) == ("jvm", CLUSTERING_JOB)
-    # no registered name: the one hoodie.properties gave at inspection
-    assert job.args == ("--base-path", BASE, "--table-name", "trips_from_props",
-                        "--mode", "scheduleAndExecute")
-    job = HudiFormat().build_job(table(table_name="t1"), ACCESS,
-                                 op("clustering", mode="execute", instant="20260601110000000"))
-    assert job.args == ("--base-path", BASE, "--table-name", "t1", "--mode", "execute",
-                        "--instant-time", "20260601110000000")
-
-
-def test_build_clean_job() -> None:
-    # a file:// base path stays one: Hadoop must read it on the local file system, where it
-    # was checked, not on its default file system
-    job = HudiFormat().build_job(table("file:///lake/my trips"), ACCESS, op("clean"))
-    assert (job.kind, job.app, job.args) == (  # the checked path, symlinks resolved
-        "jvm", CLEANER, ("--target-base-path", "file:///lake/my trips"))
-
-
-def test_table_name_falls_back_to_the_directory() -> None:
-    o = make_op(7, action="compaction")
-    job = HudiFormat().build_job(table("file:///lake/my trips"), ACCESS, o)
-    assert job.args[:6] == ("--base-path", "file:///lake/my trips", "--table-name", "my_trips",
-                            "--mode", "scheduleAndExecute")
-
-
-@pytest.mark.parametrize("operation,words", [
-    (op("compaction", mode="execute"), "instant time"),
-    (op("compaction", mode="execute", instant="--props=/etc/x"), "instant time"),
-    (op("clustering", mode="purgePendingInstant"), "unknown mode"),
-    (op("expire_snapshots"), "no action"),
-])
-def test_build_job_refuses_bad_operations(operation: Operation, words: str) -> None:
-    with pytest.raises(ValueError, match=words):
-        HudiFormat().build_job(table(), ACCESS, operation)
-
-
-def test_build_job_checks_the_base_path_where_it_is_used(tmp_path: Path) -> None:
-    """Outside the catalog's allowed locations, through a symlink swapped in after the
-    check, or through a dot segment: no job (a ValueError is bad configuration)."""
-    allowed, outside = tmp_path / "lake", tmp_path / "elsewhere"
-    (allowed / "t").mkdir(parents=True)
-    outside.mkdir()
-    (allowed / "link").symlink_to(outside)
-    access = make_access(str(allowed))
-    assert HudiFormat().build_job(table(str(allowed / "t")), access, op("clean")).args == (
-        "--target-base-path", str(allowed / "t"))
-    for base in (str(outside), str(allowed / "link"), f"{allowed}/t/../../elsewhere",
-                 f"{allowed}/%252e%252e/elsewhere"):
-        with pytest.raises(ValueError):
-            HudiFormat().build_job(table(base), access, op("clean"))
-    checked = replace(table(str(allowed / "t")), location=str(allowed / "t"))
-    (allowed / "t").rmdir()
-    (allowed / "other").mkdir()
-    (allowed / "t").symlink_to(allowed / "other")  # swapped after the check, still inside
-    with pytest.raises(ValueError, match="now resolves to"):
-        HudiFormat().build_job(checked, access, op("clean"))

@@ -77,7 +77,8 @@ def test_hudi_compaction_command_line_exactly(tmp_path: Path) -> None:
     from tests.unit.fakes import make_access, make_op, make_table
     from tms.formats.hudi import HudiFormat
 
-    jar = "/opt/hudi/hudi-utilities-bundle_2.12-1.0.2.jar"
+    jar = str(tmp_path / "hudi-utilities-bundle_2.12-1.0.2.jar")  # a missing jar is refused
+    Path(jar).write_bytes(b"")
     table = replace(make_table(), format="hudi", table_name="trips",
                     base_path="/lake/trips")
     op = make_op(action="compaction",
@@ -87,5 +88,8 @@ def test_hudi_compaction_command_line_exactly(tmp_path: Path) -> None:
     at = argv.index("--class")
     assert argv[at:] == ["--class", "org.apache.hudi.utilities.HoodieCompactor", jar,
                          "--base-path", "/lake/trips", "--table-name", "trips",
-                         "--mode", "execute", "--instant-time", "20260101000000000"]
+                         "--mode", "execute", "--instant-time", "20260101000000000",
+                         # no writer configuration: its own clean afterwards is off
+                         "--hoodie-conf", "hoodie.clean.automatic=false",
+                         "--spark-memory", "1g"]
     assert argv[argv.index("--master") + 1] == "local[2]"

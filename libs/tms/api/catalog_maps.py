@@ -25,6 +25,7 @@ from urllib.parse import unquote
 from tms.api import validate as v
 from tms.catalogs import STORAGE_PREFIXES
 from tms.domain import CatalogSpec
+from tms.formats.hudi_writer import is_writer_key, property_problems
 from tms.secrets import ENV_SECRET_DIR, SecretError, looks_secret, parse_ref, uri_has_password
 
 PROPERTY_KEY_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
@@ -83,7 +84,7 @@ def _clear_map(p: v.Problems, field: str, values: Mapping[str, str]) -> list[str
     for k in _keyed_map(p, field, values):
         if k == TYPE_KEY:
             p.append((f"{field}[{k}]", "the type is the catalog's type field, not a property"))
-        elif looks_secret(k):
+        elif looks_secret(k) and not is_writer_key(k):  # ``...lock_key``: checked below
             p.append((f"{field}[{k}]", "looks secret: " + BY_REFERENCE))
         elif carries_password(values[k]):
             p.append((f"{field}[{k}]", "carries a password: " + BY_REFERENCE))
@@ -122,4 +123,5 @@ def check_maps(p: v.Problems, field: str, spec: CatalogSpec) -> list[str]:
                                                 "give each key once"))
     for k in sorted(set(spec.properties) & set(spec.storage_options)):
         p.append((f"{field}.storage_options[{k[:40]}]", "also given in properties"))
+    p.extend(property_problems({k: spec.properties[k] for k in props}, spec.secrets, field))
     return props

@@ -34,6 +34,9 @@ class EngineResult:
     handle: str | None = None
     stopped: bool = False  # ended because ``stop`` was set
     retryable: bool = True  # False: a failure another attempt cannot fix (bad spec, no table)
+    # the job found nothing to do (a Hudi utility with no plan): the operation ends SKIPPED
+    # with this reason, never FAILED
+    skipped: str | None = None
 
 
 # A running job's progress, JSON-able: {"stages": [{"id", "name", "tasks", "completed",

@@ -60,7 +60,7 @@ ENGINE_COLD = "spark-submit"  # entry-point names of the built-in engines
 ENGINE_WARM = "warm-spark"
 _SETTINGS_FIELDS = ("master", "deploy_mode", "driver_memory", "executor_memory", "jars",
                     "packages", "conf", "driver_cores", "executor_cores", "num_executors",
-                    *CLUSTER_FIELDS)
+                    "hudi_utilities_jar", "hudi_spark_bundle", *CLUSTER_FIELDS)
 _TABLE_FIELD = {"spark.driver-memory": "driver_memory", "spark.executor-memory": "executor_memory",
                 "spark.driver-cores": "driver_cores", "spark.executor-cores": "executor_cores",
                 "spark.num-executors": "num_executors"}

@@ -24,12 +24,12 @@ from pathlib import Path
 import structlog
 
 from tms.domain import JobSpec
-from tms.engines import cluster_run
+from tms.engines import cluster_run, hudi_submit
 from tms.engines.base import EngineResult, ProgressCallback, read_tail
 from tms.engines.children import die_with_parent, kill_group
 from tms.engines.results import error_from_log, read_result, result_from_payload
 from tms.engines.submission import Submission, SubmissionError, build
-from tms.engines.workdir import private_dir
+from tms.engines.workdir import HUDI_PROPERTIES_FILE_NAME, private_dir
 from tms.spark import jar_check
 from tms.spark.settings import SparkSettings
 
@@ -78,12 +78,15 @@ class SparkSubmitEngine:
         observable from here without Spark's REST API (which the deploy may not expose)."""
         private_dir(workdir)
         try:
-            sub = self.submission(job, workdir)
-        except SubmissionError as e:
-            return EngineResult(False, None, f"bad configuration: {e}", retryable=False)
-        if self.settings.deploy_mode == "cluster":
-            return cluster_run.run(self.settings, job, sub, workdir, stop, on_handle)
-        return self._run_client(job, sub, workdir, stop, on_handle)
+            try:
+                sub = self.submission(job, workdir)
+            except SubmissionError as e:
+                return EngineResult(False, None, f"bad configuration: {e}", retryable=False)
+            if self.settings.deploy_mode == "cluster":
+                return cluster_run.run(self.settings, job, sub, workdir, stop, on_handle)
+            return self._run_client(job, sub, workdir, stop, on_handle)
+        finally:  # a Hudi job's properties may hold resolved secrets: gone with the attempt
+            (workdir / HUDI_PROPERTIES_FILE_NAME).unlink(missing_ok=True)
 
     def _run_client(self, job: JobSpec, sub: Submission, workdir: Path,
                     stop: threading.Event, on_handle: Callable[[str], None]) -> EngineResult:
@@ -110,11 +113,17 @@ class SparkSubmitEngine:
                 stopped = True
                 kill_group(proc)
         handle = handle or find_handle(log_path)
+        if job.kind == "jvm":  # before anything reads the log: Hudi prints its properties
+            hudi_submit.scrub_log(job, log_path, os.environ)
         tail = read_tail(log_path)
         if stopped:
             return EngineResult(False, None, "stopped", tail, code, handle, stopped=True)
-        if code == 0 and job.kind == "jvm":  # JVM mains report by exit code alone
-            return EngineResult(True, {"exit_code": 0}, None, tail, code, handle)
+        if job.kind == "jvm":  # Hudi's utilities: log lines (no plan: skipped), exit code
+            said = hudi_submit.outcome(job, code, log_path, tail, handle)
+            if said is not None:
+                return said
+            if code == 0:
+                return EngineResult(True, {"exit_code": 0}, None, tail, code, handle)
         if job.report is not None:
             result = job.report.fetch()
         else:

@@ -32,6 +32,7 @@ from typing import Any
 
 from tms.domain import JobSpec
 from tms.domain.jobs import ENV_JOB_TOKEN
+from tms.engines import hudi_submit
 from tms.jobs import JOB_SUPPORT_FILES
 from tms.secrets import env_names, file_names, resolve
 from tms.spark.cluster import Manager, driver_env_key, driver_pod_name, manager_of
@@ -95,17 +96,26 @@ def build(settings: SparkSettings, job: JobSpec, workdir: Path, base_env: Mappin
           jvm_jar: str | None = None) -> Submission:
     """The submission of ``job``; SubmissionError when these settings cannot run it."""
     if job.kind == "jvm":
-        if not jvm_jar:
-            raise SubmissionError(f"TMS_HUDI_UTILITIES_JAR must name the Hudi utilities-"
-                                  f"bundle jar to run {job.app}")
-        argv = settings.submit_argv(jvm_jar, list(job.args),
-                                    extra_conf={ATTEMPT_CONF: workdir.name})
-        at = argv.index(jvm_jar)
-        return Submission([*argv[:at], "--class", job.app, *argv[at:]],
-                          settings.submit_env(base_env))
+        return _jvm(settings, job, workdir, base_env, jvm_jar)
     if job.kind != "pyspark":
         raise SubmissionError(f"spark-submit engine cannot run a {job.kind!r} job")
     return _pyspark(settings, job, workdir, base_env)
+
+
+def _jvm(settings: SparkSettings, job: JobSpec, workdir: Path, base_env: Mapping[str, str],
+         jvm_jar: str | None) -> Submission:
+    """A JVM main (a Hudi utility): its jars, arguments and private properties file."""
+    try:
+        app_jar, bundle = hudi_submit.pick_jars(job, settings, jvm_jar, base_env)
+        hudi_submit.check_release(job, app_jar, bundle)
+        args = hudi_submit.job_args(job, settings, workdir, base_env)
+    except hudi_submit.HudiSubmitError as e:
+        raise SubmissionError(str(e)) from None
+    own = hudi_submit.hudi_settings(job, settings, bundle)
+    argv = own.submit_argv(app_jar, args, extra_conf={ATTEMPT_CONF: workdir.name})
+    at = len(argv) - len(args) - 1
+    return Submission([*argv[:at], "--class", job.app, *argv[at:]],
+                      settings.submit_env(base_env))
 
 
 def _pyspark(settings: SparkSettings, job: JobSpec, workdir: Path,

@@ -16,6 +16,9 @@ from pathlib import Path
 from typing import Any
 
 SPEC_FILE_NAME = "spec.json"  # the executor removes it after every attempt too
+# a Hudi job's writer properties (may hold resolved secrets): removed like the spec
+HUDI_PROPERTIES_FILE_NAME = "hudi.properties"
+PRIVATE_FILE_NAMES = (SPEC_FILE_NAME, HUDI_PROPERTIES_FILE_NAME)
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 

@@ -41,7 +41,7 @@ from tms.domain import (
 from tms.domain.jobs import ApiEndpoint, new_report_token, report_token_digest
 from tms.engines.base import EngineResult, ExecutionEngine
 from tms.engines.profiles import EngineRouter
-from tms.engines.workdir import SPEC_FILE_NAME, WorkdirError, private_dir
+from tms.engines.workdir import PRIVATE_FILE_NAMES, WorkdirError, private_dir
 from tms.executor.recheck import stale_reason
 from tms.executor.retry import RetryPolicy
 from tms.formats.base import CatalogUnreachable, TableFormatPlugin
@@ -106,7 +106,7 @@ class Executor:
     def sweep_specs(self) -> None:
         """Remove spec files a killed predecessor left in this executor's work directory."""
         try:
-            left = list(self.workdir.glob(f"*/{SPEC_FILE_NAME}"))
+            left = [p for name in PRIVATE_FILE_NAMES for p in self.workdir.glob(f"*/{name}")]
         except OSError:
             return
         for spec in left:
@@ -286,10 +286,14 @@ class Executor:
 
         try:
             res: EngineResult = engine.run(job, workdir, stop_engine, on_handle, on_progress)
-        finally:  # engines remove it already; one that did not must not leave it behind
-            (workdir / SPEC_FILE_NAME).unlink(missing_ok=True)
-        if res.succeeded:
+        finally:  # engines remove them already; one that did not must not leave them behind
+            for name in PRIVATE_FILE_NAMES:
+                (workdir / name).unlink(missing_ok=True)
+        if res.succeeded or res.skipped:
             shutil.rmtree(workdir, ignore_errors=True)
+        if res.skipped:  # the job found nothing to do: not a failure, never retried
+            return Outcome(OperationState.SKIPPED, result=res.result, error=res.skipped[:4000],
+                           log_tail=res.log_tail, exit_code=res.exit_code, retryable=False)
         state = OperationState.SUCCEEDED if res.succeeded else OperationState.FAILED
         result, log_tail = res.result, res.log_tail
         if capped:  # the table asked for more than its queue allows: say so where it is read

@@ -15,12 +15,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from tms.domain import CatalogType, Decision, JobSpec, Operation, Table, TableSpec
-from tms.formats import hudi_decide, hudi_inspect
+from tms.formats import hudi_decide, hudi_inspect, hudi_jobs
 from tms.formats.base import (
     CatalogUnreachable,
     DiscoveredTable,
@@ -179,26 +177,5 @@ class HudiFormat(TableFormatPlugin):
             operation.work.params)
 
     def build_job(self, table: Table, catalog: CatalogAccess, operation: Operation) -> JobSpec:
-        base = self.checked_base_path(table, catalog)
-        if operation.action == "clean":
-            return JobSpec(kind="jvm", app=CLEANER, args=("--target-base-path", base))
-        if operation.action not in ("compaction", "clustering"):
-            raise ValueError(f"hudi has no action {operation.action!r}")
-        mode = str(operation.work.params.get("mode", "scheduleAndExecute"))
-        if mode not in MODES:
-            raise ValueError(f"unknown mode {mode!r}; one of {', '.join(MODES)}")
-        # HoodieCompactor/HoodieClusteringJob require --table-name but use it only to name the
-        # Spark app (in the sources checked): the registered name, else hoodie.table.name as
-        # inspected, else the directory name
-        name = re.sub(r"[^A-Za-z0-9_-]", "_", table.table_name
-                      or str(operation.work.metrics.get("table_name") or "")
-                      or PurePosixPath(urlsplit(table.base_path).path).name).lstrip("-")
-        args = ["--base-path", base, "--table-name", name, "--mode", mode]
-        if mode == "execute":
-            instant = str(operation.work.params.get("instant", ""))
-            if not _INSTANT_RE.fullmatch(instant):
-                raise ValueError(f"mode execute needs the plan's instant time, got {instant!r}")
-            args += ["--instant-time", instant]
-        app = COMPACTOR if operation.action == "compaction" else CLUSTERING_JOB
-        return JobSpec(kind="jvm", app=app, args=tuple(args))
+        return hudi_jobs.build(table, catalog, operation, self.checked_base_path(table, catalog))
 

@@ -58,6 +58,15 @@ def _scheme(location: str) -> str | None:
         return None
 
 
+def storage_jars(location: str, configured: Iterable[str]) -> tuple[str, ...]:
+    """Of ``configured``, the local jars the storage of ``location`` needs (S3A and its SDK
+    for s3): for jobs that must carry nothing else (a Hudi utility)."""
+    keys = jars.STORAGE_NEEDS.get(_scheme(location) or "", ())
+    wanted = {jars.NEEDS[k].entry for k in keys}
+    return tuple(j for j in configured
+                 if wanted and "://" not in j and _probes_in(Path(j)) & wanted)
+
+
 def needs_of(spec: Mapping[str, Any]) -> list[jars.JarNeed]:
     """What an Iceberg maintenance spec needs: the runtime, its catalog type's jar, and its
     storage's (from the table location and the catalog's warehouse). Other specs: nothing."""

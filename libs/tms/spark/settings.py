@@ -48,6 +48,10 @@ ENV_EXECUTOR_MEMORY = "TMS_SPARK_EXECUTOR_MEMORY"
 ENV_JARS = "TMS_SPARK_JARS"
 ENV_PACKAGES = "TMS_SPARK_PACKAGES"
 ENV_CONF = "TMS_SPARK_CONF"
+# Hudi jobs: the utilities jar spark-submit runs (the slim bundle, or the full one) and the
+# Hudi Spark bundle the slim one needs; per queue as hudi_utilities_jar / hudi_spark_bundle
+ENV_HUDI_UTILITIES_JAR = "TMS_HUDI_UTILITIES_JAR"
+ENV_HUDI_SPARK_BUNDLE = "TMS_HUDI_SPARK_BUNDLE"
 
 _MASTER_RE = re.compile(
     r"^(local(\[(\*|[1-9]\d*)(,[1-9]\d*)?\])?|yarn|(spark|mesos)://[^\s,]+"
@@ -127,6 +131,8 @@ class SparkSettings:
     k8s_executor_template: str | None = None
     k8s_secret: str | None = None
     k8s_secret_dir: str = DEFAULT_SECRET_DIR
+    hudi_utilities_jar: str | None = None  # None: the engine's TMS_HUDI_UTILITIES_JAR
+    hudi_spark_bundle: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("driver_cores", "executor_cores", "num_executors", "cores_max",
@@ -151,6 +157,9 @@ class SparkSettings:
                 raise ValueError(f"{env}: expected a size like 512m or 2g, got {value!r}")
         for jar in self.jars:
             self._check_jar(jar)
+        for hudi_jar in (self.hudi_utilities_jar, self.hudi_spark_bundle):
+            if hudi_jar is not None:
+                self._check_jar(hudi_jar)
         for package in self.packages:
             if not _PACKAGE_RE.fullmatch(package):
                 raise ValueError(f"{ENV_PACKAGES}: expected group:artifact:version, "
@@ -205,6 +214,7 @@ class SparkSettings:
             jars=jars,
             packages=packages,
             conf=_parse_conf(environ.get(ENV_CONF, "")),
+            hudi_spark_bundle=environ.get(ENV_HUDI_SPARK_BUNDLE, "").strip() or None,
             **cs.from_env(environ),
         )
 

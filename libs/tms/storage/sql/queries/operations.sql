@@ -145,8 +145,10 @@ SELECT o.id, tms_attempt_close(o.id, o.attempt, %(state)s::text::tms_attempt_sta
 FROM o;
 
 -- name: operation_skip
--- RUNNING -> SKIPPED, fenced: re-checked right before it would run, its decision no longer
--- held, so nothing ran. The reason is kept as its error; a pending cancel is moot.
+-- RUNNING -> SKIPPED, fenced: nothing to do. Either re-checked right before it would run,
+-- its decision no longer held, so nothing ran; or its job found nothing to plan (a Hudi
+-- utility's "no plan"), which is not a failure. The reason is kept as its error; a pending
+-- cancel is moot.
 WITH o AS (
     UPDATE tms_operations
     SET state = 'SKIPPED', finished_at = now(), lease_expires_at = NULL, result = %(result)s,
