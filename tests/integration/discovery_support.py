@@ -23,7 +23,7 @@ from tms.storage.postgres import PostgresStore
 
 INTERVAL_S = 10  # the shortest listing interval a catalog may have
 REPO_ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
-HUDI_FIXTURES = REPO_ROOT.parent / "shared" / "fixtures" / "hudi"
+HUDI_FIXTURES = REPO_ROOT / "tests" / "fixtures" / "hudi"
 HUDI_TABLE = "sample_table__cow__v8_nonpartitioned.zip"
 
 

@@ -26,7 +26,7 @@ from tms.domain import Decision
 from tms.formats.hudi import HudiFormat
 
 REPO_ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
-FIXTURES = REPO_ROOT.parent / "shared" / "fixtures" / "hudi"
+FIXTURES = REPO_ROOT / "tests" / "fixtures" / "hudi"
 ZIPS = sorted(p.name for p in FIXTURES.glob("*.zip")) if FIXTURES.is_dir() else []
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 SMALL_FILE_LIMIT = 300 * 1024 * 1024  # Hudi's hoodie.clustering.plan.strategy.small.file.limit

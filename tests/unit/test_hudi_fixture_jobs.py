@@ -1,6 +1,6 @@
 """The exact command line and properties of every Hudi job, on every real fixture table.
 
-For each table in ``shared/fixtures/hudi`` (hudi-rs test data: table versions 6, 8 and 9,
+For each table in ``tests/fixtures/hudi`` (hudi-rs test data: table versions 6, 8 and 9,
 parquet and LANCE base files) the test reads ``hoodie.properties`` itself, from the zip, and
 derives which bundle may run a job on it from Hudi's release history (table version 6 came with
 0.14.0, 8 with 1.0.0, 9 with 1.1.0; LANCE base files with 1.2.0); then it checks the argv of
@@ -26,7 +26,7 @@ from tms.formats.hudi_jobs import CLEANER, CLUSTERING_JOB, COMPACTOR
 from tms.spark.settings import SparkSettings
 
 REPO_ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
-FIXTURES = REPO_ROOT.parent / "shared" / "fixtures" / "hudi"
+FIXTURES = REPO_ROOT / "tests" / "fixtures" / "hudi"
 ZIPS = sorted(p.name for p in FIXTURES.glob("*.zip")) if FIXTURES.is_dir() else []
 RELEASE_OF_TABLE_VERSION = {6: "0.14.0", 8: "1.0.0", 9: "1.1.0"}
 LANCE_RELEASE = "1.2.0"

@@ -1,6 +1,6 @@
 """Timeline reading on real Spark-written Hudi tables (versions 6, 8, 9), unzipped per test.
 
-The fixtures live beside the repository in ``shared/fixtures/hudi`` (see its NOTICE.md); a test
+The fixtures are copied into ``tests/fixtures/hudi`` (see its NOTICE.md); a test
 that needs them is skipped, saying where it looked, only when that directory is absent.
 """
 
@@ -30,7 +30,7 @@ from tms.formats.hudi_timeline import (
 from tms.formats.storage import LocalStore
 
 REPO_ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
-FIXTURES = REPO_ROOT.parent / "shared" / "fixtures" / "hudi"
+FIXTURES = REPO_ROOT / "tests" / "fixtures" / "hudi"
 V6_TRIPS = "quickstart_trips_table__mor__avro__v6_trips_8i3d.zip"
 V6_ROLLBACK = "sample_table__mor__parquet__v6_nonpartitioned_rollback.zip"
 V8_TRIPS = "quickstart_trips_table__mor__avro__v8_trips_8i3u1d.zip"
