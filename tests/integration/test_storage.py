@@ -275,6 +275,16 @@ def test_last_succeeded_per_table_and_action(store: PostgresStore) -> None:
         a.pk: {"compaction": ids[a.pk][-1]}, b.pk: {"compaction": ids[b.pk][0]}}
     assert last[a.pk]["compaction"].table_id == "la"
     assert store.operation_last_succeeded([]) == {}
+    # a job that found nothing to plan (Hudi's "no plan") ran to the end: it counts; a skip
+    # before anything ran (a recheck) does not
+    for result in ({"exit_code": 255, "no_plan": "Couldn't do schedule"}, None):
+        _enqueue(store, a)
+        op = store.operation_claim("e1", 30)
+        assert op is not None and store.operation_skip(op, "e1", "nothing", result)
+        ids[a.pk].append(op.id)
+    latest = store.operation_last_succeeded([a.pk])[a.pk]["compaction"]
+    assert latest.id == ids[a.pk][-2] and latest.state is OperationState.SKIPPED
+    assert latest.outcome.result == {"exit_code": 255, "no_plan": "Couldn't do schedule"}
 
 
 def test_deregistration_removes_events_and_marks(store: PostgresStore) -> None:

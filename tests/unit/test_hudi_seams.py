@@ -1,6 +1,7 @@
 """Where the Hudi decisions meet the Hudi jobs: what a decision records is what its job reads,
-a clean refused for want of the writers' retention names the catalog properties to set, and
-the executor's recheck does not turn a failed read into a skipped operation.
+a clean refused for want of the writers' retention names the catalog properties to set, the
+executor's recheck does not turn a failed read into a skipped operation, and a run Hudi found
+nothing to plan for is not queued again until the timeline moves.
 
 Real fixture tables (tests/fixtures/hudi) with instant files added, the real plugin; the
 catalog is a fake access (no database needed here)."""
@@ -19,7 +20,7 @@ import pytest
 from tests.unit.fakes import make_access, make_op, make_table
 from tests.unit.test_hudi_fixture_decisions import FIXTURES, unzip
 from tms.catalogs import CatalogAccess
-from tms.domain import Decision
+from tms.domain import Decision, Operation, OperationState
 from tms.formats import hudi_jobs
 from tms.formats.hudi import HudiFormat
 from tms.formats.hudi_policy import PARAMS
@@ -207,3 +208,34 @@ def test_a_pending_plan_gone_at_recheck_ends_skipped(base: Path) -> None:
     (base / ".hoodie" / f"{T}.commit").write_bytes(b"{}")
     stale = plugin.recheck(table, access(base, RETAIN), op)
     assert stale is not None and stale.startswith("no longer needed")
+
+
+# no plan, then not again while the timeline stands still ---------------------------------------
+def _skipped(params: dict[str, str], metrics: dict[str, Any],
+             result: dict[str, Any] | None) -> Operation:
+    op = make_op(7, action="compaction", state=OperationState.SKIPPED, params=params,
+                 metrics=metrics)
+    return replace(op, outcome=replace(op.outcome, result=result))
+
+
+def test_no_plan_holds_the_same_work_until_the_timeline_moves(base: Path) -> None:
+    table = make_table(table_id="trips", format="hudi", table_name="trips", base_path=str(base),
+                       policy=LOW)
+    plugin = HudiFormat(clock=lambda: NOW)
+    metrics = plugin.inspect(table, access(base, RETAIN))
+    (due,) = [d for d in plugin.evaluate(table, metrics, {}, NOW) if d.action == "compaction"]
+    assert due.should_run
+    params = {k: str(v) for k, v in due.params.items()}
+    no_plan = {"exit_code": 255, "no_plan": "Couldn't do schedule"}
+    held = plugin.unchanged_since(table, metrics, due, _skipped(params, metrics, no_plan))
+    assert held is not None and "found nothing to plan" in held and "operation 7" in held
+    for last in (None,  # never ran
+                 _skipped(params, metrics, None),  # skipped by a recheck: nothing ran
+                 _skipped({**params, "max_delta_commits": "2"}, metrics, no_plan),  # other work
+                 replace(_skipped(params, metrics, no_plan), state=OperationState.SUCCEEDED)):
+        assert plugin.unchanged_since(table, metrics, due, last) is None
+    # a writer's new delta commit: Hudi may plan now, so the compaction is queued again
+    (base / ".hoodie" / "20260101000000000.deltacommit").write_bytes(
+        (base / ".hoodie" / "20250331030645735.deltacommit").read_bytes())
+    moved = plugin.inspect(table, access(base, RETAIN))
+    assert plugin.unchanged_since(table, moved, due, _skipped(params, metrics, no_plan)) is None

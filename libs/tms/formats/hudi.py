@@ -166,6 +166,12 @@ class HudiFormat(TableFormatPlugin):
         return [Decision(action, run, reason, dict(metrics), params)
                 for action, (run, reason, params) in verdicts.items()]
 
+    def unchanged_since(self, table: Table, metrics: Mapping[str, Any], decision: Decision,
+                        last: Operation | None) -> str | None:
+        """Not again while nothing changed: the same run last found nothing to plan
+        (:func:`tms.formats.hudi_decide.no_plan_hold`)."""
+        return hudi_decide.no_plan_hold(decision.action, decision.params, metrics, last)
+
     def recheck(self, table: Table, catalog: CatalogAccess, operation: Operation
                 ) -> str | None:
         """Right before a policy-queued operation runs, the decision taken again on the table

@@ -208,7 +208,8 @@ class DecisionStore(Protocol):
 
     def operation_last_succeeded(self, table_pks: Sequence[int]
                                  ) -> dict[int, dict[str, Operation]]:
-        """For each table, the last SUCCEEDED operation of each action."""
+        """For each table, the last operation of each action that ran its job to the end:
+        SUCCEEDED, or SKIPPED with a result naming the job's "no plan" (``no_plan``)."""
 
     def operation_enqueue(self, params: EnqueueParams) -> int | None: ...
 

@@ -58,10 +58,13 @@ ORDER BY o.id DESC
 LIMIT %(limit)s;
 
 -- name: operation_last_succeeded
--- For each table, the last SUCCEEDED operation of each action.
+-- For each table, the last operation of each action that ran its job to the end: SUCCEEDED,
+-- or SKIPPED because the job found nothing to plan (a Hudi utility's "no plan", which its
+-- result names), so a plugin can hold back the same work on an unchanged table.
 SELECT DISTINCT ON (o.table_pk, o.action) o.*, t.table_id
 FROM tms_operations o JOIN tms_tables t ON t.id = o.table_pk
-WHERE o.table_pk = ANY(%(pks)s::bigint[]) AND o.state = 'SUCCEEDED'
+WHERE o.table_pk = ANY(%(pks)s::bigint[])
+  AND (o.state = 'SUCCEEDED' OR (o.state = 'SKIPPED' AND o.result ? 'no_plan'))
 ORDER BY o.table_pk, o.action, o.finished_at DESC;
 
 -- name: operation_cancel_queued
