@@ -13,7 +13,8 @@ No Hudi bundle jar can be obtained here, so this compiles a main class named
   8 and later in ``.hoodie/timeline/``): ``scheduleAndExecute`` counts the delta commits after
   the last completed ``commit`` (of every state on version 6, completed ones on 1.x) against
   ``hoodie.compact.inline.max.delta.commits`` (Hudi's default of 5 when TMS passed none,
-  NUM_COMMITS only) and either logs "Couldn't do schedule" and exits 255, or writes a
+  NUM_COMMITS only) and ``LogFileSizeBasedCompactionStrategy``'s log-size threshold when
+  ``--strategy`` names it, and either logs "Couldn't do schedule" and exits 255, or writes a
   compaction instant (requested, inflight, completed ``commit``, its metadata copied from the
   newest delta commit so readers still find the schema) and logs "Finish job";
   ``execute --instant-time T`` completes the pending plan T, or logs "There is no scheduled
@@ -146,6 +147,26 @@ public class HoodieCompactor {
             + "below " + max);
         System.out.println("WARN HoodieCompactor: Couldn't do schedule");
         System.exit(-1);
+      }
+      // LogFileSizeBasedCompactionStrategy keeps file groups whose log files reach the
+      // threshold: none does -> an empty plan, which Hudi does not schedule
+      long threshold = Long.parseLong(props.getOrDefault(
+          "hoodie.compaction.logfile.size.threshold", "0"));
+      if (flags.getOrDefault("--strategy", "").endsWith(".LogFileSizeBasedCompactionStrategy")
+          && threshold > 0) {
+        Map<String, Long> logBytes = new TreeMap<>();
+        try (Stream<Path> all = Files.walk(path(base))) {
+          for (Path f : (Iterable<Path>) all::iterator) {
+            String name = f.getFileName().toString();
+            if (f.startsWith(hoodie) || !name.startsWith(".") || !name.contains(".log.")) continue;
+            logBytes.merge(name.substring(1).split("_")[0], Files.size(f), Long::sum);
+          }
+        }
+        if (logBytes.values().stream().noneMatch(n -> n >= threshold)) {
+          System.out.println("stand-in: no file group has " + threshold + " bytes of logs");
+          System.out.println("WARN HoodieCompactor: Couldn't do schedule");
+          System.exit(-1);
+        }
       }
       SimpleDateFormat fmt = new SimpleDateFormat("yyyyMMddHHmmssSSS");
       fmt.setTimeZone(TimeZone.getTimeZone("UTC"));

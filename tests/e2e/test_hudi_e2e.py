@@ -10,6 +10,9 @@ the timeline as the compactor would).
   the properties file; the compactor schedules with it (Hudi's default of 5 would not) and the
   operation SUCCEEDS. Run again by hand with no new delta commit, Hudi finds no plan: SKIPPED
   with the reason, never FAILED, never retried.
+- The writers' compaction strategy (log files of at least 1 MiB) leaves Hudi nothing to plan
+  where TMS decided a compaction: SKIPPED with the reason, and not queued again while the
+  timeline stands still (ExplainTable says why).
 - A REQUESTED compaction plan on the timeline while ``compaction.enabled=false``: queued with
   mode execute and the plan's instant, executed with ``--instant-time``.
 - A catalog without the writers' retention: no clean is queued, and ExplainTable's reason
@@ -34,6 +37,7 @@ pytestmark = pytest.mark.e2e
 OP = tms_pb2.Operation
 FIXTURE = "quickstart_trips_table__mor__avro__v6_trips_8i1u.zip"  # 2 delta commits, 1 log file
 PLAN = "20250331030700000"  # a compaction plan after the fixture's delta commits
+SIZE_STRATEGY = "org.apache.hudi.table.action.compact.strategy.LogFileSizeBasedCompactionStrategy"
 RETENTION = {"hoodie.cleaner.policy": "KEEP_LATEST_COMMITS",
              "hoodie.cleaner.commits.retained": "1",
              "hoodie.keep.min.commits": "20", "hoodie.keep.max.commits": "30"}
@@ -97,6 +101,8 @@ def test_hudi_compaction_and_clean_decisions_end_to_end(make_stack, tmp_path: Pa
     planned = unzip(FIXTURE, lake / "planned")
     (planned / ".hoodie" / f"{PLAN}.compaction.requested").write_bytes(b"")
     unmanaged = unzip(FIXTURE, bare / "trips")
+    sized_root = tmp_path.resolve() / "sized"
+    sized = unzip(FIXTURE, sized_root / "trips")  # its one log file is 1148 bytes
 
     stack = make_stack()
     stack.start_api()
@@ -105,10 +111,15 @@ def test_hudi_compaction_and_clean_decisions_end_to_end(make_stack, tmp_path: Pa
     writer = _writer(stack.zookeeper.hosts)
     _catalog(stub, "lake", lake, {**{f"hudi.writer.{k}": v for k, v in writer.items()}, **jars})
     _catalog(stub, "bare", bare, jars)  # no writer configuration: retention unknown
+    _catalog(stub, "sized", sized_root, {
+        **{f"hudi.writer.{k}": v for k, v in RETENTION.items()},
+        "hudi.writer.hoodie.compaction.strategy": SIZE_STRATEGY,
+        "hudi.writer.hoodie.compaction.logfile.size.threshold": "1048576", **jars})
     _register(stub, "lake.trips", "lake", trips, {"compaction.delta-commits": "1"})
     _register(stub, "lake.planned", "lake", planned, {"compaction.enabled": "false"})
     _register(stub, "bare.trips", "bare", unmanaged, {"compaction.enabled": "false",
                                                      "clean.commits": "1"})
+    _register(stub, "sized.trips", "sized", sized, {"compaction.delta-commits": "1"})
     stack.start_scheduler()
 
     # the scheduler's decisions, with their reasons --------------------------------------------
@@ -126,6 +137,8 @@ def test_hudi_compaction_and_clean_decisions_end_to_end(make_stack, tmp_path: Pa
     assert dict(pending.params) == {"mode": "execute", "instant": PLAN}
     assert f"compaction plan {PLAN} is REQUESTED" in pending.reason
     assert "although compaction.enabled=false" in pending.reason
+    wait_for(lambda: _only(stub, "sized.trips", OP.QUEUED),
+             "the scheduler to queue a compaction of sized.trips")
 
     explained = wait_for(lambda: _explained(stub, "lake.trips"), "decisions on lake.trips")
     assert explained["compaction"].should_run
@@ -174,6 +187,28 @@ def test_hudi_compaction_and_clean_decisions_end_to_end(make_stack, tmp_path: Pa
     assert _conf(argv) == {}  # a pending plan: no trigger, and the writers' clean may run
     assert props == writer
     assert (planned / ".hoodie" / f"{PLAN}.commit").is_file()
+
+    # the writers' strategy finds nothing to compact: SKIPPED, then held while nothing changes
+    nothing = wait_for(lambda: _only(stub, "sized.trips", OP.SKIPPED),
+                       "the compaction of sized.trips to end SKIPPED")
+    assert nothing.attempt == 1 and nothing.error == (
+        "Hudi found nothing to plan: \"Couldn't do schedule\" (HoodieCompactor, exit 255)")
+    ((argv, props),) = received(sized)
+    assert argv[argv.index("--strategy") + 1] == SIZE_STRATEGY
+    assert props["hoodie.compaction.logfile.size.threshold"] == "1048576"
+    stub.PauseTable(tms_pb2.PauseTableRequest(name="tables/sized.trips"), timeout=10)
+    stub.ResumeTable(tms_pb2.ResumeTableRequest(name="tables/sized.trips"), timeout=10)
+
+    def held() -> tms_pb2.ActionExplanation | None:
+        found = _explained(stub, "sized.trips")
+        return found["compaction"] if found and "waiting for a new instant" in found[
+            "compaction"].reason else None
+
+    hold = wait_for(held, "the scheduler to decide sized.trips again")
+    assert not hold.should_run and not hold.operation
+    assert f"the last compaction (operation {nothing.name.rsplit('/', 1)[-1]}) found nothing " \
+           "to plan (\"Couldn't do schedule\")" in hold.reason, hold.reason
+    assert len(_ops(stub, "sized.trips")) == 1
 
     # again by hand with no new delta commit: Hudi finds no plan -> SKIPPED, not FAILED ---------
     again = stub.TriggerOperation(tms_pb2.TriggerOperationRequest(
