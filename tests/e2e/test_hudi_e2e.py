@@ -222,6 +222,8 @@ def test_hudi_compaction_and_clean_decisions_end_to_end(make_stack, tmp_path: Pa
     assert skipped.state == OP.SKIPPED, (OP.State.Name(skipped.state), skipped.error)
     assert skipped.attempt == 1  # not retried
     assert dict(skipped.result) == {"exit_code": 255, "no_plan": "Couldn't do schedule"}
+    assert skipped.exit_code == 255  # and the driver's log says why
+    assert "stand-in: 0 delta commits since the last compaction, below 1" in skipped.log_tail
     assert skipped.error == ("Hudi found nothing to plan: \"Couldn't do schedule\" "
                              "(HoodieCompactor, exit 255)")
     runs = received(trips)

@@ -244,9 +244,11 @@ class ExecutionStore(Protocol):
         """Fenced terminal write; False when this attempt no longer owns the operation."""
 
     def operation_skip(self, op: Operation, owner: str, reason: str,
-                       result: dict[str, Any] | None = None) -> bool:
-        """Fenced RUNNING -> SKIPPED before anything ran (its decision no longer holds), with
-        the reason; False when this attempt no longer owns the operation."""
+                       result: dict[str, Any] | None = None, log_tail: str | None = None,
+                       exit_code: int | None = None) -> bool:
+        """Fenced RUNNING -> SKIPPED: before anything ran (its decision no longer holds), or
+        after a job that found nothing to plan (with its log tail and exit code), with the
+        reason; False when this attempt no longer owns the operation."""
 
     def operation_retry_later(self, op: Operation, owner: str, outcome: Outcome,
                               delay_s: float) -> bool:
