@@ -275,6 +275,21 @@ def test_last_succeeded_per_table_and_action(store: PostgresStore) -> None:
         a.pk: {"compaction": ids[a.pk][-1]}, b.pk: {"compaction": ids[b.pk][0]}}
     assert last[a.pk]["compaction"].table_id == "la"
     assert store.operation_last_succeeded([]) == {}
+    # a job that found nothing to plan (Hudi's "no plan") ran to the end: it counts; a skip
+    # before anything ran (a recheck) does not
+    for result in ({"exit_code": 255, "no_plan": "Couldn't do schedule"}, None):
+        _enqueue(store, a)
+        op = store.operation_claim("e1", 30)
+        assert op is not None
+        if result:  # the job's log tail and exit code are kept
+            assert store.operation_skip(op, "e1", "nothing", result, "WARN no plan\n", 255)
+        else:
+            assert store.operation_skip(op, "e1", "nothing", result)
+        ids[a.pk].append(op.id)
+    latest = store.operation_last_succeeded([a.pk])[a.pk]["compaction"]
+    assert latest.id == ids[a.pk][-2] and latest.state is OperationState.SKIPPED
+    assert latest.outcome.result == {"exit_code": 255, "no_plan": "Couldn't do schedule"}
+    assert (latest.outcome.log_tail, latest.outcome.exit_code) == ("WARN no plan\n", 255)
 
 
 def test_deregistration_removes_events_and_marks(store: PostgresStore) -> None:

@@ -206,7 +206,8 @@ class FakeStore:
         return True
 
     def operation_skip(self, op: Operation, owner: str, reason: str,
-                       result: dict[str, Any] | None = None) -> bool:
+                       result: dict[str, Any] | None = None, log_tail: str | None = None,
+                       exit_code: int | None = None) -> bool:
         self.skipped.append((op, reason, result))
         return True
 

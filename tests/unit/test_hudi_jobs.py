@@ -210,12 +210,12 @@ def test_bad_params_build_no_job(params: dict[str, str], words: str) -> None:
 
 # clustering --------------------------------------------------------------------------------------
 def test_clustering_job_flags() -> None:
-    job = build("clustering", WRITER, mode="scheduleAndExecute", max_commits="4")
+    job = build("clustering", WRITER, mode="scheduleAndExecute")
     parsed = jcommander(job.app, [*job.args, "--spark-memory", "1g"])  # the engine adds it
     assert job.app == CLUSTERING_JOB and job.spec["hudi"]["memory_flag"] == "--spark-memory"
+    # both commit-count gates off: TMS decided the trigger, Hudi's plan strategy the files
     assert hoodie_conf(parsed) == {"hoodie.clustering.inline": "false",
-                                   "hoodie.clustering.async.enabled": "false",
-                                   "hoodie.clustering.inline.max.commits": "4"}
+                                   "hoodie.clustering.async.enabled": "false"}
     job = build("clustering", None, mode="execute", instant="20260601110000000")
     parsed = jcommander(job.app, [*job.args, "--spark-memory", "1g"])
     assert parsed["--instant-time"] == ["20260601110000000"]

@@ -189,7 +189,8 @@ class Executor:
         Returns how the attempt ended (LOST when its write was refused)."""
         if outcome.state is OperationState.SKIPPED:
             if not self.store.operation_skip(op, self.executor_id, outcome.error or "",
-                                             outcome.result):
+                                             outcome.result, outcome.log_tail,
+                                             outcome.exit_code):
                 bound.warning("skip refused: this attempt no longer owns the operation")
                 return AttemptState.LOST
             bound.info("operation skipped: no longer needed", reason=outcome.error)

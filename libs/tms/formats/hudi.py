@@ -45,7 +45,7 @@ from tms.formats.hudi_timeline import (
     open_table,
     read_timeline,
 )
-from tms.formats.hudi_writer import writer_properties
+from tms.formats.hudi_writer import unknown_reason, writer_properties
 from tms.formats.storage import StorageError
 from tms.jobs import locations
 from tms.jobs.locations import LOCAL_SCHEME, Location, LocationError
@@ -138,9 +138,10 @@ class HudiFormat(TableFormatPlugin):
         summary = read_timeline(base, tz, catalog.storage_options)
         with_clean = bool(POLICY_KEYS["clean.enabled"].get(table.policy)) or any(
             i.action == "clean" and i.state.value != "COMPLETED" for i in summary.instants)
-        return hudi_inspect.inspect(summary, base, catalog.storage_options,
-                                    writer_properties(table, catalog), self.clock(), tz,
-                                    with_clean, catalog.scrub)
+        props = writer_properties(table, catalog)
+        return hudi_inspect.inspect(summary, base, catalog.storage_options, props, self.clock(),
+                                    tz, with_clean, catalog.scrub,
+                                    unknown_reason(table, catalog) if props is None else "")
 
     @staticmethod
     def checked_base_path(table: Table, catalog: CatalogAccess) -> str:
@@ -165,13 +166,26 @@ class HudiFormat(TableFormatPlugin):
         return [Decision(action, run, reason, dict(metrics), params)
                 for action, (run, reason, params) in verdicts.items()]
 
+    def unchanged_since(self, table: Table, metrics: Mapping[str, Any], decision: Decision,
+                        last: Operation | None) -> str | None:
+        """Not again while nothing changed: the same run last found nothing to plan
+        (:func:`tms.formats.hudi_decide.no_plan_hold`)."""
+        return hudi_decide.no_plan_hold(decision.action, decision.params, metrics, last)
+
     def recheck(self, table: Table, catalog: CatalogAccess, operation: Operation
                 ) -> str | None:
         """Right before a policy-queued operation runs, the decision taken again on the table
-        as it is now (:func:`tms.formats.hudi_decide.stale`)."""
+        as it is now (:func:`tms.formats.hudi_decide.stale`). A decision not to run taken
+        without the file slices or versions (a read that failed) cannot tell: the operation
+        runs as decided, and Hudi's own planner meets the table (no plan ends SKIPPED)."""
         now = self.clock()
-        found = [d for d in self.evaluate(table, self.inspect(table, catalog), {}, now)
+        metrics = self.inspect(table, catalog)
+        found = [d for d in self.evaluate(table, metrics, {}, now)
                  if d.action == operation.action]
+        if found and not found[0].should_run and metrics.get(hudi_inspect.UNREADABLE) and any(
+                str(metrics.get(k) or "\0") in found[0].reason
+                for k in ("slices_error", "clean_unknown")):
+            return None  # refused because of the failed read: cannot tell
         return hudi_decide.stale(
             (found[0].should_run, found[0].reason, found[0].params) if found else None,
             operation.work.params)

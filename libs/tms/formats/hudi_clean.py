@@ -33,6 +33,8 @@ from datetime import datetime, timedelta, tzinfo
 
 from tms.formats.hudi_slices import FileSlice
 from tms.formats.hudi_timeline import WRITE_ACTIONS, Instant, State
+from tms.formats.hudi_writer import FILE_PROPERTY as WRITER_FILE_PROPERTY
+from tms.formats.hudi_writer import PREFIX as WRITER_PREFIX
 
 POLICY_KEY = "hoodie.cleaner.policy"
 COMMITS_KEY = "hoodie.cleaner.commits.retained"
@@ -67,15 +69,21 @@ class CleanerConfig:
         return RETENTION_KEY[self.policy]
 
 
-def cleaner_config(props: Mapping[str, str] | None) -> CleanerConfig | str:
+def cleaner_config(props: Mapping[str, str] | None, unknown: str = ""
+                   ) -> CleanerConfig | str:
     """The writer's cleaner policy and retention, or why TMS cannot know them (a reason that
     names the keys to set). The policy defaults to Hudi's (KEEP_LATEST_COMMITS); the retention
-    never does: Hudi's default is exactly what must not be assumed."""
+    never does: Hudi's default is exactly what must not be assumed. ``unknown``: why ``props``
+    is None, naming the catalog properties to set (:func:`tms.formats.hudi_writer.
+    unknown_reason`)."""
     keys = (f"{POLICY_KEY} and {COMMITS_KEY} (or {VERSIONS_KEY} / {HOURS_KEY} for "
             "KEEP_LATEST_FILE_VERSIONS / KEEP_LATEST_BY_HOURS)")
     if props is None:
-        return ("the writers' cleaner retention is unknown (no writer configuration for this "
-                f"table): set {keys} in the table's writer configuration")
+        why = unknown or ("no writer configuration for this table: set catalog properties "
+                          f"{WRITER_PREFIX}<hoodie key> or {WRITER_FILE_PROPERTY}")
+        return (f"the writers' cleaner retention is unknown: {why}; the cleaner needs {keys} "
+                f"(as catalog properties: {WRITER_PREFIX}{POLICY_KEY} and "
+                f"{WRITER_PREFIX}{COMMITS_KEY} ...)")
     raw = props.get(POLICY_KEY, CleanerPolicy.KEEP_LATEST_COMMITS.value).strip().upper()
     try:
         policy = CleanerPolicy(raw)
@@ -86,7 +94,8 @@ def cleaner_config(props: Mapping[str, str] | None) -> CleanerConfig | str:
     value = props.get(key)
     if value is None:
         return (f"the writer configuration has {POLICY_KEY}={policy.value} but no {key}: set "
-                f"{key} to the writers' retention (TMS never cleans with Hudi's default)")
+                f"{key} to the writers' retention (catalog property {WRITER_PREFIX}{key}, or "
+                f"in the writer properties file; TMS never cleans with Hudi's default)")
     value = value.strip()
     if not value.isdigit() or not _MIN_RETAINED[key] <= int(value) <= MAX_RETAINED:
         return (f"the writer configuration's {key}={value[:40]!r} is not a whole number "

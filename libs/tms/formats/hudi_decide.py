@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from tms.domain import Operation, OperationState
 from tms.formats.hudi_policy import STRATEGY, as_int, is_on
 
 # Decision params, read by the job builder from ``operation.work.params`` (all strings there):
@@ -166,6 +167,33 @@ def clean(policy: Mapping[str, str], m: Mapping[str, Any], now: datetime) -> Ver
         return False, f"{why}, but no file version is cleanable under {retention}", {}
     return True, (f"{why}; {m['cleanable_files']} files ({m['cleanable_bytes']} bytes) in "
                   f"{m['cleanable_file_groups']} file groups are cleanable under {retention}"), {}
+
+
+def _timeline_mark(m: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What Hudi's planners see of a table, from one look's metrics: the newest completed
+    instant and every pending one (heartbeats aside)."""
+    return (m.get("last_completed_instant"),
+            tuple((p.get("instant"), p.get("state")) for p in m.get("pending") or ()))
+
+
+def no_plan_hold(action: str, params: Mapping[str, Any], m: Mapping[str, Any],
+                 last: Operation | None) -> str | None:
+    """Why a decision to run should not be queued: the last run of ``action`` with the same
+    params ended SKIPPED because Hudi found nothing to plan, and the timeline is as it was
+    when that run was decided, so Hudi would find nothing again. None: queue it."""
+    if last is None or last.state is not OperationState.SKIPPED:
+        return None
+    phrase = (last.outcome.result or {}).get("no_plan")
+    if not phrase or not last.work.metrics:
+        return None
+    if ({k: str(v) for k, v in last.work.params.items()}
+            != {k: str(v) for k, v in params.items()}):
+        return None  # other work (another trigger, another plan)
+    if _timeline_mark(last.work.metrics) != _timeline_mark(m):
+        return None  # the timeline moved: Hudi may plan now
+    return (f"the last {action} (operation {last.id}) found nothing to plan ({phrase!r}) "
+            f"and the timeline has not changed since (newest completed instant "
+            f"{m.get('last_completed_instant')}); waiting for a new instant")
 
 
 def stale(decision: tuple[bool, str, Mapping[str, Any]] | None,

@@ -47,6 +47,9 @@ DEFAULT_SMALL_FILE_LIMIT_BYTES = 300 * 1024 * 1024  # Hudi's default clustering 
 SINGLE_GROUP_KEY = "hoodie.clustering.plan.strategy.single.group.clustering.enabled"
 SORT_COLUMNS_KEY = "hoodie.clustering.plan.strategy.sort.columns"
 MAX_LIMIT = 1 << 50
+# set when the file slices or file versions could not be read: a decision not to run is then
+# "cannot tell", not "not needed" (the executor's recheck runs the operation as decided)
+UNREADABLE = "files_unreadable"
 
 
 def _positive(props: Mapping[str, str] | None, key: str, default: int) -> int:
@@ -125,9 +128,10 @@ def slice_metrics(slices: list[FileSlice], replaced: Mapping[tuple[str, str], st
 
 def clean_metrics(s: TimelineSummary, store: Store, root: str,
                   replaced: Mapping[tuple[str, str], str], props: Mapping[str, str] | None,
-                  now: datetime, tz: tzinfo) -> dict[str, Any]:
-    """What the writers' cleaner would delete now, or why that cannot be known."""
-    config = hudi_clean.cleaner_config(props)
+                  now: datetime, tz: tzinfo, unknown_writer: str = "") -> dict[str, Any]:
+    """What the writers' cleaner would delete now, or why that cannot be known
+    (``unknown_writer``: why ``props`` is None, naming what to set)."""
+    config = hudi_clean.cleaner_config(props, unknown_writer)
     if isinstance(config, str):
         return {"clean_unknown": config}
     out: dict[str, Any] = {"cleaner_policy": config.policy.value,
@@ -136,7 +140,8 @@ def clean_metrics(s: TimelineSummary, store: Store, root: str,
     try:
         groups = all_file_groups(store, root, s.instants, s.table_version)
     except (SlicesError, StorageError) as e:
-        return {**out, "clean_unknown": f"cannot list the file versions: {str(e)[:500]}"}
+        return {**out, UNREADABLE: True,
+                "clean_unknown": f"cannot list the file versions: {str(e)[:500]}"}
     found = hudi_clean.cleanable(groups, replaced, s.instants, config, now, tz)
     return {**out, "cleanable_files": found.files, "cleanable_bytes": found.bytes,
             "cleanable_file_groups": found.file_groups,
@@ -145,11 +150,13 @@ def clean_metrics(s: TimelineSummary, store: Store, root: str,
 
 def inspect(s: TimelineSummary, base: str, storage_options: Mapping[str, str],
             props: Mapping[str, str] | None, now: datetime, tz: tzinfo,
-            with_clean: bool = True, scrub: Callable[[str], str] = str) -> dict[str, Any]:
+            with_clean: bool = True, scrub: Callable[[str], str] = str,
+            unknown_writer: str = "") -> dict[str, Any]:
     """The metrics of one look at a table (JSON-serialisable). ``tz``: the writers' zone from
-    the policy, unless the table keeps its timeline in UTC (``hoodie.table.timeline.timezone``)."""
+    the policy, unless the table keeps its timeline in UTC (``hoodie.table.timeline.timezone``).
+    ``unknown_writer``: why ``props`` is None (what to set), for the clean's reason."""
     tz = UTC if s.timezone == "UTC" else tz
-    m = _inspect(s, base, storage_options, props, now, tz, with_clean)
+    m = _inspect(s, base, storage_options, props, now, tz, with_clean, unknown_writer)
     for key in ("slices_error", "clean_unknown"):  # errors may quote storage options
         if key in m:
             m[key] = scrub(m[key])
@@ -158,7 +165,7 @@ def inspect(s: TimelineSummary, base: str, storage_options: Mapping[str, str],
 
 def _inspect(s: TimelineSummary, base: str, storage_options: Mapping[str, str],
              props: Mapping[str, str] | None, now: datetime, tz: tzinfo,
-             with_clean: bool) -> dict[str, Any]:
+             with_clean: bool, unknown_writer: str) -> dict[str, Any]:
     store, root = open_table(base, storage_options)
     m = s.metrics()
     m.update(delta_commit_counts(s, tz))
@@ -169,10 +176,11 @@ def _inspect(s: TimelineSummary, base: str, storage_options: Mapping[str, str],
         slices, replaced = latest_slices(base, storage_options)
     except SlicesError as e:
         m["slices_error"] = str(e)
+        m[UNREADABLE] = True
         if with_clean:
             m["clean_unknown"] = f"the replaced file groups are unknown: {e}"
         return m
     m.update(slice_metrics(slices, replaced, props))
     if with_clean:
-        m.update(clean_metrics(s, store, root, replaced, props, now, tz))
+        m.update(clean_metrics(s, store, root, replaced, props, now, tz, unknown_writer))
     return m

@@ -51,6 +51,12 @@ CLEANER = "org.apache.hudi.utilities.HoodieCleaner"
 MODES = ("scheduleAndExecute", "execute", "schedule")  # --mode of compactor and clustering job
 INSTANT_RE = re.compile(r"[0-9]{14,20}")
 MAX_TRIGGER = 100_000_000
+# the operation params each job reads (tms.formats.hudi_decide writes them; the plugin
+# declares them in tms.formats.hudi_policy.PARAMS, which the API and scheduler check)
+READS = {"compaction": ("mode", "instant", "trigger_strategy", "max_delta_commits",
+                        "max_delta_seconds"),
+         "clustering": ("mode", "instant"),
+         "clean": ("instant",)}
 # log lines by which each utility says it found nothing to plan (their sources, 0.14 - 1.x)
 NO_PLAN = {
     COMPACTOR: ("Couldn't do schedule", "There is no scheduled compaction in the table"),
@@ -167,6 +173,12 @@ def build(table: Table, catalog: CatalogAccess, operation: Operation, base: str)
             "TMS never cleans with Hudi's default retention")
         if problem:
             raise ValueError(f"clean not built: {problem}")
+        # a pending clean's instant has no flag: HoodieCleaner finishes every pending clean
+        # before it plans a new one (CleanActionExecutor); it is checked all the same
+        instant = params.get("instant")
+        if instant is not None and not INSTANT_RE.fullmatch(str(instant)):
+            raise ValueError(f"param instant must be a Hudi instant time, got "
+                             f"{str(instant)[:40]!r}")
         app, args = CLEANER, ["--target-base-path", base]
     else:
         mode = str(params.get("mode", "scheduleAndExecute"))
@@ -185,12 +197,9 @@ def build(table: Table, catalog: CatalogAccess, operation: Operation, base: str)
             conf.update(compaction_trigger(params))
             if "hoodie.compaction.strategy" in props:  # the flag's default would win for
                 args += ["--strategy", props["hoodie.compaction.strategy"]]  # the schedule
-        if action == "clustering":
+        if action == "clustering":  # with both gates off only the plan strategy decides
             conf.update({"hoodie.clustering.inline": "false",
                          "hoodie.clustering.async.enabled": "false"})
-            commits = _int_param(params, "max_commits")
-            if commits:
-                conf["hoodie.clustering.inline.max.commits"] = commits
         if retention_problem(props) if writer else True:
             conf["hoodie.clean.automatic"] = "false"  # never clean with Hudi's defaults
     needed, why = minimum_release(table_facts(base, catalog, operation.work.metrics), writer,

@@ -208,7 +208,8 @@ class DecisionStore(Protocol):
 
     def operation_last_succeeded(self, table_pks: Sequence[int]
                                  ) -> dict[int, dict[str, Operation]]:
-        """For each table, the last SUCCEEDED operation of each action."""
+        """For each table, the last operation of each action that ran its job to the end:
+        SUCCEEDED, or SKIPPED with a result naming the job's "no plan" (``no_plan``)."""
 
     def operation_enqueue(self, params: EnqueueParams) -> int | None: ...
 
@@ -243,9 +244,11 @@ class ExecutionStore(Protocol):
         """Fenced terminal write; False when this attempt no longer owns the operation."""
 
     def operation_skip(self, op: Operation, owner: str, reason: str,
-                       result: dict[str, Any] | None = None) -> bool:
-        """Fenced RUNNING -> SKIPPED before anything ran (its decision no longer holds), with
-        the reason; False when this attempt no longer owns the operation."""
+                       result: dict[str, Any] | None = None, log_tail: str | None = None,
+                       exit_code: int | None = None) -> bool:
+        """Fenced RUNNING -> SKIPPED: before anything ran (its decision no longer holds), or
+        after a job that found nothing to plan (with its log tail and exit code), with the
+        reason; False when this attempt no longer owns the operation."""
 
     def operation_retry_later(self, op: Operation, owner: str, outcome: Outcome,
                               delay_s: float) -> bool:

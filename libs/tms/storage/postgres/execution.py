@@ -62,9 +62,11 @@ class ExecutionMixin(Db):
                             **_ended(outcome))
 
     def operation_skip(self, op: Operation, owner: str, reason: str,
-                       result: dict[str, Any] | None = None) -> bool:
+                       result: dict[str, Any] | None = None, log_tail: str | None = None,
+                       exit_code: int | None = None) -> bool:
         return self._fenced("operation_skip", op, owner, reason=reason[:4000],
-                            result=Jsonb(result) if result is not None else None)
+                            result=Jsonb(result) if result is not None else None,
+                            log_tail=log_tail, exit_code=exit_code)
 
     def operation_retry_later(self, op: Operation, owner: str, outcome: Outcome,
                               delay_s: float) -> bool:

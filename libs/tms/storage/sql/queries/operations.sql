@@ -58,10 +58,13 @@ ORDER BY o.id DESC
 LIMIT %(limit)s;
 
 -- name: operation_last_succeeded
--- For each table, the last SUCCEEDED operation of each action.
+-- For each table, the last operation of each action that ran its job to the end: SUCCEEDED,
+-- or SKIPPED because the job found nothing to plan (a Hudi utility's "no plan", which its
+-- result names), so a plugin can hold back the same work on an unchanged table.
 SELECT DISTINCT ON (o.table_pk, o.action) o.*, t.table_id
 FROM tms_operations o JOIN tms_tables t ON t.id = o.table_pk
-WHERE o.table_pk = ANY(%(pks)s::bigint[]) AND o.state = 'SUCCEEDED'
+WHERE o.table_pk = ANY(%(pks)s::bigint[])
+  AND (o.state = 'SUCCEEDED' OR (o.state = 'SKIPPED' AND o.result ? 'no_plan'))
 ORDER BY o.table_pk, o.action, o.finished_at DESC;
 
 -- name: operation_cancel_queued
@@ -147,18 +150,20 @@ FROM o;
 -- name: operation_skip
 -- RUNNING -> SKIPPED, fenced: nothing to do. Either re-checked right before it would run,
 -- its decision no longer held, so nothing ran; or its job found nothing to plan (a Hudi
--- utility's "no plan"), which is not a failure. The reason is kept as its error; a pending
--- cancel is moot.
+-- utility's "no plan"), which is not a failure: its log tail and exit code are kept then.
+-- The reason is kept as its error; a pending cancel is moot.
 WITH o AS (
     UPDATE tms_operations
     SET state = 'SKIPPED', finished_at = now(), lease_expires_at = NULL, result = %(result)s,
-        error = %(reason)s, cancel_requested = false
+        error = %(reason)s, cancel_requested = false, log_tail = %(log_tail)s,
+        exit_code = %(exit_code)s
     WHERE id = %(id)s AND state = 'RUNNING' AND attempt = %(attempt)s
       AND lease_owner = %(owner)s
     RETURNING id, attempt
 )
 SELECT o.id, tms_attempt_close(o.id, o.attempt, 'SKIPPED', %(reason)s::text,
-                               %(result)s::jsonb) AS closed
+                               %(result)s::jsonb, %(log_tail)s::text,
+                               %(exit_code)s::integer) AS closed
 FROM o;
 
 -- name: operation_retry_later
