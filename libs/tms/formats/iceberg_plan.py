@@ -205,19 +205,25 @@ def candidate(key: PartitionKey, st: PartitionStats, lim: Limits, merge_small: b
 
 def plan(rows: Sequence[Mapping[str, Any]], raw_specs: Mapping[Any, Sequence[Sequence[str]]],
          lim: Limits, merge_small: bool, tiered: bool = True) -> Plan:
-    """Partitions to rewrite, largest benefit first, within the byte cap (the first one always,
-    else a partition larger than the cap would never be compacted) and within what the
-    ``partitions`` parameter can carry."""
+    """Partitions to rewrite (``select``)."""
     parts = iceberg_stats.decode(rows)
     specs = specs_of(raw_specs)
     cands = [c for k, st in parts.items()
              if (c := candidate(k, st, lim, merge_small, tiered)) is not None]
-    cands.sort(key=lambda c: (-c.benefit, -c.cost_bytes, repr(c.key)))
-    partitioned = any(k[1] for k in parts)
+    return select(cands, specs, any(k[1] for k in parts), lim.max_bytes,
+                  sum(1 for p in parts.values() if p.data_files))
+
+
+def select(cands: Sequence[Candidate], specs: Mapping[int, Sequence[FieldInfo]],
+           partitioned: bool, max_bytes: int, partitions: int) -> Plan:
+    """The candidates largest benefit first, within the byte cap (the first one always, else a
+    partition larger than the cap would never be rewritten) and within what the
+    ``partitions`` parameter can carry."""
+    cands = sorted(cands, key=lambda c: (-c.benefit, -c.cost_bytes, repr(c.key)))
     chosen: list[Candidate] = []
     total = 0
     for c in cands:
-        if chosen and total + c.cost_bytes > lim.max_bytes:
+        if chosen and total + c.cost_bytes > max_bytes:
             continue
         if partitioned:
             if len(chosen) >= partition_filter.MAX_PARTITIONS:
@@ -229,8 +235,7 @@ def plan(rows: Sequence[Mapping[str, Any]], raw_specs: Mapping[Any, Sequence[Seq
                 continue
         chosen.append(c)
         total += c.cost_bytes
-    return Plan(tuple(chosen), len(cands), sum(1 for p in parts.values() if p.data_files),
-                specs, partitioned)
+    return Plan(tuple(chosen), len(cands), partitions, specs, partitioned)
 
 
 def rewrite_params(p: Plan, lim: Limits) -> dict[str, str]:
