@@ -51,7 +51,8 @@ K = by_key((
     _int("compaction.small-file-bytes", 16 * MIB, KIB, MAX_FILE_BYTES, "bytes",
          "a data file below this size counts as small"),
     _int("compaction.min-small-files", 12, 2, MAX_COUNT, "count",
-         "small files that trigger a compaction"),
+         "small files that trigger a compaction; a partition's are merged once the others add "
+         "up to its largest rewritable file, or from twice this many"),
     _int("compaction.min-interval-s", 60, 0, MAX_INTERVAL_S, "s",
          "least time between two compactions"),
     _int("compaction.quiet-s", 3600, 0, MAX_INTERVAL_S, "s",
@@ -61,7 +62,9 @@ K = by_key((
             "merge (only deletes call for it)", FORMAT),
     decimal("compaction.delete-ratio", 0.1, 0.001, 1.0,
             "share of a partition's rows hidden by deletes (equality deletes: one row per "
-            "key) that calls for applying them; min-small-files delete files always do", FORMAT),
+            "key) that calls for applying them; min-small-files delete files always do "
+            "(position delete files only with position-deletes.enabled false: else that "
+            "rewrite merges them)", FORMAT),
     _int("compaction.max-bytes-per-run", 10 * GIB, MIB, MAX_RUN_BYTES, "bytes",
          "most bytes one compaction or clustering plans to rewrite (partitions of most "
          "benefit first)"),
@@ -162,7 +165,8 @@ def _limits(pol: Mapping[str, str]) -> iceberg_plan.Limits:
         float(K["compaction.min-file-ratio"].get(pol)),
         float(K["compaction.delete-ratio"].get(pol)),
         K["compaction.max-bytes-per-run"].as_int(pol),
-        K["compaction.min-small-files"].as_int(pol))
+        K["compaction.min-small-files"].as_int(pol),
+        K["position-deletes.enabled"].as_bool(pol))
 
 
 def _partitioned_compaction(pol: Mapping[str, str], m: Mapping[str, Any],
@@ -185,8 +189,10 @@ def _partitioned_compaction(pol: Mapping[str, str], m: Mapping[str, Any],
                    f"small file")
         elif mergeable and merge_due:
             why = (f"{mergeable} small data files in partitions holding two or more, but in "
-                   f"each the other files add less than {iceberg_plan.TIER_RATIO:g} of its "
-                   f"largest rewritable file: merging now would mostly rewrite that file again")
+                   f"each the other files add less than {iceberg_plan.TIER_RATIO:g} x its "
+                   f"largest rewritable file and there are fewer than "
+                   f"{iceberg_plan.READERS_FACTOR * min_small} small files: merging now would "
+                   f"mostly rewrite that file again")
         elif mergeable and spread:
             why = (f"{mergeable} small data files in partitions holding two or more (of {small} "
                    f"small files); compaction starts at {min_small}")
