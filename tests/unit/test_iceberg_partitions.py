@@ -451,8 +451,8 @@ def test_a_merge_waits_until_new_files_are_worth_rewriting_the_last_output() -> 
     assert not d.should_run
     assert "mostly rewrite that file again" in d.reason
     assert "fewer than 8 small files" in d.reason
-    # new files adding up to its size at least: worth it
-    d = compact(table(merged_output(DAY0, 10, 1), merged_output(DAY0 + 1, 4, 4)), **pol)
+    # new files of 0.8 of its size at least: worth it
+    d = compact(table(merged_output(DAY0, 10, 1), merged_output(DAY0 + 1, 5, 4)), **pol)
     assert d.should_run and d.params["partitions"] == f"[[0,[{DAY0 + 1}]]]"
     # readers come first: twice min-small-files small files in one partition merge regardless
     d = compact(table(merged_output(DAY0, 10, 1), merged_output(DAY0 + 1, 10, 6)), **pol)
@@ -488,7 +488,7 @@ def test_tiered_merges_bound_write_amplification() -> None:
     # about 60 files per partition, like 1,000 commits into 16 partitions
     amplification, most = _trickle(60, tiered=True)
     untiered, _ = _trickle(60, tiered=False)
-    assert amplification < 2.0 < 15 < untiered  # measured: 1.97 against 16.55
+    assert amplification < 2.0 < 15 < untiered  # measured: 1.75 against 16.55
     assert most <= 24  # readers never see more than twice min-small-files files
 
 

@@ -19,18 +19,19 @@ benefit first (files removed plus delete files applied, per GiB rewritten) until
 Write amplification: a partition fed by a trickle of tiny files would otherwise rewrite its
 last merge's output again with every new pair of small files (each byte rewritten once per
 merge). So a merge waits until the partition's other rewritable files add up to at least
-``TIER_RATIO`` times its largest one (the output then at least doubles, and each byte is
-rewritten about twice over its life: ratio r costs (1 + r) / r; two equal small files still
-merge), unless the partition holds ``READERS_FACTOR`` x ``min-small-files`` small files by
-itself (readers come first) or the table is quiet (no more data is coming: tidy up).
+``TIER_RATIO`` of its largest one (the output then grows geometrically, and each byte is
+rewritten about (1 + r) / r times over its life for ratio r; below 1 so that two small files
+of about the same size merge), unless the partition holds ``READERS_FACTOR`` x
+``min-small-files`` small files by itself (readers come first) or the table is quiet (no more
+data is coming: tidy up).
 
-That readers' bound was ``min-small-files`` itself (and the ratio 0.8). With partitions far
-below the target size it dominated: the active partition of a stream rewrote its whole content
-every ``min-small-files`` commits, and a 1,000-commit stream into 16 partitions rewrote 2.25
-bytes per byte written (goal 2.0). Twice the threshold still bounds the small files readers
-open per partition, and halves those rewrites (an offline replay of that stream,
-``bench/table_health_sim.py``, puts the bound's factor 2 at -0.6 bytes rewritten per byte
-written, the ratio's change from 0.8 to 1 at -0.05).
+That readers' bound was ``min-small-files`` itself. With partitions far below the target
+size it dominated: the active partition of a stream rewrote its whole content every
+``min-small-files`` commits, and a 1,000-commit stream into 16 partitions rewrote 2.25 bytes
+per byte written (goal 2.0). Twice the threshold still bounds the small files readers open
+per partition, and halves those rewrites (an offline replay of that stream,
+``bench/table_health_sim.py``, puts it at -0.6 bytes rewritten per byte written; a ratio of 1
+or 2 instead of 0.8 would gain less than 0.1 and leave two small files unmerged).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ MIN_COST_BYTES = MIB  # a rewrite costs at least this much (file opens, a commit
 SHOWN_IN_REASON = 3
 SHOWN_IN_METRICS = 5
 MIN_MERGE_FILES = 2
-TIER_RATIO = 1.0
+TIER_RATIO = 0.8
 READERS_FACTOR = 2  # x min-small-files: a partition merges from this many small files
 
 

@@ -52,7 +52,7 @@ K = by_key((
          "a data file below this size counts as small"),
     _int("compaction.min-small-files", 12, 2, MAX_COUNT, "count",
          "small files that trigger a compaction; a partition's are merged once the others add "
-         "up to its largest rewritable file, or from twice this many"),
+         "up to 0.8 of its largest rewritable file, or from twice this many"),
     _int("compaction.min-interval-s", 60, 0, MAX_INTERVAL_S, "s",
          "least time between two compactions"),
     _int("compaction.quiet-s", 3600, 0, MAX_INTERVAL_S, "s",
@@ -189,7 +189,7 @@ def _partitioned_compaction(pol: Mapping[str, str], m: Mapping[str, Any],
                    f"small file")
         elif mergeable and merge_due:
             why = (f"{mergeable} small data files in partitions holding two or more, but in "
-                   f"each the other files add less than {iceberg_plan.TIER_RATIO:g} x its "
+                   f"each the other files add less than {iceberg_plan.TIER_RATIO:g} of its "
                    f"largest rewritable file and there are fewer than "
                    f"{iceberg_plan.READERS_FACTOR * min_small} small files: merging now would "
                    f"mostly rewrite that file again")
