@@ -5,25 +5,21 @@ pyiceberg.
 - The demo's case: 120 small commits call for a compaction and a manifest rewrite. The
   rewrite waits for the compaction, whose commit merges the manifests; checked again right
   before it would run, it is no longer needed and ends SKIPPED with the reason, never run.
-- A position-delete rewrite that rewrites nothing (one delete file, below the job's
-  minimum group, while the policy asks for a rewrite from one) is not queued again while the
-  table stays at the snapshot it left; ExplainTable says so. A writer's new snapshot lets it
-  run again.
+- A manifest rewrite that rewrites nothing is not queued again while the table stays at the
+  snapshot it left; ExplainTable says so. A writer's new snapshot lets it run again. The no-op
+  is real, from a gap the planner has on purpose: the rule counts the manifests of every
+  partition spec in the current snapshot, while Iceberg's ``rewrite_manifests`` rewrites only
+  those of the table's current spec. After a partition-spec change with no data written since,
+  the table holds manifests of the old spec only: the rule holds, the procedure matches no
+  manifest and commits nothing.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-from dataclasses import replace
-from pathlib import Path
-
 import pytest
 
-from tests.helpers import SPARK_SQL_SCRIPT, iceberg_catalog, stub_for, wait_for
-from tms.jobs.iceberg_maintenance import ICEBERG_EXTENSIONS, catalog_conf
+from tests.helpers import iceberg_catalog, stub_for, wait_for
 from tms.local import iceberg_data
-from tms.spark.settings import SparkSettings
 from tms.v1 import tms_pb2
 
 pytestmark = pytest.mark.e2e
@@ -103,44 +99,27 @@ def test_stale_manifest_rewrite_ends_skipped(make_stack) -> None:
     assert f"snapshot {compaction.result['outcome']['snapshot_after']}:" in skipped.error
 
 
-SPARK_SQL_TIMEOUT_S = 300
 NO_OP_POLICY = {
-    # one delete file calls for a rewrite; the job's planner needs five to a group, so it
-    # rewrites nothing. Compaction (which would apply the deletes) is off.
-    "position-deletes.max-files": "1", "position-deletes.min-interval-s": "0",
+    # two manifests call for a rewrite; compaction (which would merge the manifests as it
+    # commits) is off
+    "manifests.max-count": "2", "manifests.min-interval-s": "0",
     "compaction.enabled": "false", "scheduler.pull-interval-s": "1",
 }
 
 
-def _spark_sql(stack, props: dict[str, str], tmp_path: Path, *statements: str) -> None:
-    """Run Spark SQL against the catalog (pyiceberg cannot write position deletes)."""
-    script = tmp_path / "run_sql.py"
-    script.write_text(SPARK_SQL_SCRIPT)
-    settings = SparkSettings.from_env(stack.tms_home)
-    conf = {"spark.sql.extensions": ICEBERG_EXTENSIONS, **catalog_conf(CATALOG, props)}
-    settings = replace(settings, conf={**conf, **settings.conf})
-    proc = subprocess.run(settings.submit_argv(str(script), list(statements)),
-                          env=settings.submit_env(os.environ),
-                          capture_output=True, text=True, timeout=SPARK_SQL_TIMEOUT_S)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-
-
-def test_no_op_is_not_repeated_until_a_new_snapshot(make_stack, tmp_path: Path) -> None:
+def test_no_op_is_not_repeated_until_a_new_snapshot(make_stack) -> None:
     stack = make_stack()
     stack.start_api()
     stack.start_scheduler()
-    catalog, props = iceberg_catalog(stack, CATALOG)
+    catalog, _ = iceberg_catalog(stack, CATALOG)
     table = iceberg_data.create_table(catalog, "fb", "quiet")
-    iceberg_data.append_batches(table, 2, rows_per_commit=5)
-    spark_table = f"{CATALOG}.fb.quiet"
-    _spark_sql(stack, props, tmp_path,
-               f"ALTER TABLE {spark_table} SET TBLPROPERTIES ('format-version'='2', "
-               "'write.delete.mode'='merge-on-read')",
-               f"DELETE FROM {spark_table} WHERE id = 0")  # one data file: one delete file
-    table = catalog.load_table("fb.quiet")
+    iceberg_data.append_batches(table, 2, rows_per_commit=5)  # two manifests of spec 0
+    with table.update_spec() as spec:  # a new current spec; no snapshot, no manifest of it
+        spec.add_identity("kind")
+    table = table.refresh()
     at = table.current_snapshot().snapshot_id
-    assert int(table.current_snapshot().summary.additional_properties[
-        "total-delete-files"]) == 1
+    assert table.spec().spec_id == 1
+    assert [m.partition_spec_id for m in table.current_snapshot().manifests(table.io)] == [0, 0]
     stub = stub_for(stack)
     _register(stub, "fb.quiet", "quiet", NO_OP_POLICY)
     _notify(stub, "fb.quiet", [at])
@@ -149,28 +128,29 @@ def test_no_op_is_not_repeated_until_a_new_snapshot(make_stack, tmp_path: Path) 
     def finished(n: int) -> tms_pb2.Operation | None:
         ops = _ops(stub, "fb.quiet")
         _ended_badly(ops)
-        found = ops.get("rewrite_position_deletes", [])
+        found = ops.get("rewrite_manifests", [])
         return found[n - 1] if len(found) >= n and found[n - 1].state == OP.SUCCEEDED else None
 
-    first = wait_for(lambda: finished(1), "a first position-delete rewrite to finish")
-    assert first.result["rewritten_delete_files_count"] == 0
+    first = wait_for(lambda: finished(1), "a first manifest rewrite to finish")
+    assert first.result["rewritten_manifests_count"] == 0
+    assert first.result["added_manifests_count"] == 0
     noop = first.result["outcome"]
-    assert noop["changed_nothing"] is True and noop["delete_files_removed"] == 0
+    assert noop["changed_nothing"] is True and noop["snapshots_added"] == 0
     assert noop["snapshot_before"] == noop["snapshot_after"] == str(at)
 
     def held() -> tms_pb2.ActionExplanation | None:
         explained = stub.ExplainTable(tms_pb2.ExplainTableRequest(name="tables/fb.quiet"),
                                       timeout=10)
-        why = next(a for a in explained.actions if a.action == "rewrite_position_deletes")
+        why = next(a for a in explained.actions if a.action == "rewrite_manifests")
         decided_after = why.decide_time.ToDatetime() > first.end_time.ToDatetime()
         return why if decided_after and "not queued" in why.reason else None
 
     why = wait_for(held, "the scheduler to hold the repeated no-op back")
     assert not why.should_run and not why.active_operation
-    assert (f"1 delete files (threshold 1); not queued: last rewrite_position_deletes "
-            f"removed 0 delete files at snapshot {at}; waiting for a new snapshot"
+    assert (f"2 manifests in the current snapshot (threshold 2); not queued: last "
+            f"rewrite_manifests changed nothing at snapshot {at}; waiting for a new snapshot"
             ) == why.reason
-    assert len(_ops(stub, "fb.quiet")["rewrite_position_deletes"]) == 1  # decided, not queued
+    assert len(_ops(stub, "fb.quiet")["rewrite_manifests"]) == 1  # decided, not queued
 
     newer = iceberg_data.append_batches(table, 1, rows_per_commit=5)  # a writer commits
     _notify(stub, "fb.quiet", newer)

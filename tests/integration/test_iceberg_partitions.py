@@ -75,13 +75,14 @@ def files_by_day(table: Any, field: str) -> dict[int, set[str]]:
     return out
 
 
-def decide(table: Any, **policy: str) -> tuple[Decision, dict[str, Any]]:
+def decide(table: Any, action: str = "compaction", **policy: str
+           ) -> tuple[Decision, dict[str, Any]]:
     plugin = IcebergFormat()
     tms_table = make_table(format="iceberg", policy=policy)
     metrics = plugin._measure(tms_table, table.refresh())
     by_action = {d.action: d for d in plugin.evaluate(tms_table, metrics, {},
                                                        datetime.now(UTC))}
-    return by_action["compaction"], metrics
+    return by_action[action], metrics
 
 
 def test_partitioned_compaction_touches_only_partitions_that_merge(env: Env) -> None:
@@ -168,6 +169,49 @@ def test_merge_on_read_deletes_compact_exactly_their_partitions(env: Env) -> Non
     assert env.rows() == total
     d, _ = decide(table)
     assert not d.should_run, d.reason
+
+
+def test_position_delete_rewrite_merges_only_partitions_holding_two(env: Env) -> None:
+    t = env.spark_table
+    # partition granularity: each DELETE adds one delete file per day it touches; two DELETEs
+    # into day 0, one into day 1
+    env.run_sql(
+        f"CREATE NAMESPACE IF NOT EXISTS {CATALOG_NAME}.{env.namespace}",
+        f"CREATE TABLE {t} (id BIGINT, ts TIMESTAMP) USING iceberg PARTITIONED BY (days(ts)) "
+        "TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read', "
+        "'write.delete.granularity'='partition')",
+        f"INSERT INTO {t} SELECT id, TIMESTAMP '2026-01-01 00:00:00+00:00' + "
+        f"make_interval(0, 0, 0, CAST(id % {DAYS} AS INT)) FROM range({DAYS * ROWS_PER_FILE})",
+        f"DELETE FROM {t} WHERE ts < TIMESTAMP '2026-01-02 00:00:00+00:00' AND id % 5 = 0",
+        f"DELETE FROM {t} WHERE ts < TIMESTAMP '2026-01-02 00:00:00+00:00' AND id % 5 = 1",
+        f"DELETE FROM {t} WHERE ts >= TIMESTAMP '2026-01-02 00:00:00+00:00' "
+        f"AND ts < TIMESTAMP '2026-01-03 00:00:00+00:00' AND id % 5 = 0",
+    )
+    table = env.table()
+    total = env.rows()
+    before = files_by_day(table, "ts_day")
+    assert len(before[DAY0]) == 3 and len(before[DAY0 + 1]) == 2  # data + delete files
+    pol = {"position-deletes.max-files": "2"}
+
+    d, m = decide(table, "rewrite_position_deletes", **pol)
+    assert m["position_delete_files"] == 3
+    assert d.should_run, d.reason
+    assert json.loads(d.params["partitions"]) == [[0, [DAY0]]]
+    assert d.params["min-input-files"] == "2"
+
+    result = env.run_job("rewrite_position_deletes", d.params)
+
+    assert result["rewritten_delete_files_count"] == 2
+    assert result["added_delete_files_count"] == 1
+    assert "TIMESTAMP '2026-01-02 00:00:00+00:00'" in result["partition_filter"]
+    assert result["outcome"]["changed_nothing"] is False
+    after = files_by_day(table, "ts_day")
+    assert len(after[DAY0]) == 2 and len(after[DAY0] - before[DAY0]) == 1  # one new delete file
+    assert {k: v for k, v in after.items() if k != DAY0} == \
+        {k: v for k, v in before.items() if k != DAY0}
+    assert env.rows() == total
+    d, _ = decide(table, "rewrite_position_deletes", **pol)
+    assert not d.should_run, d.reason  # one delete file per partition: nothing to merge
 
 
 @pytest.mark.parametrize("raw", [

@@ -63,5 +63,5 @@ PARAMS: dict[str, dict[str, PolicyKey]] = {
     "remove_orphan_files": by_key((
         _OLDER_THAN, _on("dry-run", "only list the orphan files, delete nothing"))),
     "rewrite_manifests": by_key((_on("use-caching", "let Spark cache while rewriting"),)),
-    "rewrite_position_deletes": by_key(_REWRITE),
+    "rewrite_position_deletes": by_key((*_REWRITE, _PARTITIONS)),
 }

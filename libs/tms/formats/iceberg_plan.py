@@ -6,7 +6,11 @@ Like Amoro's minor/major split, a partition is worth a rewrite only where it mer
 (at least two small files) or where its deletes cost readers enough: they hide at least
 ``compaction.delete-ratio`` of its rows (equality deletes counted one row per key), or readers
 must open ``compaction.min-small-files`` delete files or more for it. Applying every equality
-delete at once would rewrite a partition under an upsert stream every few minutes. A merge
+delete at once would rewrite a partition under an upsert stream every few minutes. Position
+delete files are counted only when the position-delete rewrite is off: otherwise that rewrite
+merges them (reading delete files only) for a fraction of the bytes of rewriting the data,
+and Spark's file-scoped deletes (Iceberg's default) leave one per data file a DELETE touches,
+so a DELETE into a partition of many small files would call for a rewrite of all of them. A merge
 rewrites only the files below ``compaction.min-file-ratio`` x target (files near the target stay
 as they are); applying deletes rewrites the files they touch. Partitions are taken largest
 benefit first (files removed plus delete files applied, per GiB rewritten) until
@@ -16,8 +20,18 @@ Write amplification: a partition fed by a trickle of tiny files would otherwise 
 last merge's output again with every new pair of small files (each byte rewritten once per
 merge). So a merge waits until the partition's other rewritable files add up to at least
 ``TIER_RATIO`` of its largest one (the output then grows geometrically, and each byte is
-rewritten a logarithmic number of times), unless the partition holds ``min-small-files`` small
-files by itself (readers come first) or the table is quiet (no more data is coming: tidy up).
+rewritten about (1 + r) / r times over its life for ratio r; below 1 so that two small files
+of about the same size merge), unless the partition holds ``READERS_FACTOR`` x
+``min-small-files`` small files by itself (readers come first) or the table is quiet (no more
+data is coming: tidy up).
+
+That readers' bound was ``min-small-files`` itself. With partitions far below the target
+size it dominated: the active partition of a stream rewrote its whole content every
+``min-small-files`` commits, and a 1,000-commit stream into 16 partitions rewrote 2.25 bytes
+per byte written (goal 2.0). Twice the threshold still bounds the small files readers open
+per partition, and halves those rewrites (an offline replay of that stream,
+``bench/table_health_sim.py``, puts it at -0.6 bytes rewritten per byte written; a ratio of 1
+or 2 instead of 0.8 would gain less than 0.1 and leave two small files unmerged).
 """
 
 from __future__ import annotations
@@ -41,6 +55,7 @@ SHOWN_IN_REASON = 3
 SHOWN_IN_METRICS = 5
 MIN_MERGE_FILES = 2
 TIER_RATIO = 0.8
+READERS_FACTOR = 2  # x min-small-files: a partition merges from this many small files
 
 
 @dataclass(frozen=True)
@@ -49,7 +64,8 @@ class Limits:
     min_file_ratio: float
     delete_ratio: float
     max_bytes: int
-    min_small_files: int = 12  # a partition holding this many small files merges regardless
+    min_small_files: int = 12  # the policy's threshold (see READERS_FACTOR)
+    merges_position_deletes: bool = False  # the position-delete rewrite is on
 
 
 @dataclass(frozen=True)
@@ -180,7 +196,13 @@ def name(key: PartitionKey, specs: Mapping[int, Sequence[FieldInfo]]) -> str:
 def worth_merging(st: PartitionStats, lim: Limits) -> bool:
     """The size-tiered guard against write amplification (see the module's doc)."""
     rest = st.rewrite_bytes - st.rewrite_max_bytes
-    return rest >= TIER_RATIO * st.rewrite_max_bytes or st.small_files >= lim.min_small_files
+    return (rest >= TIER_RATIO * st.rewrite_max_bytes
+            or st.small_files >= READERS_FACTOR * lim.min_small_files)
+
+
+def opened_deletes(st: PartitionStats, lim: Limits) -> int:
+    """The delete files readers open for the partition that only a data rewrite removes."""
+    return st.equality_delete_files if lim.merges_position_deletes else st.delete_files
 
 
 def candidate(key: PartitionKey, st: PartitionStats, lim: Limits, merge_small: bool,
@@ -191,7 +213,7 @@ def candidate(key: PartitionKey, st: PartitionStats, lim: Limits, merge_small: b
     merge = merge_small and min(st.small_files, st.rewrite_files) >= MIN_MERGE_FILES and (
         not tiered or worth_merging(st, lim))
     deletes = st.data_files > 0 and st.delete_files > 0 and (
-        st.delete_ratio >= lim.delete_ratio or st.delete_files >= lim.min_small_files)
+        st.delete_ratio >= lim.delete_ratio or opened_deletes(st, lim) >= lim.min_small_files)
     if not merge and not deletes:
         return None
     removed = 0
@@ -205,19 +227,25 @@ def candidate(key: PartitionKey, st: PartitionStats, lim: Limits, merge_small: b
 
 def plan(rows: Sequence[Mapping[str, Any]], raw_specs: Mapping[Any, Sequence[Sequence[str]]],
          lim: Limits, merge_small: bool, tiered: bool = True) -> Plan:
-    """Partitions to rewrite, largest benefit first, within the byte cap (the first one always,
-    else a partition larger than the cap would never be compacted) and within what the
-    ``partitions`` parameter can carry."""
+    """Partitions to rewrite (``select``)."""
     parts = iceberg_stats.decode(rows)
     specs = specs_of(raw_specs)
     cands = [c for k, st in parts.items()
              if (c := candidate(k, st, lim, merge_small, tiered)) is not None]
-    cands.sort(key=lambda c: (-c.benefit, -c.cost_bytes, repr(c.key)))
-    partitioned = any(k[1] for k in parts)
+    return select(cands, specs, any(k[1] for k in parts), lim.max_bytes,
+                  sum(1 for p in parts.values() if p.data_files))
+
+
+def select(cands: Sequence[Candidate], specs: Mapping[int, Sequence[FieldInfo]],
+           partitioned: bool, max_bytes: int, partitions: int) -> Plan:
+    """The candidates largest benefit first, within the byte cap (the first one always, else a
+    partition larger than the cap would never be rewritten) and within what the
+    ``partitions`` parameter can carry."""
+    cands = sorted(cands, key=lambda c: (-c.benefit, -c.cost_bytes, repr(c.key)))
     chosen: list[Candidate] = []
     total = 0
     for c in cands:
-        if chosen and total + c.cost_bytes > lim.max_bytes:
+        if chosen and total + c.cost_bytes > max_bytes:
             continue
         if partitioned:
             if len(chosen) >= partition_filter.MAX_PARTITIONS:
@@ -229,8 +257,7 @@ def plan(rows: Sequence[Mapping[str, Any]], raw_specs: Mapping[Any, Sequence[Seq
                 continue
         chosen.append(c)
         total += c.cost_bytes
-    return Plan(tuple(chosen), len(cands), sum(1 for p in parts.values() if p.data_files),
-                specs, partitioned)
+    return Plan(tuple(chosen), len(cands), partitions, specs, partitioned)
 
 
 def rewrite_params(p: Plan, lim: Limits) -> dict[str, str]:

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tms.domain import Decision, Operation
-from tms.formats import iceberg_plan
+from tms.formats import iceberg_deletes, iceberg_plan
 from tms.policy_types import PolicyKey, boolean, by_key, decimal, integer, text
 
 KIB = 1024
@@ -51,7 +51,8 @@ K = by_key((
     _int("compaction.small-file-bytes", 16 * MIB, KIB, MAX_FILE_BYTES, "bytes",
          "a data file below this size counts as small"),
     _int("compaction.min-small-files", 12, 2, MAX_COUNT, "count",
-         "small files that trigger a compaction"),
+         "small files that trigger a compaction; a partition's are merged once the others add "
+         "up to 0.8 of its largest rewritable file, or from twice this many"),
     _int("compaction.min-interval-s", 60, 0, MAX_INTERVAL_S, "s",
          "least time between two compactions"),
     _int("compaction.quiet-s", 3600, 0, MAX_INTERVAL_S, "s",
@@ -61,7 +62,9 @@ K = by_key((
             "merge (only deletes call for it)", FORMAT),
     decimal("compaction.delete-ratio", 0.1, 0.001, 1.0,
             "share of a partition's rows hidden by deletes (equality deletes: one row per "
-            "key) that calls for applying them; min-small-files delete files always do", FORMAT),
+            "key) that calls for applying them; min-small-files delete files always do "
+            "(position delete files only with position-deletes.enabled false: else that "
+            "rewrite merges them)", FORMAT),
     _int("compaction.max-bytes-per-run", 10 * GIB, MIB, MAX_RUN_BYTES, "bytes",
          "most bytes one compaction or clustering plans to rewrite (partitions of most "
          "benefit first)"),
@@ -93,7 +96,8 @@ K = by_key((
          "least time between two manifest rewrites"),
     _on("position-deletes.enabled", True, "compact position delete files"),
     _int("position-deletes.max-files", 20, 1, MAX_COUNT, "count",
-         "delete files that trigger a rewrite"),
+         "position delete files that trigger a rewrite, counted in partitions holding two or "
+         "more (a partition's only delete file cannot be merged)"),
     _int("position-deletes.min-interval-s", 600, 0, MAX_INTERVAL_S, "s",
          "least time between two position-delete rewrites"),
 ))
@@ -161,7 +165,8 @@ def _limits(pol: Mapping[str, str]) -> iceberg_plan.Limits:
         float(K["compaction.min-file-ratio"].get(pol)),
         float(K["compaction.delete-ratio"].get(pol)),
         K["compaction.max-bytes-per-run"].as_int(pol),
-        K["compaction.min-small-files"].as_int(pol))
+        K["compaction.min-small-files"].as_int(pol),
+        K["position-deletes.enabled"].as_bool(pol))
 
 
 def _partitioned_compaction(pol: Mapping[str, str], m: Mapping[str, Any],
@@ -185,7 +190,9 @@ def _partitioned_compaction(pol: Mapping[str, str], m: Mapping[str, Any],
         elif mergeable and merge_due:
             why = (f"{mergeable} small data files in partitions holding two or more, but in "
                    f"each the other files add less than {iceberg_plan.TIER_RATIO:g} of its "
-                   f"largest rewritable file: merging now would mostly rewrite that file again")
+                   f"largest rewritable file and there are fewer than "
+                   f"{iceberg_plan.READERS_FACTOR * min_small} small files: merging now would "
+                   f"mostly rewrite that file again")
         elif mergeable and spread:
             why = (f"{mergeable} small data files in partitions holding two or more (of {small} "
                    f"small files); compaction starts at {min_small}")
@@ -318,16 +325,45 @@ def rewrite_manifests(pol: Mapping[str, str], m: Mapping[str, Any],
 
 def rewrite_position_deletes(pol: Mapping[str, str], m: Mapping[str, Any],
                              last: Operation | None, now: datetime) -> Decision:
+    """Planned per partition when inspection read the partitions (``iceberg_deletes``)."""
     a, seen = "rewrite_position_deletes", public(m)
     limit = K["position-deletes.max-files"].as_int(pol)
     if not K["position-deletes.enabled"].as_bool(pol):
         return Decision(a, False, "position-delete rewrite is disabled by policy", seen)
+    if m.get("_partitions") is not None:
+        return _partitioned_position_deletes(pol, m, last, now, seen, limit)
     if m["delete_files"] < limit:
         return Decision(a, False, f"{m['delete_files']} delete files; rewrite starts at "
                                   f"{limit}", seen)
     because = f"{m['delete_files']} delete files"
     return _too_soon(a, "position-deletes.min-interval-s", pol, last, now, seen, because) or \
         Decision(a, True, f"{m['delete_files']} delete files (threshold {limit})", seen)
+
+
+def _partitioned_position_deletes(pol: Mapping[str, str], m: Mapping[str, Any],
+                                  last: Operation | None, now: datetime,
+                                  seen: dict[str, Any], limit: int) -> Decision:
+    a, least = "rewrite_position_deletes", iceberg_deletes.MIN_INPUT_FILES
+    p, mergeable = iceberg_deletes.plan(m["_partitions"], m.get("_specs") or {},
+                                        K["compaction.max-bytes-per-run"].as_int(pol))
+    total = m.get("position_delete_files") or 0
+    if not p.chosen or mergeable < limit:
+        spread = (f" spread over {m.get('partitions') or 0} partitions"
+                  if p.partitioned else "")
+        return Decision(a, False, f"{total} position delete files{spread}, {mergeable} in "
+                                  f"partitions holding {least} or more (a rewrite merges a "
+                                  f"partition's delete files from {least} on); rewrite starts "
+                                  f"at {limit}", seen)
+    because = f"{mergeable} position delete files to merge"
+    waiting = f"; {p.waiting} more wait for the next run" if p.waiting else ""
+    where = (f" in {len(p.chosen)} of {p.partitions} partitions, {p.names()}"
+             if p.partitioned else "")
+    metrics = {**seen, "plan": p.shown()}
+    return _too_soon(a, "position-deletes.min-interval-s", pol, last, now, metrics,
+                     because) or Decision(
+        a, True, f"{mergeable} position delete files to merge{where} (threshold {limit}, "
+                 f"{least} or more per partition){waiting}", metrics,
+        iceberg_deletes.params(p), p.benefit)
 
 
 RULES: dict[str, Rule] = {

@@ -44,6 +44,7 @@ class PartitionStats:
     bytes: int = 0
     records: int = 0
     position_delete_files: int = 0
+    position_delete_bytes: int = 0  # what a position-delete rewrite of the partition reads
     equality_delete_files: int = 0
     deleted_rows: int = 0  # rows named by position deletes (an upper bound: some may dangle)
     equality_deleted_rows: int = 0  # keys in equality deletes (an estimate: one row per key)
@@ -128,6 +129,7 @@ def manifest_stats(entries: Iterable[Any], spec_id: int, limits: Limits
                 st.rewrite_max_bytes = max(st.rewrite_max_bytes, size)
         elif content == POSITION_DELETES:
             st.position_delete_files += 1
+            st.position_delete_bytes += size
             st.deleted_rows += int(df.record_count)
         elif content == EQUALITY_DELETES:
             st.equality_delete_files += 1

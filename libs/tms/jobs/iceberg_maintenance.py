@@ -3,9 +3,10 @@
 Actions (``ACTIONS``), each one Iceberg Spark procedure: ``compaction`` and ``clustering``
 (``rewrite_data_files`` binpack / sort or zorder), ``expire_snapshots``, ``remove_orphan_files``,
 ``rewrite_manifests``, ``rewrite_position_deletes`` (``rewrite_position_delete_files``). The result
-is the procedure's result columns. A compaction or clustering may carry a ``partitions`` option:
-the rewrite is then restricted by a ``where`` built from the table's own partition specs
-(``partition_filter.py``), and the result names the partitions and the filter.
+is the procedure's result columns. A compaction, clustering or position-delete rewrite may carry
+a ``partitions`` option: the rewrite is then restricted by a ``where`` built from the table's
+own partition specs (``partition_filter.py``), and the result names the partitions and the
+filter.
 
 spark-submit runs this file directly (``spark-submit ... iceberg_maintenance.py --spec-b64 B``),
 so it imports nothing but pyspark and the standard library (grpcio too, to report): it must
@@ -527,10 +528,15 @@ def plan_rewrite_manifests(spec: MaintenanceRequest) -> ProcedureCall:
 def plan_rewrite_position_deletes(spec: MaintenanceRequest) -> ProcedureCall:
     """Compact position delete files, dropping dangling deletes (``rewrite_position_delete_files``).
 
-    Options (``rewrite-all``, ...) are checked against ``REWRITE_OPTIONS``.
+    Options (``rewrite-all``, ...) are checked against ``REWRITE_OPTIONS``; ``partitions``
+    restricts it like a compaction (Iceberg groups delete files by partition, and the
+    procedure's ``where`` filters the partitions by the table's columns).
     """
-    options = parse_options(spec.action, spec.options, REWRITE_OPTIONS)
-    return ProcedureCall("rewrite_position_delete_files", (_table_arg(spec),), options=options)
+    options = dict(spec.options)
+    partitions = _partitions(options.pop(partition_filter.PARAM, None))
+    options = parse_options(spec.action, options, REWRITE_OPTIONS)
+    return ProcedureCall("rewrite_position_delete_files", (_table_arg(spec),), options=options,
+                         partitions=partitions)
 
 
 Planner = Callable[[MaintenanceRequest], ProcedureCall]
