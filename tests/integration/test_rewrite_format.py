@@ -1,0 +1,188 @@
+"""Rewrites keep the table's own format: real Spark (one warm driver for the module, as the
+executor runs it), real Iceberg tables written by pyiceberg in a PostgreSQL JDBC catalog.
+
+pyiceberg writes zstd without naming a codec in the table's properties, and Iceberg's Spark
+writer falls back to gzip: each test reads the Parquet footers of the files the rewrite added
+(pyarrow, not the job's own reader), checks the table's properties did not change, and that
+the rows and a checksum of them did not either.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import pyarrow.parquet as pq
+import pytest
+
+from tms.domain import JobSpec
+from tms.engines.warm import WarmSparkEngine
+from tms.jobs import ICEBERG_MAINTENANCE_APP
+from tms.local.iceberg_data import SCHEMA, append_batches, create_table, sql_catalog_properties
+from tms.local.postgres import LocalPostgres
+from tms.spark.provision import ICEBERG_RUNTIME_JAR
+from tms.spark.settings import SparkSettings
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
+
+CATALOG_NAME = "tms_format"
+ROWS_PER_COMMIT = 200
+_ops = itertools.count(1)
+
+
+class Lake:
+    """One database and warehouse for the module; a fresh table per test."""
+
+    def __init__(self, dsn: str, warehouse: Path, engine: WarmSparkEngine, work: Path) -> None:
+        from pyiceberg.catalog.sql import SqlCatalog
+
+        warehouse.mkdir(parents=True)
+        self.props = sql_catalog_properties(dsn, warehouse.as_uri())
+        self.catalog = SqlCatalog(CATALOG_NAME, **self.props)
+        self.namespace = f"fmt_{uuid.uuid4().hex[:8]}"
+        self.engine, self.work = engine, work
+
+    def table(self, name: str, commits: int, rows: int = ROWS_PER_COMMIT,
+              properties: dict[str, str] | None = None) -> Any:
+        self.catalog.create_namespace_if_not_exists(self.namespace)
+        if properties:
+            table = self.catalog.create_table(f"{self.namespace}.{name}",
+                                              schema=SCHEMA,
+                                              properties=properties)
+        else:
+            table = create_table(self.catalog, self.namespace, name)
+        append_batches(table, commits, rows)
+        return table.refresh()
+
+    def run(self, name: str, action: str = "compaction",
+            options: dict[str, str] | None = None) -> dict[str, Any]:
+        job = JobSpec("pyspark", str(ICEBERG_MAINTENANCE_APP), {
+            "catalog_name": CATALOG_NAME, "catalog_properties": self.props,
+            "table": f"{self.namespace}.{name}", "action": action,
+            "options": options if options is not None else {"min-input-files": "2"},
+            "allowed_locations": [self.props["warehouse"]]})
+        res = self.engine.run(job, self.work / f"op{next(_ops)}", threading.Event(),
+                              lambda handle: None)
+        assert res.succeeded, f"{res.error}\n{res.log_tail[-3000:]}"
+        assert res.result is not None
+        return res.result
+
+
+@pytest.fixture(scope="module")
+def engine(tms_home: Path, tmp_path_factory: pytest.TempPathFactory
+           ) -> Iterator[WarmSparkEngine]:
+    settings = SparkSettings.from_env(tms_home)
+    assert any(Path(j).name == ICEBERG_RUNTIME_JAR for j in settings.jars) or settings.packages, (
+        f"Iceberg runtime not provisioned in {tms_home}/jars; run scripts/setup")
+    with WarmSparkEngine(settings, None, tmp_path_factory.mktemp("warm")) as warm:
+        yield warm
+
+
+@pytest.fixture(scope="module")
+def lake(pg_server: LocalPostgres, engine: WarmSparkEngine,
+         tmp_path_factory: pytest.TempPathFactory) -> Lake:
+    name = f"fmt_{uuid.uuid4().hex[:8]}"
+    pg_server.create_database(name)
+    root = tmp_path_factory.mktemp("lake")
+    return Lake(pg_server.dsn(name), root / "warehouse", engine, root / "work")
+
+
+def _local(uri: str) -> Path:
+    return Path(unquote(urlsplit(uri).path))
+
+
+def data_files(table: Any) -> list[tuple[str, int]]:
+    files = table.refresh().inspect.files().to_pydict()
+    return [(p, s) for p, s, c in zip(files["file_path"], files["file_size_in_bytes"],
+                                      files["content"], strict=True) if c == 0]
+
+
+def codecs(table: Any) -> set[str]:
+    """The codecs of every data file of the current snapshot, as pyarrow reads them."""
+    out = set()
+    for path, _ in data_files(table):
+        meta = pq.ParquetFile(_local(path)).metadata
+        out.update(meta.row_group(g).column(c).compression.lower()
+                   for g in range(meta.num_row_groups) for c in range(meta.num_columns))
+    return out
+
+
+def checksum(table: Any) -> tuple[int, str]:
+    rows = table.refresh().scan().to_arrow().sort_by("id").to_pylist()
+    return len(rows), hashlib.sha256(repr(rows).encode()).hexdigest()
+
+
+def _compacted_keeping(lake: Lake, name: str, table: Any, expect: str,
+                       options: dict[str, str] | None = None) -> dict[str, Any]:
+    before, props = checksum(table), dict(table.properties)
+    result = lake.run(name, options=options)
+    assert result["rewritten_data_files_count"] >= 2 and result["added_data_files_count"] == 1
+    assert codecs(table) == {expect}, result
+    assert result["write_format"]["codec"] == result["write_format"]["codec_written"] == expect
+    assert result["outcome"]["codec_written"] == expect
+    assert checksum(table) == before
+    assert dict(table.refresh().properties) == props  # no setting changed as a side effect
+    return result
+
+
+def test_a_pyiceberg_zstd_table_stays_zstd(lake: Lake) -> None:
+    table = lake.table("zstd", commits=4)
+    assert codecs(table) == {"zstd"} and "write.parquet.compression-codec" not in \
+        table.properties
+
+    result = _compacted_keeping(lake, "zstd", table, "zstd")
+
+    fmt = result["write_format"]
+    assert (fmt["source"], fmt["level"]) == ("data files", "1")  # pyarrow's zstd level
+
+
+def test_a_snappy_table_without_the_property_stays_snappy(lake: Lake) -> None:
+    table = lake.table("snappy", commits=3,
+                       properties={"write.parquet.compression-codec": "snappy"})
+    with table.transaction() as tx:  # the data stays snappy, the property goes
+        tx.remove_properties("write.parquet.compression-codec")
+    table = table.refresh()
+    assert codecs(table) == {"snappy"}
+
+    result = _compacted_keeping(lake, "snappy", table, "snappy")
+
+    assert result["write_format"]["source"] == "data files"
+
+
+def test_an_explicit_table_property_wins_over_the_data(lake: Lake) -> None:
+    table = lake.table("explicit", commits=3)  # zstd data
+    with table.transaction() as tx:
+        tx.set_properties({"write.parquet.compression-codec": "snappy"})
+
+    result = _compacted_keeping(lake, "explicit", table.refresh(), "snappy")
+
+    assert result["write_format"]["source"] == "table property"
+
+
+def test_the_policy_codec_wins_over_the_table(lake: Lake) -> None:
+    table = lake.table("policy", commits=3)
+    with table.transaction() as tx:
+        tx.set_properties({"write.parquet.compression-codec": "snappy"})
+
+    result = _compacted_keeping(lake, "policy", table.refresh(), "gzip",
+                                {"min-input-files": "2", "compression-codec": "gzip"})
+
+    assert result["write_format"]["source"] == "policy"
+
+
+def test_clustering_keeps_the_codec_too(lake: Lake) -> None:
+    table = lake.table("cluster", commits=3)
+    before = checksum(table)
+
+    result = lake.run("cluster", "clustering", {"sort-order": "kind, id DESC",
+                                                "rewrite-all": "true"})
+
+    assert result["added_data_files_count"] == 1
+    assert codecs(table) == {"zstd"} and result["write_format"]["codec_written"] == "zstd"
+    assert checksum(table) == before
