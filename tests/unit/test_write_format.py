@@ -156,3 +156,30 @@ def test_the_job_takes_the_write_options_out_of_the_procedures_map() -> None:
     ).write == (None, None)
     assert job.ACTIONS["rewrite_manifests"](job.parse_spec(
         {"catalog_name": "c", "table": "ns.t", "action": "rewrite_manifests"})).write is None
+
+
+def test_a_policy_codec_reaches_every_rewrite_and_nothing_else() -> None:
+    from datetime import UTC, datetime
+
+    from tms.formats.iceberg import IcebergFormat
+    from tms.formats.iceberg_policy import RULES, K
+
+    now = datetime(2026, 6, 1, tzinfo=UTC)
+    m = {"small_files": 50, "data_files": 60, "small_file_bytes": 1, "manifests": 500,
+         "delete_files": 500, "snapshots": 40, "_snapshot_times_ms": [0] * 40}
+    pol = {"clustering.enabled": "true", "clustering.sort-order": "id",
+           "orphan-files.enabled": "true",
+           "compaction.compression-codec": "snappy", "compaction.compression-level": "0"}
+    plugin = IcebergFormat()
+    for action, rule in RULES.items():
+        d = rule(pol, m, None, now)
+        assert d.should_run, action
+        rewrite = action in ("compaction", "clustering", "rewrite_position_deletes")
+        got = {k: d.params.get(k) for k in ("compression-codec", "compression-level")}
+        assert got == ({"compression-codec": "snappy", "compression-level": "0"} if rewrite
+                       else {"compression-codec": None, "compression-level": None}), action
+        assert plugin.check_params(action, d.params) == [], action
+    # not set: the job keeps the table's own codec
+    assert "compression-codec" not in RULES["compaction"]({}, m, None, now).params
+    with pytest.raises(ValueError, match="compaction.compression-codec"):
+        K["compaction.compression-codec"].get({"compaction.compression-codec": "zstd,gzip"})
