@@ -9,9 +9,13 @@ the rows and a checksum of them did not either.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import itertools
+import os
+import struct
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,6 +37,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
 CATALOG_NAME = "tms_format"
 ROWS_PER_COMMIT = 200
+# a compaction's manifests, whatever the writer's history: the new files' manifest, the
+# rewritten files' (deleted entries) and the merge of those, and a manifest consolidation's
+MAX_MANIFESTS_WRITTEN = 8
 _ops = itertools.count(1)
 
 
@@ -91,6 +98,42 @@ def lake(pg_server: LocalPostgres, engine: WarmSparkEngine,
     pg_server.create_database(name)
     root = tmp_path_factory.mktemp("lake")
     return Lake(pg_server.dsn(name), root / "warehouse", engine, root / "work")
+
+
+class FileCreations:
+    """The names of files created in a directory from now on (Linux inotify, IN_CREATE): a
+    commit's manifests merged away before it ends leave no other trace."""
+
+    IN_CREATE = 0x100
+    EVENT = struct.Struct("iIII")  # wd, mask, cookie, name length
+
+    def __init__(self, directory: Path) -> None:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        self.fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        assert self.fd >= 0 and libc.inotify_add_watch(
+            self.fd, str(directory).encode(), self.IN_CREATE) >= 0, ctypes.get_errno()
+        self.seen: list[str] = []
+
+    def names(self) -> list[str]:
+        while True:
+            try:
+                buf = os.read(self.fd, 1 << 20)
+            except BlockingIOError:
+                return self.seen
+            i = 0
+            while i < len(buf):
+                _, _, _, n = self.EVENT.unpack_from(buf, i)
+                start = i + self.EVENT.size
+                self.seen.append(buf[start:start + n].rstrip(b"\0").decode())
+                i = start + n
+
+    def manifests(self) -> list[str]:
+        """Manifests (not manifest lists, not checksum files) created so far."""
+        return [n for n in self.names() if n.endswith(".avro") and not n.startswith(("snap-",
+                                                                                        "."))]
+
+    def close(self) -> None:
+        os.close(self.fd)
 
 
 def _local(uri: str) -> Path:
@@ -186,3 +229,35 @@ def test_clustering_keeps_the_codec_too(lake: Lake) -> None:
     assert result["added_data_files_count"] == 1
     assert codecs(table) == {"zstd"} and result["write_format"]["codec_written"] == "zstd"
     assert checksum(table) == before
+
+
+TINY_COMMITS = int(os.environ.get("TMS_TEST_TINY_COMMITS", "150"))
+
+
+def test_the_commit_after_many_tiny_commits_writes_few_manifests(lake: Lake) -> None:
+    table = lake.table("tiny", commits=TINY_COMMITS, rows=5)
+    snapshot = table.current_snapshot()
+    assert snapshot is not None and len(snapshot.manifests(table.io)) == TINY_COMMITS
+    before = checksum(table)
+    watch = FileCreations(_local(table.location()) / "metadata")
+    try:
+        started = time.monotonic()
+        result = lake.run("tiny")
+        took = time.monotonic() - started
+        written = watch.manifests()
+    finally:
+        watch.close()
+    print(f"compaction of {TINY_COMMITS} tiny commits: {len(written)} manifests written, "
+          f"{took:.1f} s")
+    assert result["rewritten_data_files_count"] == TINY_COMMITS
+    assert result["added_data_files_count"] == 1
+    assert checksum(table) == before
+    assert len(written) <= MAX_MANIFESTS_WRITTEN, written
+    # the manifests were merged first, in a commit of their own; the outcome still names the
+    # rewrite's partitions
+    assert result["manifests_first"]["rewritten"] == TINY_COMMITS
+    out = result["outcome"]
+    assert out["snapshots_added"] == 2 and out["partitions_touched"] == 1
+    assert out["data_files_removed"] == TINY_COMMITS and out["data_files_added"] == 1
+    after = table.refresh().current_snapshot()
+    assert after is not None and len(after.manifests(table.io)) <= 2

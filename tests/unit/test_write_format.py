@@ -183,3 +183,59 @@ def test_a_policy_codec_reaches_every_rewrite_and_nothing_else() -> None:
     assert "compression-codec" not in RULES["compaction"]({}, m, None, now).params
     with pytest.raises(ValueError, match="compaction.compression-codec"):
         K["compaction.compression-codec"].get({"compaction.compression-codec": "zstd,gzip"})
+
+
+def test_outcome_names_the_rewrites_partitions_after_a_manifest_rewrite() -> None:
+    from tms.jobs import outcome
+
+    rewrite = {"added-data-files": "1", "deleted-data-files": "150",
+               "changed-partition-count": "1"}
+    manifests = {"manifests-created": "1", "manifests-replaced": "150",
+                 "changed-partition-count": "0"}
+    out = outcome.build("compaction", {"rewritten_data_files_count": 150}, "1", "3",
+                        [rewrite, manifests])
+    assert out["partitions_touched"] == 1 and out["snapshots_added"] == 2
+    assert (out["data_files_removed"], out["data_files_added"]) == (150, 1)
+
+
+class FakeManifest:
+    def __init__(self, length: int) -> None:
+        self._length = length
+
+    def length(self) -> int:
+        return self._length
+
+
+class FakeSnapshot:
+    def __init__(self, lengths: list[int]) -> None:
+        self.lengths = lengths
+
+    def allManifests(self, io: object) -> list[FakeManifest]:  # noqa: N802 (Java's name)
+        return [FakeManifest(n) for n in self.lengths]
+
+
+class FakeTable:
+    def __init__(self, lengths: list[int] | None, props: dict[str, str]) -> None:
+        self.snap = FakeSnapshot(lengths) if lengths is not None else None
+        self.props = props
+
+    def currentSnapshot(self) -> FakeSnapshot | None:  # noqa: N802
+        return self.snap
+
+    def properties(self) -> dict[str, str]:
+        return self.props
+
+    def io(self) -> None:
+        return None
+
+
+def test_only_many_small_manifests_are_merged_first() -> None:
+    from tms.jobs import manifest_prep as mp
+
+    small, big = 4096, 8 * 1024 * 1024
+    assert mp.count(FakeTable(None, {})) == (0, 0)
+    assert mp.count(FakeTable([small] * 20 + [big] * 5, {})) == (25, 20)
+    # the table's own target size decides what is small
+    assert mp.count(FakeTable([small] * 20, {mp.TARGET_PROPERTY: "8192"})) == (20, 0)
+    assert mp.count(FakeTable([small] * 3, {mp.TARGET_PROPERTY: "bad"})) == (3, 3)
+    assert mp.needed(mp.MIN_SMALL_MANIFESTS) and not mp.needed(mp.MIN_SMALL_MANIFESTS - 1)

@@ -55,6 +55,7 @@ from typing import Any
 try:
     from tms.jobs import (
         errors,
+        manifest_prep,
         outcome,
         partition_filter,
         report,
@@ -67,6 +68,7 @@ try:
 except ImportError:  # shipped alone: the siblings are next to this file
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import errors  # type: ignore[no-redef]
+    import manifest_prep  # type: ignore[no-redef]
     import outcome  # type: ignore[no-redef]
     import partition_filter  # type: ignore[no-redef]
     import report  # type: ignore[no-redef]
@@ -592,9 +594,12 @@ def run_rewrite(spark: Any, spec: MaintenanceRequest, table: table_guard.Checked
                 call: ProcedureCall) -> dict[str, Any]:
     """A rewrite written with the table's own codec (``write_format``): the session's codec
     set for this call only; the result says what was chosen, why, and what a file the
-    rewrite added really holds (``write_format.codec_written``)."""
+    rewrite added really holds (``write_format.written_codec``). Many small manifests are
+    merged first, so the rewrite's commit does not rewrite each of them (``manifest_prep``)."""
     assert call.write is not None
     deletes = spec.action == "rewrite_position_deletes"
+    manifests = manifest_prep.consolidate(spark, _table_arg(spec),
+                                          quote_ident(spec.catalog_name), table.handle)
     before = outcome.current_snapshot(table.handle)
     fmt = write_format.plan(table.handle, *call.write, deletes=deletes)
     with write_format.session_conf(spark, fmt.session):
@@ -603,7 +608,7 @@ def run_rewrite(spark: Any, spec: MaintenanceRequest, table: table_guard.Checked
     table.handle.refresh()
     if outcome.current_snapshot(table.handle) != before:
         info["codec_written"] = write_format.written_codec(table.handle, deletes)
-    return {**result, **call.info, "write_format": info}
+    return {**result, **call.info, "write_format": info, "manifests_first": manifests}
 
 
 def session_builder(app_name: str) -> Any:
