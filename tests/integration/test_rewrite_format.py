@@ -78,6 +78,7 @@ class Lake:
                               lambda handle: None)
         assert res.succeeded, f"{res.error}\n{res.log_tail[-3000:]}"
         assert res.result is not None
+        self.last_log = res.log_tail
         return res.result
 
 
@@ -249,6 +250,8 @@ def test_the_commit_after_many_tiny_commits_writes_few_manifests(lake: Lake) -> 
         watch.close()
     print(f"compaction of {TINY_COMMITS} tiny commits: {len(written)} manifests written, "
           f"{took:.1f} s")
+    print("\n".join(line for line in lake.last_log.splitlines()
+                    if "CommitReport" in line or "ommitted" in line))
     assert result["rewritten_data_files_count"] == TINY_COMMITS
     assert result["added_data_files_count"] == 1
     assert checksum(table) == before

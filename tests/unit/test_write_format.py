@@ -239,3 +239,14 @@ def test_only_many_small_manifests_are_merged_first() -> None:
     assert mp.count(FakeTable([small] * 20, {mp.TARGET_PROPERTY: "8192"})) == (20, 0)
     assert mp.count(FakeTable([small] * 3, {mp.TARGET_PROPERTY: "bad"})) == (3, 3)
     assert mp.needed(mp.MIN_SMALL_MANIFESTS) and not mp.needed(mp.MIN_SMALL_MANIFESTS - 1)
+
+
+def test_manifests_first_is_on_unless_the_operation_turns_it_off() -> None:
+    def call(options: dict[str, str]) -> job.ProcedureCall:
+        return job.ACTIONS["clustering"](job.parse_spec(
+            {"catalog_name": "c", "table": "ns.t", "action": "clustering",
+             "options": {"sort-order": "id", **options}}))
+
+    assert call({}).manifests_first is True
+    off = call({"manifests-first": "false"})
+    assert off.manifests_first is False and "manifests-first" not in off.sql("c")

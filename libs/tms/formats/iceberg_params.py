@@ -40,6 +40,8 @@ _REWRITE = (
            "table's properties name, else the one its data files are in)", FORMAT),
     _int(OPTION_LEVEL, 0, MAX_LEVEL, "level",
          "compression level of the files written (absent: the table's, else the writer's)"),
+    _on("manifests-first", "merge many small manifests before the rewrite (default true), "
+        "so its commit does not rewrite each of them"),
 )
 _DATA_ONLY = (
     _int("delete-file-threshold", 1, MAX_INT, "count",

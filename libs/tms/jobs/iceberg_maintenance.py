@@ -288,6 +288,7 @@ class ProcedureCall:
     # a rewrite writes files: (codec, level) the policy asked for, each None when it did not
     # (write_format chooses then); None for actions that write no data or delete files
     write: tuple[str | None, str | None] | None = None
+    manifests_first: bool = True  # a rewrite merges many small manifests first (manifest_prep)
 
     def sql(self, catalog_name: str) -> str:
         args = [*self.args, _options_map(self.options)] if self.options else list(self.args)
@@ -357,6 +358,16 @@ DATA_REWRITE_OPTIONS: dict[str, tuple[int, int] | None] = {
 # Not procedure options: the job writes them as the session's codec for the call (write_format).
 WRITE_CODEC, WRITE_LEVEL = write_format.OPTION_CODEC, write_format.OPTION_LEVEL
 MAX_COMPRESSION_LEVEL = write_format.MAX_LEVEL
+
+
+MANIFESTS_FIRST = "manifests-first"  # false: the rewrite's commit rewrites them as they are
+
+
+def pop_rewrite_options(options: dict[str, str]) -> dict[str, Any]:
+    """The rewrite's own options (not the procedure's), removed from ``options``, checked:
+    ``ProcedureCall`` fields."""
+    first = parse_bool(MANIFESTS_FIRST, options.pop(MANIFESTS_FIRST, "true"))
+    return {"write": pop_write_options(options), "manifests_first": first}
 
 
 def pop_write_options(options: dict[str, str]) -> tuple[str | None, str | None]:
@@ -473,10 +484,10 @@ def plan_compaction(spec: MaintenanceRequest) -> ProcedureCall:
     """Bin-pack small data files (``rewrite_data_files``, strategy binpack)."""
     options = dict(spec.options)
     partitions = _partitions(options.pop(partition_filter.PARAM, None))
-    write = pop_write_options(options)
+    extras = pop_rewrite_options(options)
     options = parse_options(spec.action, options, DATA_REWRITE_OPTIONS)
     return ProcedureCall("rewrite_data_files", (_table_arg(spec), "strategy => 'binpack'"),
-                         options=options, partitions=partitions, write=write)
+                         options=options, partitions=partitions, **extras)
 
 
 def plan_clustering(spec: MaintenanceRequest) -> ProcedureCall:
@@ -488,7 +499,7 @@ def plan_clustering(spec: MaintenanceRequest) -> ProcedureCall:
     options = dict(spec.options)
     sort_order, zorder = options.pop("sort-order", None), options.pop("zorder-columns", None)
     partitions = _partitions(options.pop(partition_filter.PARAM, None))
-    write = pop_write_options(options)
+    extras = pop_rewrite_options(options)
     options = parse_options(spec.action, options, DATA_REWRITE_OPTIONS)
     if sort_order is not None and zorder is None:
         order = parse_sort_order(sort_order)
@@ -499,7 +510,7 @@ def plan_clustering(spec: MaintenanceRequest) -> ProcedureCall:
                         "(e.g. 'id DESC NULLS LAST, kind') or 'zorder-columns' (e.g. 'a,b')")
     args = (_table_arg(spec), "strategy => 'sort'", f"sort_order => {sql_string(order)}")
     return ProcedureCall("rewrite_data_files", args, options=options, partitions=partitions,
-                         write=write)
+                         **extras)
 
 
 def plan_expire_snapshots(spec: MaintenanceRequest) -> ProcedureCall:
@@ -556,10 +567,10 @@ def plan_rewrite_position_deletes(spec: MaintenanceRequest) -> ProcedureCall:
     Options (``rewrite-all``, ...) are checked against ``REWRITE_OPTIONS``.
     """
     options = dict(spec.options)
-    write = pop_write_options(options)
+    extras = pop_rewrite_options(options)
     options = parse_options(spec.action, options, REWRITE_OPTIONS)
     return ProcedureCall("rewrite_position_delete_files", (_table_arg(spec),), options=options,
-                         write=write)
+                         **extras)
 
 
 Planner = Callable[[MaintenanceRequest], ProcedureCall]
@@ -599,7 +610,8 @@ def run_rewrite(spark: Any, spec: MaintenanceRequest, table: table_guard.Checked
     assert call.write is not None
     deletes = spec.action == "rewrite_position_deletes"
     manifests = manifest_prep.consolidate(spark, _table_arg(spec),
-                                          quote_ident(spec.catalog_name), table.handle)
+                                          quote_ident(spec.catalog_name), table.handle,
+                                          enabled=call.manifests_first)
     before = outcome.current_snapshot(table.handle)
     fmt = write_format.plan(table.handle, *call.write, deletes=deletes)
     with write_format.session_conf(spark, fmt.session):

@@ -53,12 +53,14 @@ def needed(small: int, minimum: int = MIN_SMALL_MANIFESTS) -> bool:
     return small >= minimum
 
 
-def consolidate(spark: Any, table_arg: str, catalog: str, handle: Any) -> dict[str, Any]:
-    """Merge the current snapshot's manifests when many are small; what it found and did
-    (``rewritten``/``added`` are absent when nothing was rewritten)."""
+def consolidate(spark: Any, table_arg: str, catalog: str, handle: Any, enabled: bool = True
+                ) -> dict[str, Any]:
+    """Merge the current snapshot's manifests when many are small (and ``enabled``: the
+    operation's ``manifests-first``); what it found and did (``rewritten``/``added`` are
+    absent when nothing was rewritten)."""
     total, small = count(handle)
     info: dict[str, Any] = {"manifests": total, "small_manifests": small}
-    if not needed(small):
+    if not enabled or not needed(small):
         return info
     rows = spark.sql(f"CALL {catalog}.system.rewrite_manifests({table_arg})").collect()
     if rows:
