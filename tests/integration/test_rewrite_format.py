@@ -9,11 +9,10 @@ the rows and a checksum of them did not either.
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import itertools
 import os
-import struct
+import random
 import threading
 import time
 import uuid
@@ -22,9 +21,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from bench.common.inotify import FileCreations
 from tms.domain import JobSpec
 from tms.engines.warm import WarmSparkEngine
 from tms.jobs import ICEBERG_MAINTENANCE_APP
@@ -101,42 +102,6 @@ def lake(pg_server: LocalPostgres, engine: WarmSparkEngine,
     return Lake(pg_server.dsn(name), root / "warehouse", engine, root / "work")
 
 
-class FileCreations:
-    """The names of files created in a directory from now on (Linux inotify, IN_CREATE): a
-    commit's manifests merged away before it ends leave no other trace."""
-
-    IN_CREATE = 0x100
-    EVENT = struct.Struct("iIII")  # wd, mask, cookie, name length
-
-    def __init__(self, directory: Path) -> None:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        self.fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
-        assert self.fd >= 0 and libc.inotify_add_watch(
-            self.fd, str(directory).encode(), self.IN_CREATE) >= 0, ctypes.get_errno()
-        self.seen: list[str] = []
-
-    def names(self) -> list[str]:
-        while True:
-            try:
-                buf = os.read(self.fd, 1 << 20)
-            except BlockingIOError:
-                return self.seen
-            i = 0
-            while i < len(buf):
-                _, _, _, n = self.EVENT.unpack_from(buf, i)
-                start = i + self.EVENT.size
-                self.seen.append(buf[start:start + n].rstrip(b"\0").decode())
-                i = start + n
-
-    def manifests(self) -> list[str]:
-        """Manifests (not manifest lists, not checksum files) created so far."""
-        return [n for n in self.names() if n.endswith(".avro") and not n.startswith(("snap-",
-                                                                                        "."))]
-
-    def close(self) -> None:
-        os.close(self.fd)
-
-
 def _local(uri: str) -> Path:
     return Path(unquote(urlsplit(uri).path))
 
@@ -160,6 +125,17 @@ def codecs(table: Any) -> set[str]:
 def checksum(table: Any) -> tuple[int, str]:
     rows = table.refresh().scan().to_arrow().sort_by("id").to_pylist()
     return len(rows), hashlib.sha256(repr(rows).encode()).hexdigest()
+
+
+def random_batch(seed: int, rows: int) -> pa.Table:
+    """Rows of the events schema whose values do not compress."""
+    rng = random.Random(seed)
+    return pa.table({
+        "id": pa.array([rng.getrandbits(63) for _ in range(rows)], pa.int64()),
+        "kind": [f"{rng.getrandbits(64):016x}" for _ in range(rows)],
+        "amount": [rng.random() for _ in range(rows)],
+        "ts": pa.array([rng.getrandbits(50) for _ in range(rows)], pa.timestamp("us", "UTC")),
+    }, schema=SCHEMA)
 
 
 def _compacted_keeping(lake: Lake, name: str, table: Any, expect: str,
@@ -264,3 +240,36 @@ def test_the_commit_after_many_tiny_commits_writes_few_manifests(lake: Lake) -> 
     assert out["data_files_removed"] == TINY_COMMITS and out["data_files_added"] == 1
     after = table.refresh().current_snapshot()
     assert after is not None and len(after.manifests(table.io)) <= 2
+
+
+def test_evenly_sized_inputs_become_the_ideal_count_of_files(lake: Lake) -> None:
+    from tms.formats import iceberg_plan
+    from tms.formats.iceberg_stats import PartitionStats
+
+    tables = [lake.table(name, commits=0) for name in ("even_plain", "even")]
+    for i in range(5):  # random values: Parquet's in-memory size estimate is the file's size,
+        rows = random_batch(i, 20_000)  # so the writer rolls files where the bytes say
+        for table in tables:
+            table.append(rows)
+    sizes = [s for _, s in data_files(tables[1])]
+    total, largest = sum(sizes), max(sizes)
+    assert len(sizes) == 5 and largest - min(sizes) < 0.05 * largest  # evenly sized
+    target = int(total / 2.08)  # two files fit: Iceberg's own count for this group is 2
+    lim = iceberg_plan.Limits(target, 0.75, 0.1, 1 << 40)
+    stats = PartitionStats(data_files=5, bytes=total, rewrite_files=5, rewrite_bytes=total,
+                           rewrite_max_bytes=largest)
+    plan = iceberg_plan.Plan((iceberg_plan.Candidate((0, ()), stats, True, False, total, 3, 0),),
+                             1, 1, {}, False)
+    plain = {"target-file-size-bytes": str(target), "min-input-files": "2",
+             "min-file-size-bytes": str(int(0.75 * target))}
+    before = checksum(tables[0])
+
+    lake.run("even_plain", options=plain)  # Iceberg's own split: the remainder file
+    lake.run("even", options=iceberg_plan.rewrite_params(plan, lim))
+
+    plain_out = sorted(s for _, s in data_files(tables[0]))
+    even_out = sorted(s for _, s in data_files(tables[1]))
+    print(f"target {target}: inputs {sizes}; Iceberg's target: {plain_out}; even: {even_out}")
+    assert len(plain_out) == 3 and plain_out[0] < 0.5 * target  # what the issue saw
+    assert len(even_out) == 2 and even_out[0] >= 0.6 * target
+    assert checksum(tables[0]) == checksum(tables[1]) == before
