@@ -250,3 +250,12 @@ def test_manifests_first_is_on_unless_the_operation_turns_it_off() -> None:
     assert call({}).manifests_first is True
     off = call({"manifests-first": "false"})
     assert off.manifests_first is False and "manifests-first" not in off.sql("c")
+
+
+def test_the_decision_metrics_say_which_codec_a_rewrite_writes() -> None:
+    from tms.formats.iceberg_policy import write_codec
+
+    assert write_codec({}, {}).startswith("the data files' own")
+    assert write_codec({}, {wf.DATA_CODEC: "SNAPPY"}).startswith("snappy (table property")
+    assert write_codec({"compaction.compression-codec": "gzip"},
+                       {wf.DATA_CODEC: "snappy"}).startswith("gzip (policy")

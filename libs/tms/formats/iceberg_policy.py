@@ -130,6 +130,18 @@ def write_params(pol: Mapping[str, str]) -> dict[str, str]:
     return {param: K[key].text(K[key].get(pol)) for key, param in WRITE_KEYS if key in pol}
 
 
+def write_codec(pol: Mapping[str, str], props: Mapping[str, str]) -> str:
+    """The codec rewrites will write, as far as policy and metadata tell (a metric, shown by
+    ExplainTable); the job reads the data files' own when neither names one, and its result
+    says which it wrote (``tms.jobs.write_format``)."""
+    if pol.get("compaction.compression-codec"):
+        return f"{pol['compaction.compression-codec']} (policy compaction.compression-codec)"
+    prop = props.get(write_format.DATA_CODEC)
+    if prop:
+        return f"{prop.lower()} (table property {write_format.DATA_CODEC})"
+    return "the data files' own (read from their Parquet footers when a rewrite runs)"
+
+
 def _too_soon(action: str, key: str, pol: Mapping[str, str], last: Operation | None,
               now: datetime, seen: dict[str, Any], because: str) -> Decision | None:
     interval = K[key].as_int(pol)
