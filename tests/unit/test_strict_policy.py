@@ -143,6 +143,13 @@ def _job(action: str, options: dict[str, str]) -> job.MaintenanceRequest:
     ("rewrite_position_deletes", {"partial-progress.max-commits": "99999999999999999999"}),
     ("rewrite_position_deletes", {"use-starting-sequence-number": "true"}),
     ("expire_snapshots", {"retain-last": "+3"}),
+    ("compaction", {"compression-codec": "zstd'); DROP TABLE x"}),
+    ("compaction", {"compression-codec": "ZSTD"}),
+    ("clustering", {"sort-order": "id", "compression-level": "23"}),
+    ("rewrite_position_deletes", {"compression-level": "-1"}),
+    ("expire_snapshots", {"compression-codec": "zstd"}),
+    ("compaction", {"manifests-first": "no"}),
+    ("rewrite_manifests", {"manifests-first": "true"}),
 ])
 def test_job_refuses_bad_options_before_spark(action: str, options: dict[str, str]) -> None:
     with pytest.raises(job.SpecError):
@@ -161,8 +168,14 @@ def test_job_options_render_from_parsed_values() -> None:
     ("rewrite_position_deletes", job.REWRITE_OPTIONS)])
 def test_job_options_match_the_api_schema(action: str, allowed: dict) -> None:
     api = {k: v for k, v in PARAMS[action].items() if k not in ("sort-order", "zorder-columns",
-                                                              "partitions")}
+                                                              "partitions", job.WRITE_CODEC,
+                                                              job.WRITE_LEVEL,
+                                                              job.MANIFESTS_FIRST)}
     assert set(api) == set(allowed)
+    # the write options are the job's own (write_format), checked by it the same way
+    assert PARAMS[action][job.WRITE_CODEC].choices == job.write_format.CODECS
+    level = PARAMS[action][job.WRITE_LEVEL]
+    assert (level.minimum, level.maximum) == (0, job.MAX_COMPRESSION_LEVEL)
     for key, spec in api.items():
         bounds = allowed[key]
         if spec.kind is Kind.BOOL:

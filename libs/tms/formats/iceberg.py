@@ -27,7 +27,7 @@ from tms.formats.base import (
 )
 from tms.formats.iceberg_discovery import list_tables
 from tms.formats.iceberg_params import PARAMS
-from tms.formats.iceberg_policy import RULES, K
+from tms.formats.iceberg_policy import RULES, K, write_codec
 from tms.formats.iceberg_unchanged import (
     MAX_UNCHANGED_ENTRIES,
     VALID_UNTIL,
@@ -220,6 +220,7 @@ class IcebergFormat(TableFormatPlugin):
                                    "equality_delete_files": 0,
                                    "snapshots": len(times), "_snapshot_times_ms": times,
                                    "oldest_snapshot_ms": min(times, default=None)}
+        metrics["write_codec"] = write_codec(table.policy, tbl.properties)
         if snap is None:
             metrics["partitions"] = 0
             return metrics

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from tms.formats.iceberg_policy import COLUMNS, FORMAT, GIB, KIB, MAX_FILE_BYTES, SORT
 from tms.jobs.partition_filter import MAX_PARTITIONS_CHARS, PARAM
-from tms.policy_types import PolicyKey, boolean, by_key, integer, text, timestamp
+from tms.jobs.write_format import CODECS, MAX_LEVEL, OPTION_CODEC, OPTION_LEVEL
+from tms.policy_types import PolicyKey, boolean, by_key, choice, integer, text, timestamp
 
 MAX_INT = 2**31 - 1
 TIB = 1024 * GIB
@@ -34,6 +35,13 @@ _REWRITE = (
          "file groups rewritten at the same time"),
     _on("partial-progress.enabled", "commit file groups as they finish"),
     _int("partial-progress.max-commits", 1, 1000, "count", "most commits with partial progress"),
+    # not procedure options: the job sets them as the write's codec (tms.jobs.write_format)
+    choice(OPTION_CODEC, CODECS, None, "codec of the files written (absent: the codec the "
+           "table's properties name, else the one its data files are in)", FORMAT),
+    _int(OPTION_LEVEL, 0, MAX_LEVEL, "level",
+         "compression level of the files written (absent: the table's, else the writer's)"),
+    _on("manifests-first", "merge many small manifests before the rewrite (default true), "
+        "so its commit does not rewrite each of them"),
 )
 _DATA_ONLY = (
     _int("delete-file-threshold", 1, MAX_INT, "count",

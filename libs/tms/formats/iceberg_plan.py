@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tms.formats import iceberg_stats
+from tms.formats import iceberg_stats, output_sizing
 from tms.formats.iceberg_stats import PartitionKey, PartitionStats
 from tms.jobs import partition_filter
 from tms.jobs.partition_filter import FieldInfo, PartitionRef
@@ -264,14 +264,24 @@ def rewrite_params(p: Plan, lim: Limits) -> dict[str, str]:
     """``rewrite_data_files`` options of a compaction plan: merge below the rewrite size,
     two files at least per group, commit file groups as they finish, groups no larger than
     the cap; with deletes to apply, every file a delete touches and dangling deletes dropped
-    (the starting sequence number must not be reused for that)."""
+    (the starting sequence number must not be reused for that). A merge of one group gets
+    the target that leaves no remainder file (``output_sizing.even_target``)."""
+    min_bytes = int(lim.min_file_ratio * lim.target_bytes)
     params = {
         "target-file-size-bytes": str(lim.target_bytes),
-        "min-file-size-bytes": str(int(lim.min_file_ratio * lim.target_bytes)),
+        "min-file-size-bytes": str(min_bytes),
         "min-input-files": str(MIN_MERGE_FILES),
         "partial-progress.enabled": "true",
         "max-file-group-size-bytes": str(max(MIB, min(lim.max_bytes, TIB))),
     }
+    if len(p.chosen) == 1 and p.chosen[0].merge and not p.deletes:
+        st = p.chosen[0].stats
+        even = output_sizing.even_target(st.rewrite_bytes, st.rewrite_max_bytes,
+                                         lim.target_bytes, min_bytes)
+        if even is not None and st.rewrite_bytes <= int(params["max-file-group-size-bytes"]):
+            # the files selected stay the same: both thresholds named in bytes
+            params["target-file-size-bytes"] = str(even)
+            params["max-file-size-bytes"] = str(output_sizing.max_file_bytes(lim.target_bytes))
     if p.deletes:
         params.update({"delete-file-threshold": "1", "remove-dangling-deletes": "true",
                        "use-starting-sequence-number": "false"})

@@ -12,12 +12,14 @@ explicit yes.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tms.domain import Decision, Operation
 from tms.formats import iceberg_deletes, iceberg_plan
-from tms.policy_types import PolicyKey, boolean, by_key, decimal, integer, text
+from tms.jobs import write_format
+from tms.policy_types import PolicyKey, boolean, by_key, choice, decimal, integer, text
 
 KIB = 1024
 MIB = 1024 * 1024
@@ -68,6 +70,13 @@ K = by_key((
     _int("compaction.max-bytes-per-run", 10 * GIB, MIB, MAX_RUN_BYTES, "bytes",
          "most bytes one compaction or clustering plans to rewrite (partitions of most "
          "benefit first)"),
+    choice("compaction.compression-codec", write_format.CODECS, None,
+           "codec of the files compaction, clustering and position-delete rewrites write "
+           "(not set: the table's write.parquet.compression-codec, else the codec its data "
+           "files are in)", FORMAT),
+    integer("compaction.compression-level", None, 0, write_format.MAX_LEVEL, "level",
+            "compression level of those files (not set: the table's, else the data files' "
+            "writer's default)", FORMAT),
     _on("clustering.enabled", False, "sort or z-order data files (needs a sort order)"),
     text("clustering.sort-order", "", SORT, "columns with optional ASC/DESC and NULLS "
          "FIRST/LAST, comma-separated", "sort order of clustering", FORMAT),
@@ -102,6 +111,8 @@ K = by_key((
          "least time between two position-delete rewrites"),
 ))
 
+WRITE_KEYS = (("compaction.compression-codec", write_format.OPTION_CODEC),
+              ("compaction.compression-level", write_format.OPTION_LEVEL))
 QUIET_MIN_SMALL_FILES = 2  # a quiet table is worth a rewrite from two small files on
 Rule = Callable[[Mapping[str, str], Mapping[str, Any], Operation | None, datetime],
                 Decision]
@@ -115,6 +126,24 @@ def public(m: Mapping[str, Any]) -> dict[str, Any]:
 
 def _iso(t: datetime) -> str:
     return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def write_params(pol: Mapping[str, str]) -> dict[str, str]:
+    """The rewrite's codec and level when the policy names them (else the job keeps the
+    table's own: ``tms.jobs.write_format``)."""
+    return {param: K[key].text(K[key].get(pol)) for key, param in WRITE_KEYS if key in pol}
+
+
+def write_codec(pol: Mapping[str, str], props: Mapping[str, str]) -> str:
+    """The codec rewrites will write, as far as policy and metadata tell (a metric, shown by
+    ExplainTable); the job reads the data files' own when neither names one, and its result
+    says which it wrote (``tms.jobs.write_format``)."""
+    if pol.get("compaction.compression-codec"):
+        return f"{pol['compaction.compression-codec']} (policy compaction.compression-codec)"
+    prop = props.get(write_format.DATA_CODEC)
+    if prop:
+        return f"{prop.lower()} (table property {write_format.DATA_CODEC})"
+    return "the data files' own (read from their Parquet footers when a rewrite runs)"
 
 
 def _too_soon(action: str, key: str, pol: Mapping[str, str], last: Operation | None,
@@ -366,8 +395,20 @@ def _partitioned_position_deletes(pol: Mapping[str, str], m: Mapping[str, Any],
         iceberg_deletes.params(p), p.benefit)
 
 
+def _writing(rule: Rule) -> Rule:
+    """A rewrite's rule whose operations carry the policy's codec and level, if it names
+    them."""
+    def decide(pol: Mapping[str, str], m: Mapping[str, Any], last: Operation | None,
+               now: datetime) -> Decision:
+        d = rule(pol, m, last, now)
+        extra = write_params(pol) if d.should_run else {}
+        return replace(d, params={**d.params, **extra}) if extra else d
+    return decide
+
+
 RULES: dict[str, Rule] = {
-    "compaction": compaction, "clustering": clustering, "expire_snapshots": expire_snapshots,
-    "remove_orphan_files": remove_orphan_files, "rewrite_manifests": rewrite_manifests,
-    "rewrite_position_deletes": rewrite_position_deletes,
+    "compaction": _writing(compaction), "clustering": _writing(clustering),
+    "expire_snapshots": expire_snapshots, "remove_orphan_files": remove_orphan_files,
+    "rewrite_manifests": rewrite_manifests,
+    "rewrite_position_deletes": _writing(rewrite_position_deletes),
 }

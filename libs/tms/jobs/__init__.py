@@ -14,4 +14,6 @@ WARM_DRIVER_APP = Path(__file__).with_name("warm_driver.py")
 JOB_SUPPORT_FILES = tuple(Path(__file__).with_name(name)
                           for name in ("locations.py", "errors.py", "table_guard.py",
                                        "spark_catalogs.py", "jars.py", "secret_refs.py",
-                                       "report.py", "partition_filter.py", "outcome.py"))
+                                       "report.py", "partition_filter.py", "outcome.py",
+                                       "parquet_footer.py", "write_format.py",
+                                       "manifest_prep.py"))

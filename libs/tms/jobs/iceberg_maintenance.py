@@ -56,23 +56,27 @@ from typing import Any
 try:
     from tms.jobs import (
         errors,
+        manifest_prep,
         outcome,
         partition_filter,
         report,
         secret_refs,
         spark_catalogs,
         table_guard,
+        write_format,
     )
     from tms.jobs.locations import LocationError, parse
 except ImportError:  # shipped alone: the siblings are next to this file
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import errors  # type: ignore[no-redef]
+    import manifest_prep  # type: ignore[no-redef]
     import outcome  # type: ignore[no-redef]
     import partition_filter  # type: ignore[no-redef]
     import report  # type: ignore[no-redef]
     import secret_refs  # type: ignore[no-redef]
     import spark_catalogs  # type: ignore[no-redef]
     import table_guard  # type: ignore[no-redef]
+    import write_format  # type: ignore[no-redef]
     from locations import LocationError, parse  # type: ignore[no-redef]
 
 MAX_ERROR_CHARS = 4000
@@ -282,6 +286,10 @@ class ProcedureCall:
     info: dict[str, Any] = field(default_factory=dict)  # added to the result (e.g. dry_run)
     options: dict[str, str] = field(default_factory=dict)
     partitions: tuple[Any, ...] = ()  # partition_filter.PartitionRef
+    # a rewrite writes files: (codec, level) the policy asked for, each None when it did not
+    # (write_format chooses then); None for actions that write no data or delete files
+    write: tuple[str | None, str | None] | None = None
+    manifests_first: bool = True  # a rewrite merges many small manifests first (manifest_prep)
 
     def sql(self, catalog_name: str) -> str:
         args = [*self.args, _options_map(self.options)] if self.options else list(self.args)
@@ -346,6 +354,32 @@ REWRITE_OPTIONS: dict[str, tuple[int, int] | None] = {
 DATA_REWRITE_OPTIONS: dict[str, tuple[int, int] | None] = {
     **REWRITE_OPTIONS, "delete-file-threshold": (1, MAX_INT),
     "use-starting-sequence-number": None, "remove-dangling-deletes": None}
+
+
+# Not procedure options: the job writes them as the session's codec for the call (write_format).
+WRITE_CODEC, WRITE_LEVEL = write_format.OPTION_CODEC, write_format.OPTION_LEVEL
+MAX_COMPRESSION_LEVEL = write_format.MAX_LEVEL
+
+
+MANIFESTS_FIRST = "manifests-first"  # false: the rewrite's commit rewrites them as they are
+
+
+def pop_rewrite_options(options: dict[str, str]) -> dict[str, Any]:
+    """The rewrite's own options (not the procedure's), removed from ``options``, checked:
+    ``ProcedureCall`` fields."""
+    first = parse_bool(MANIFESTS_FIRST, options.pop(MANIFESTS_FIRST, "true"))
+    return {"write": pop_write_options(options), "manifests_first": first}
+
+
+def pop_write_options(options: dict[str, str]) -> tuple[str | None, str | None]:
+    """The policy's codec and level for a rewrite, removed from ``options``, checked."""
+    codec, level = options.pop(WRITE_CODEC, None), options.pop(WRITE_LEVEL, None)
+    if codec is not None and codec not in write_format.CODECS:
+        raise SpecError(f"option {WRITE_CODEC!r}: expected one of "
+                        f"{', '.join(write_format.CODECS)}, got {codec[:50]!r}")
+    if level is not None:
+        level = str(parse_int(WRITE_LEVEL, level, 0, MAX_COMPRESSION_LEVEL))
+    return codec, level
 
 
 def parse_options(action: str, options: Mapping[str, str],
@@ -451,9 +485,10 @@ def plan_compaction(spec: MaintenanceRequest) -> ProcedureCall:
     """Bin-pack small data files (``rewrite_data_files``, strategy binpack)."""
     options = dict(spec.options)
     partitions = _partitions(options.pop(partition_filter.PARAM, None))
+    extras = pop_rewrite_options(options)
     options = parse_options(spec.action, options, DATA_REWRITE_OPTIONS)
     return ProcedureCall("rewrite_data_files", (_table_arg(spec), "strategy => 'binpack'"),
-                         options=options, partitions=partitions)
+                         options=options, partitions=partitions, **extras)
 
 
 def plan_clustering(spec: MaintenanceRequest) -> ProcedureCall:
@@ -465,6 +500,7 @@ def plan_clustering(spec: MaintenanceRequest) -> ProcedureCall:
     options = dict(spec.options)
     sort_order, zorder = options.pop("sort-order", None), options.pop("zorder-columns", None)
     partitions = _partitions(options.pop(partition_filter.PARAM, None))
+    extras = pop_rewrite_options(options)
     options = parse_options(spec.action, options, DATA_REWRITE_OPTIONS)
     if sort_order is not None and zorder is None:
         order = parse_sort_order(sort_order)
@@ -474,7 +510,8 @@ def plan_clustering(spec: MaintenanceRequest) -> ProcedureCall:
         raise SpecError("clustering needs exactly one of the options 'sort-order' "
                         "(e.g. 'id DESC NULLS LAST, kind') or 'zorder-columns' (e.g. 'a,b')")
     args = (_table_arg(spec), "strategy => 'sort'", f"sort_order => {sql_string(order)}")
-    return ProcedureCall("rewrite_data_files", args, options=options, partitions=partitions)
+    return ProcedureCall("rewrite_data_files", args, options=options, partitions=partitions,
+                         **extras)
 
 
 def plan_expire_snapshots(spec: MaintenanceRequest) -> ProcedureCall:
@@ -534,9 +571,10 @@ def plan_rewrite_position_deletes(spec: MaintenanceRequest) -> ProcedureCall:
     """
     options = dict(spec.options)
     partitions = _partitions(options.pop(partition_filter.PARAM, None))
+    extras = pop_rewrite_options(options)
     options = parse_options(spec.action, options, REWRITE_OPTIONS)
     return ProcedureCall("rewrite_position_delete_files", (_table_arg(spec),), options=options,
-                         partitions=partitions)
+                         partitions=partitions, **extras)
 
 
 Planner = Callable[[MaintenanceRequest], ProcedureCall]
@@ -557,12 +595,36 @@ def run_action(spark: Any, spec: MaintenanceRequest, table: table_guard.CheckedT
     call = ACTIONS[spec.action](spec)
     if call.partitions:
         call = restrict(call, partition_filter.specs_of(table.handle))
+    if call.write is not None:
+        return run_rewrite(spark, spec, table, call)
     df = spark.sql(call.sql(spec.catalog_name))
     if spec.action == "remove_orphan_files":
         result = table_guard.remove_orphans(df, table, dry_run=bool(call.info["dry_run"]))
     else:
         result = call.summarize(df)
     return {**result, **call.info}
+
+
+def run_rewrite(spark: Any, spec: MaintenanceRequest, table: table_guard.CheckedTable,
+                call: ProcedureCall) -> dict[str, Any]:
+    """A rewrite written with the table's own codec (``write_format``): the session's codec
+    set for this call only; the result says what was chosen, why, and what a file the
+    rewrite added really holds (``write_format.written_codec``). Many small manifests are
+    merged first, so the rewrite's commit does not rewrite each of them (``manifest_prep``)."""
+    assert call.write is not None
+    deletes = spec.action == "rewrite_position_deletes"
+    manifests = manifest_prep.consolidate(spark, _table_arg(spec),
+                                          quote_ident(spec.catalog_name), table.handle,
+                                          enabled=call.manifests_first)
+    before = outcome.current_snapshot(table.handle)
+    fmt = write_format.plan(table.handle, *call.write, deletes=deletes)
+    with write_format.session_conf(spark, fmt.session):
+        result = call.summarize(spark.sql(call.sql(spec.catalog_name)))
+    info = fmt.info()
+    table.handle.refresh()
+    if outcome.current_snapshot(table.handle) != before:
+        info["codec_written"] = write_format.written_codec(table.handle, deletes)
+    return {**result, **call.info, "write_format": info, "manifests_first": manifests}
 
 
 def session_builder(app_name: str) -> Any:
@@ -601,6 +663,8 @@ def run_in_session(spark: Any, spec: MaintenanceRequest) -> dict[str, Any]:
     result = run_action(spark, spec, table)
     try:  # what it did, in one shape for every action (the scheduler's no-op hold reads it)
         result["outcome"] = outcome.measure(table.handle, spec.action, result, before)
+        if "write_format" in result:  # which codec the rewrite wrote
+            result["outcome"]["codec_written"] = result["write_format"].get("codec_written")
     except Exception as e:  # the work is done: a failed reading must not fail it
         print(f"[tms-job] outcome not measured: {type(e).__name__}: {e}", file=sys.stderr)
     return {"ok": True, "action": spec.action, "result": result,

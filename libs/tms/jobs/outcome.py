@@ -27,6 +27,7 @@ from typing import Any
 # partial-progress rewrite commits once per file group).
 MAX_SNAPSHOTS_WALKED = 1000
 DATA_REWRITES = ("compaction", "clustering")
+MANIFEST_REWRITE_KEY = "manifests-replaced"  # in the summary of a manifest rewrite only
 
 COUNTS = ("data_files_rewritten", "data_files_added", "data_files_removed",
           "data_bytes_rewritten", "data_bytes_added", "data_bytes_removed",
@@ -73,9 +74,11 @@ def build(action: str, result: Mapping[str, Any], before: str | None, after: str
         out["data_files_removed"] = _int(r.get("deleted_data_files_count"))
         out["delete_files_removed"] = (_int(r.get("deleted_position_delete_files_count"))
                                        + _int(r.get("deleted_equality_delete_files_count")))
-    out["partitions_touched"] = (_int(summaries[0].get("changed-partition-count"))
-                                 if len(summaries) == 1
-                                 and "changed-partition-count" in summaries[0] else None)
+    # one snapshot that changed partitions (a manifest rewrite before it changes no file)
+    changed = [s for s in summaries
+               if "changed-partition-count" in s and MANIFEST_REWRITE_KEY not in s]
+    out["partitions_touched"] = (_int(changed[0]["changed-partition-count"])
+                                 if len(changed) == 1 else None)
     other = {  # what the outcome's counts do not cover: manifests, snapshots, orphans
         "rewrite_manifests": _int(r.get("rewritten_manifests_count")),
         "expire_snapshots": _int(r.get("deleted_manifest_files_count"))
