@@ -18,7 +18,13 @@ from typing import Any
 
 from tms.catalogs import CatalogAccess, PyicebergCatalogs, job_catalog
 from tms.domain import CatalogType, Decision, JobSpec, Operation, Table, TableSpec
-from tms.formats import iceberg_current, iceberg_hadoop, iceberg_recheck, iceberg_stats
+from tms.formats import (
+    iceberg_avro,
+    iceberg_current,
+    iceberg_hadoop,
+    iceberg_recheck,
+    iceberg_stats,
+)
 from tms.formats.base import (
     CatalogUnreachable,
     DiscoveredTable,
@@ -223,7 +229,7 @@ class IcebergFormat(TableFormatPlugin):
         if snap is None:
             metrics["partitions"] = 0
             return metrics
-        manifests = snap.manifests(tbl.io)  # the manifest list: one small file
+        manifests = iceberg_avro.manifests(snap, tbl.io)  # the manifest list: one small file
         metrics["manifests"] = len(manifests)
         metrics["manifest_bytes"] = sum(int(m.manifest_length) for m in manifests)
         summary = snap.summary.additional_properties if snap.summary else {}
