@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from importlib import resources
 from typing import Any
@@ -22,6 +22,7 @@ from tms.formats import (
     iceberg_avro,
     iceberg_current,
     iceberg_hadoop,
+    iceberg_pointers,
     iceberg_recheck,
     iceberg_stats,
 )
@@ -71,6 +72,7 @@ class IcebergFormat(TableFormatPlugin):
         # per thread: (key, at, metadata location, pyiceberg table or None if not loaded)
         self._recent = threading.local()
         self.unchanged = UnchangedTables(unchanged_entries)
+        self.prefetched = iceberg_pointers.Prefetched()
 
     # registration ---------------------------------------------------------------------------
     def validate(self, spec: TableSpec) -> list[tuple[str, str]]:
@@ -144,10 +146,29 @@ class IcebergFormat(TableFormatPlugin):
         self._recent.entry = (key, time.monotonic(), str(tbl.metadata_location), tbl)
         return tbl
 
+    def prepare(self, tables: Sequence[Table], catalog: CatalogAccess) -> None:
+        """The current metadata locations of a batch of the catalog's tables in one call
+        where the catalog has one (``iceberg_pointers``); errors scrubbed as in
+        :meth:`_asking`, and then every table asks on its own."""
+        if catalog.type not in iceberg_pointers.BATCH_TYPES or not tables:
+            return
+        idents = [self._key(t, catalog)[1] for t in tables]
+        found = self._asking(catalog, lambda: iceberg_pointers.lookup(
+            self._catalogs.get(catalog), catalog, idents))
+        if found is not None:
+            self.prefetched.put(catalog.fingerprint(), idents, found)
+
     def _current(self, table: Table, catalog: CatalogAccess, key: Key) -> str | None:
-        """The current metadata location in one cheap catalog call; None where there is
-        none (REST), when reuse is off or the table was never inspected (a load is due
-        anyway: no call spent on the pointer alone)."""
+        """The current metadata location: looked up with its batch (:meth:`prepare`), else
+        in one cheap catalog call; None where there is none (REST), when reuse is off or the
+        table was never inspected (a load is due anyway: no call spent on the pointer
+        alone)."""
+        found, where = self.prefetched.take(key)
+        if found:
+            if where == iceberg_pointers.MISSING:
+                raise TableNotInCatalog(f"Table does not exist: {table.namespace}."
+                                        f"{table.table_name}")
+            return where
         if self.unchanged.max_entries <= 0 or not self.unchanged.knows(key):
             return None
         client = None if catalog.type is CatalogType.HADOOP else self._asking(

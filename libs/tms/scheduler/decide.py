@@ -10,7 +10,7 @@ why."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -21,7 +21,7 @@ from tms import catalogs
 from tms.catalogs import CatalogAccess, CatalogCache
 from tms.coordination import Coordinator
 from tms.domain import Decision, Operation, Table
-from tms.formats.base import TableFormatPlugin, TableNotInCatalog
+from tms.formats.base import CatalogUnreachable, TableFormatPlugin, TableNotInCatalog
 from tms.jobs import locations
 from tms.policy import DEFAULT_MAX_ATTEMPTS, in_force, max_attempts, pull_interval_s
 from tms.storage.roles import DecisionStore, EnqueueParams
@@ -100,6 +100,26 @@ class DecisionMaker:
                      previous=table.location or None)
             table = replace(table, location=where)
         return table, access
+
+    def prepare_batch(self, tables: Sequence[Table]) -> None:
+        """Let each plugin look a batch's tables up per catalog in one call (``prepare``)
+        before the decisions start. Best effort: a failure is logged and every table's
+        decision asks its catalog on its own, as it would without this."""
+        groups: dict[tuple[str, str], list[Table]] = {}
+        for table in tables:
+            groups.setdefault((table.format, table.catalog), []).append(table)
+        for (fmt, catalog_id), group in groups.items():
+            plugin = self.formats.get(fmt)
+            catalog = self.catalogs.get(catalog_id) if plugin is not None else None
+            if plugin is None or catalog is None:
+                continue  # the decisions say why
+            try:
+                plugin.prepare(group, catalogs.access(catalog))
+            except Exception as e:  # CatalogUnreachable is scrubbed; others: the type only
+                log.warning("batch lookup failed; tables asked one by one",
+                            catalog=catalog_id, tables=len(group),
+                            error=str(e) if isinstance(e, CatalogUnreachable)
+                            else type(e).__name__)
 
     def _no_operations(self, plugin: TableFormatPlugin, reason: str, outcome: str
                        ) -> list[tuple[Decision, int | None]]:

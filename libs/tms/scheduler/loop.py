@@ -113,6 +113,7 @@ class Scheduler(DecisionMaker):
         now = self._now()
         last = self.store.operation_last_succeeded([due.table.pk for due in batch])
         active = [due for due in batch if due.table.state is TableState.ACTIVE]
+        self.prepare_batch([due.table for due in active])
 
         def decide(due: DueTable) -> tuple[list[tuple[Decision, int | None]], float]:
             table = due.table
