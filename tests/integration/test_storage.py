@@ -205,6 +205,22 @@ def test_commit_during_a_decision_marks_the_table_again(store: PostgresStore) ->
     assert store.decision_begin_batch(ALL_SHARDS, NUM_SHARDS, 10) == []
 
 
+HOSTILE = 'q"uote\\back,slash{brace} NULL \'single\' \u00e9\u4e2d \U0001f600 ["x"]'
+
+
+def test_decisions_keep_every_character_of_reasons_and_metrics(store: PostgresStore) -> None:
+    """Reasons and metrics travel as binary arrays: whatever they hold comes back as is."""
+    t = _table(store, "chars")
+    metrics = {"k": HOSTILE, "nested": {"v": [HOSTILE, 1, None, 2.5]}, HOSTILE: True}
+    store.decision_finish_batch("s", [
+        (t.pk, Decision("compaction", True, HOSTILE, metrics, benefit=1.5), None),
+        (t.pk, Decision("clustering", False, "", {}), None)], [(t.pk, 3600)])
+    got = {e.action: e for e in store.decision_explain(t.pk, ["compaction", "clustering"])}
+    assert got["compaction"].reason == HOSTILE and got["compaction"].metrics == metrics
+    assert got["compaction"].benefit == 1.5 and got["compaction"].should_run
+    assert got["clustering"].reason == "" and got["clustering"].metrics == {}
+
+
 def test_failed_decision_puts_the_mark_back(store: PostgresStore) -> None:
     t = _table(store, "retry")
     store.decision_finish_batch("s", [], [(t.pk, 3600)])
