@@ -61,8 +61,8 @@ def sqlite_catalog(tmp_path: Path) -> tuple[Any, CatalogAccess]:
 
 
 def _table(name: str, policy: dict[str, str] | None = None, namespace: str = "ns") -> Table:
-    return replace(make_table(), format="iceberg", catalog="c", namespace=namespace,
-                   table_name=name, policy=policy or {})
+    return replace(make_table(pk=sum(map(ord, name))), format="iceberg", catalog="c",
+                   namespace=namespace, table_name=name, policy=policy or {})
 
 
 def _decide(fmt: IcebergFormat, table: Table, access: CatalogAccess) -> dict[str, Any]:
@@ -78,10 +78,11 @@ def test_one_query_for_the_batch_and_no_call_per_table(
     cat, access = sqlite_catalog
     fmt = Counting(cat, monkeypatch)
     tables = [_table(n) for n in NAMES]
-    fmt.prepare(tables, access)  # first look: the pointers serve the loads
+    assert fmt.prepare(tables, access) == set()  # first look: the pointers serve the loads
     first = [_decide(fmt, t, access) for t in tables]
     assert fmt.pointer_calls == 0 and len(fmt.loads) == 3 and None not in fmt.loads
-    fmt.prepare(tables, access)  # nothing changed: reused, nothing loaded
+    quick = fmt.prepare(tables, access)  # nothing changed: reused, nothing loaded
+    assert quick == {t.pk for t in tables}
     again = [_decide(fmt, t, access) for t in tables]
     assert again == first and fmt.unchanged.hits == 3
     assert fmt.pointer_calls == 0 and len(fmt.loads) == 3 and fmt.prefetched.batches == 2
@@ -99,7 +100,7 @@ def test_a_changed_table_or_policy_is_measured_again(
         _decide(fmt, t, access)
     append_batches(cat.load_table("ns.t1"), 1)
     tables[2] = _table("t2", {"compaction.small-file-bytes": "1024"})
-    fmt.prepare(tables, access)
+    assert fmt.prepare(tables, access) == {tables[0].pk, tables[2].pk}  # t1: a new file
     after = [_decide(fmt, t, access) for t in tables]
     assert [a["data_files"] for a in after] == [2, 3, 2]
     assert len(fmt.loads) == 5 and fmt.unchanged.hits == 1  # t1 (new file) and t2 (policy)

@@ -146,17 +146,23 @@ class IcebergFormat(TableFormatPlugin):
         self._recent.entry = (key, time.monotonic(), str(tbl.metadata_location), tbl)
         return tbl
 
-    def prepare(self, tables: Sequence[Table], catalog: CatalogAccess) -> None:
+    def prepare(self, tables: Sequence[Table], catalog: CatalogAccess) -> set[int]:
         """The current metadata locations of a batch of the catalog's tables in one call
         where the catalog has one (``iceberg_pointers``); errors scrubbed as in
-        :meth:`_asking`, and then every table asks on its own."""
+        :meth:`_asking`, and then every table asks on its own. Returns the pks of the tables
+        whose metadata file is the one last inspected (no metadata read expected)."""
         if catalog.type not in iceberg_pointers.BATCH_TYPES or not tables:
-            return
+            return set()
+        fingerprint = catalog.fingerprint()
         idents = [self._key(t, catalog)[1] for t in tables]
         found = self._asking(catalog, lambda: iceberg_pointers.lookup(
             self._catalogs.get(catalog), catalog, idents))
-        if found is not None:
-            self.prefetched.put(catalog.fingerprint(), idents, found)
+        if found is None:
+            return set()
+        self.prefetched.put(fingerprint, idents, found)
+        return {t.pk for t, ident in zip(tables, idents, strict=True)
+                if (where := found.get(ident)) and
+                self.unchanged.table_location((fingerprint, ident), where) is not None}
 
     def _current(self, table: Table, catalog: CatalogAccess, key: Key) -> str | None:
         """The current metadata location: looked up with its batch (:meth:`prepare`), else

@@ -6,7 +6,8 @@ loop hands a batch to a :class:`DecisionRunner`, which:
 
 - decides in the calling thread, one table after another, while decisions are fast (a
   constant plugin, a table skipped as unchanged): no thread handoff, so CPU per decision
-  stays what the sequential loop costs;
+  stays what the sequential loop costs; the tables the plugin expects to be quick (its
+  ``prepare`` found them unchanged) go first that way, even when the batch's others wait;
 - spreads the rest of the batch over up to ``threads`` worker threads as soon as
   ``SLOW_IN_A_ROW`` decisions in a row each took longer than ``waiting_s`` (they were
   waiting: one slow decision alone is as likely the machine's other load preempting us), and
@@ -101,25 +102,50 @@ class DecisionRunner:
             pool.shutdown(wait=True)
 
     def run(self, items: Sequence[T], catalog_of: Callable[[T], str],
-            decide: Callable[[T], R]) -> Outcome[R]:
+            decide: Callable[[T], R], quick: Callable[[T], bool] | None = None
+            ) -> Outcome[R]:
+        """``quick``: items expected to decide without waiting (an unchanged table). They
+        go first, in the calling thread, whatever the last batch did; should
+        ``SLOW_IN_A_ROW`` of them wait after all, the rest of them join the others."""
         out: Outcome[R] = Outcome()
         self.stopping.clear()
-        i = 0
-        if not (self.threads > 1 and self._waiting):
-            slow = 0
-            while i < len(items):
-                t0 = self._clock()
-                self._one(out, i, items[i], decide)
-                i += 1
+        order = list(range(len(items)))
+        waited = False  # quick ones waited after all: the rest goes straight to the threads
+        if quick is not None:
+            fast = [i for i in order if quick(items[i])]
+            if fast:
+                chosen = set(fast)
+                rest = [i for i in order if i not in chosen]
+                left = self._sequential(out, fast, items, decide)
                 if out.stopped is not None:
                     return out
-                slow = slow + 1 if self._clock() - t0 > self.waiting_s else 0
-                if self.threads > 1 and slow >= SLOW_IN_A_ROW:
-                    break
+                order = fast[len(fast) - left:] + rest if left else rest
+                waited = left > 0
+        if order and not waited and not (self.threads > 1 and self._waiting):
+            left = self._sequential(out, order, items, decide)
+            if out.stopped is not None:
+                return out
             self._waiting = False
-        if i < len(items):
-            self._spread(out, list(range(i, len(items))), items, catalog_of, decide)
+            order = order[len(order) - left:] if left else []
+        if order:
+            self._spread(out, order, items, catalog_of, decide)
         return out
+
+    def _sequential(self, out: Outcome[R], todo: list[int], items: Sequence[T],
+                    decide: Callable[[T], R]) -> int:
+        """Decides ``todo`` in order in the calling thread until ``SLOW_IN_A_ROW`` in a row
+        waited (with threads to spread to) or a ``stop_on`` exception; returns how many of
+        ``todo`` are left, at its end."""
+        slow = 0
+        for n, i in enumerate(todo):
+            t0 = self._clock()
+            self._one(out, i, items[i], decide)
+            if out.stopped is not None:
+                return 0
+            slow = slow + 1 if self._clock() - t0 > self.waiting_s else 0
+            if self.threads > 1 and slow >= SLOW_IN_A_ROW:
+                return len(todo) - n - 1
+        return 0
 
     def _one(self, out: Outcome[R], i: int, item: T, decide: Callable[[T], R]) -> None:
         try:

@@ -101,10 +101,12 @@ class DecisionMaker:
             table = replace(table, location=where)
         return table, access
 
-    def prepare_batch(self, tables: Sequence[Table]) -> None:
+    def prepare_batch(self, tables: Sequence[Table]) -> set[int]:
         """Let each plugin look a batch's tables up per catalog in one call (``prepare``)
-        before the decisions start. Best effort: a failure is logged and every table's
-        decision asks its catalog on its own, as it would without this."""
+        before the decisions start; returns the pks of the tables the plugins expect to
+        decide without waiting. Best effort: a failure is logged and every table's decision
+        asks its catalog on its own, as it would without this."""
+        quick: set[int] = set()
         groups: dict[tuple[str, str], list[Table]] = {}
         for table in tables:
             groups.setdefault((table.format, table.catalog), []).append(table)
@@ -114,12 +116,13 @@ class DecisionMaker:
             if plugin is None or catalog is None:
                 continue  # the decisions say why
             try:
-                plugin.prepare(group, catalogs.access(catalog))
+                quick.update(plugin.prepare(group, catalogs.access(catalog)) or ())
             except Exception as e:  # CatalogUnreachable is scrubbed; others: the type only
                 log.warning("batch lookup failed; tables asked one by one",
                             catalog=catalog_id, tables=len(group),
                             error=str(e) if isinstance(e, CatalogUnreachable)
                             else type(e).__name__)
+        return quick
 
     def _no_operations(self, plugin: TableFormatPlugin, reason: str, outcome: str
                        ) -> list[tuple[Decision, int | None]]:
