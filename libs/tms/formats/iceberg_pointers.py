@@ -17,9 +17,10 @@ them of a few catalogs, so the pointers are asked for once per catalog and batch
 A table the answer does not hold is not in the catalog (dropped, renamed): its decision says
 so, as with the call per table. When the batch call fails (catalog unreachable), nothing is
 kept and every table asks on its own, as before, so its state is what it would have been.
-Pointers are taken once and only while fresh (:data:`PREFETCHED_S`): a commit after the
-batch call is the same as a commit just after the decision (its mark makes the table due
-again).
+Pointers are taken once and only while fresh (:data:`PREFETCHED_S`, longer than a batch
+takes even at seconds a read): a commit after the batch call is the same as a commit just
+after the decision (its mark makes the table due again; a table without notifications is
+looked at again at its next pull check, as after any decision).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from tms.catalogs import CatalogAccess
 from tms.domain import CatalogType
 from tms.formats.iceberg_current import _parameters_location
 
-PREFETCHED_S = 10.0
+PREFETCHED_S = 60.0
 MAX_PREFETCHED = 100_000
 BATCH_TYPES = (CatalogType.SQL, CatalogType.JDBC, CatalogType.HIVE)
 MISSING = ""  # the catalog's answer did not hold the table
