@@ -114,6 +114,14 @@ def test_quick_items_that_wait_after_all_join_the_spread() -> None:
     runner.close()
 
 
+def test_quick_items_slowed_by_a_loaded_machine_stay_in_the_calling_thread() -> None:
+    """10 ms each (preempted, not reading): above WAITING_S, far below QUICK_WAITING_S."""
+    ticks = itertools.count()
+    runner = DecisionRunner(4, 4, clock=lambda: next(ticks) * 0.01)
+    out = runner.run(list(range(30)), lambda i: "c", lambda i: i, quick=lambda i: True)
+    assert len(out.results) == 30 and not out.spread and runner.spread_batches == 0
+
+
 def test_zookeeper_lost_among_quick_items_starts_nothing_more() -> None:
     runner = DecisionRunner(4, 4, clock=lambda: 0.0, stop_on=(ZooKeeperLost,))
 

@@ -48,6 +48,9 @@ MAX_CATALOG_READS_IN_FLIGHT = 1024
 # a decision longer than this was waiting (on a catalog or on storage): bring the threads in
 WAITING_S = 0.002
 SLOW_IN_A_ROW = 2
+# a decision expected quick (unchanged table) that took longer than this did read after all:
+# far above what a loaded machine adds to a fast decision, far below one object-store read
+QUICK_WAITING_S = 0.05
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -114,7 +117,8 @@ class DecisionRunner:
             ) -> Outcome[R]:
         """``quick``: items expected to decide without waiting (an unchanged table). They
         go first, in the calling thread, whatever the last batch did; should
-        ``SLOW_IN_A_ROW`` of them wait after all, the rest of them join the others."""
+        ``SLOW_IN_A_ROW`` in a row of them take longer than ``QUICK_WAITING_S`` (they read
+        after all), the rest of them join the others."""
         out: Outcome[R] = Outcome()
         self.stopping.clear()
         order = list(range(len(items)))
@@ -124,13 +128,14 @@ class DecisionRunner:
             if fast:
                 chosen = set(fast)
                 rest = [i for i in order if i not in chosen]
-                left = self._sequential(out, fast, items, decide)
+                left = self._sequential(out, fast, items, decide,
+                                        max(self.waiting_s, QUICK_WAITING_S))
                 if out.stopped is not None:
                     return out
                 order = fast[len(fast) - left:] + rest if left else rest
                 waited = left > 0
         if order and not waited and not (self.threads > 1 and self._waiting):
-            left = self._sequential(out, order, items, decide)
+            left = self._sequential(out, order, items, decide, self.waiting_s)
             if out.stopped is not None:
                 return out
             self._waiting = False
@@ -140,17 +145,17 @@ class DecisionRunner:
         return out
 
     def _sequential(self, out: Outcome[R], todo: list[int], items: Sequence[T],
-                    decide: Callable[[T], R]) -> int:
+                    decide: Callable[[T], R], waiting_s: float) -> int:
         """Decides ``todo`` in order in the calling thread until ``SLOW_IN_A_ROW`` in a row
-        waited (with threads to spread to) or a ``stop_on`` exception; returns how many of
-        ``todo`` are left, at its end."""
+        took longer than ``waiting_s`` (with threads to spread to) or a ``stop_on``
+        exception; returns how many of ``todo`` are left, at its end."""
         slow = 0
         for n, i in enumerate(todo):
             t0 = self._clock()
             self._one(out, i, items[i], decide)
             if out.stopped is not None:
                 return 0
-            slow = slow + 1 if self._clock() - t0 > self.waiting_s else 0
+            slow = slow + 1 if self._clock() - t0 > waiting_s else 0
             if self.threads > 1 and slow >= SLOW_IN_A_ROW:
                 return len(todo) - n - 1
         return 0
