@@ -242,3 +242,20 @@ def test_scheduler_prepares_each_catalog_once_and_decides_whatever_it_says(fail:
     assert sorted(fmt.inspected) == [1, 2, 3]  # decided either way
     assert any("catalogs/gone does not exist" in d.reason for pk, d, _ in store.decisions
                if pk == 4)
+
+
+def test_one_file_io_per_scheme_from_the_catalogs_properties_only(tmp_path: Path) -> None:
+    """Tables' FileIO is the catalog's (a table's own io properties are ignored), so one per
+    URI scheme serves every table: its file systems are set up once."""
+    from pyiceberg.catalog import load_catalog
+
+    from tms.catalogs import _ignore_table_io_properties
+
+    cat = load_catalog("c", type="sql", uri=f"sqlite:///{tmp_path}/cat.db",
+                       warehouse=f"file://{tmp_path}")
+    _ignore_table_io_properties(cat)
+    a = cat._load_file_io({"py-io-impl": "evil.Module"}, f"file://{tmp_path}/a/m.json")
+    b = cat._load_file_io({}, f"file://{tmp_path}/b/m.json")
+    assert a is b and "py-io-impl" not in a.properties
+    assert cat._load_file_io({}, None) is cat._load_file_io({}, None)  # the warehouse's
+    assert cat._load_file_io({}, "s3://bucket/t/m.json") is not a  # another scheme
