@@ -34,7 +34,7 @@ from tms.formats.base import (
 )
 from tms.formats.iceberg_discovery import list_tables
 from tms.formats.iceberg_params import PARAMS
-from tms.formats.iceberg_policy import RULES, K
+from tms.formats.iceberg_policy import RULES, K, Measured
 from tms.formats.iceberg_unchanged import (
     MAX_UNCHANGED_ENTRIES,
     VALID_UNTIL,
@@ -297,7 +297,8 @@ class IcebergFormat(TableFormatPlugin):
     def evaluate(self, table: Table, metrics: Mapping[str, Any],
                  last_runs: Mapping[str, Operation | None], now: datetime
                  ) -> list[Decision]:
-        return [rule(table.policy, metrics, last_runs.get(action), now)
+        measured = Measured(metrics)
+        return [rule(table.policy, measured, last_runs.get(action), now)
                 for action, rule in RULES.items()]
 
     # execution ------------------------------------------------------------------------------

@@ -167,7 +167,8 @@ class DecisionMaker:
         for decision in decisions:
             op_id = None
             outcome = "not_needed"
-            decision = replace(decision, benefit=usable_benefit(decision.benefit))
+            if decision.benefit is not None:
+                decision = replace(decision, benefit=usable_benefit(decision.benefit))
             bad = plugin.check_params(decision.action, {
                 k: str(v) for k, v in decision.params.items()}) if decision.should_run else []
             if bad:  # the policy made parameters the job would refuse: say so, queue nothing
