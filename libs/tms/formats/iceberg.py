@@ -155,6 +155,7 @@ class IcebergFormat(TableFormatPlugin):
             return set()
         fingerprint = catalog.fingerprint()
         idents = [self._key(t, catalog)[1] for t in tables]
+        self.prefetched.forget(fingerprint, idents)  # an earlier batch's, if never taken
         found = self._asking(catalog, lambda: iceberg_pointers.lookup(
             self._catalogs.get(catalog), catalog, idents))
         if found is None:

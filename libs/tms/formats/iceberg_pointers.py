@@ -129,6 +129,11 @@ class Prefetched:
                 self._items[(fingerprint, ident)] = (now, found.get(ident, MISSING))
             self.batches += 1
 
+    def forget(self, fingerprint: str, idents: Iterable[Ident]) -> None:
+        with self._lock:
+            for ident in idents:
+                self._items.pop((fingerprint, ident), None)
+
     def take(self, key: Key) -> tuple[bool, str | None]:
         """(found, location): found False when nothing fresh was looked up for the table;
         location :data:`MISSING` when the catalog did not hold it."""
