@@ -261,3 +261,22 @@ def test_one_file_io_per_scheme_from_the_catalogs_properties_only(tmp_path: Path
     assert a is b and "py-io-impl" not in a.properties
     assert cat._load_file_io({}, None) is cat._load_file_io({}, None)  # the warehouse's
     assert cat._load_file_io({}, "s3://bucket/t/m.json") is not a  # another scheme
+
+
+def test_a_batch_resolves_each_catalogs_secrets_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tms import catalogs
+
+    calls: list[str] = []
+    real = catalogs.access
+
+    def counted(catalog: Any, *a: Any, **kw: Any) -> CatalogAccess:
+        calls.append(catalog.name)
+        return real(catalog, *a, **kw)
+
+    monkeypatch.setattr(catalogs, "access", counted)
+    store = FakeStore(tables={pk: make_table(pk=pk) for pk in (1, 2, 3)}, dirty={1, 2, 3})
+    fmt = Prepares(False)
+    s = Scheduler(store, FakeCoordinator(), {"fake": fmt}, "s1",  # type: ignore[arg-type]
+                  pull_interval_s=123.0)
+    assert s.run_once() == 3 and sorted(fmt.inspected) == [1, 2, 3]
+    assert calls == ["catalogs/c"]  # once for the batch, not once per table

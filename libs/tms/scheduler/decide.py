@@ -20,7 +20,7 @@ import structlog
 from tms import catalogs
 from tms.catalogs import CatalogAccess, CatalogCache
 from tms.coordination import Coordinator
-from tms.domain import Decision, Operation, Table
+from tms.domain import Catalog, Decision, Operation, Table
 from tms.formats.base import CatalogUnreachable, TableFormatPlugin, TableNotInCatalog
 from tms.jobs import locations
 from tms.policy import DEFAULT_MAX_ATTEMPTS, in_force, max_attempts, pull_interval_s
@@ -67,6 +67,8 @@ class DecisionMaker:
     max_attempts_by_action: dict[str, int]
     pull_interval_s: float
     catalogs: CatalogCache
+    # the catalogs prepare_batch opened for the batch: (catalog as cached, its access)
+    _opened: Mapping[str, tuple[Catalog, CatalogAccess]] = {}
 
     def _located(self, table: Table, plugin: TableFormatPlugin
                  ) -> tuple[Table, CatalogAccess]:
@@ -76,8 +78,10 @@ class DecisionMaker:
         catalog = self.catalogs.get(table.catalog)
         if catalog is None:
             raise NotUsable(f"catalogs/{table.catalog} does not exist")
-        try:
-            access = catalogs.access(catalog)
+        opened = self._opened.get(table.catalog)
+        try:  # the batch's, when the catalog is the one it opened (secrets resolved once)
+            access = opened[1] if opened is not None and opened[0] is catalog else \
+                catalogs.access(catalog)
         except ValueError as e:  # SecretError: names the reference, never the value
             raise NotUsable(f"{catalog.name} cannot be opened: {e}") from None
         try:
@@ -107,6 +111,8 @@ class DecisionMaker:
         decide without waiting. Best effort: a failure is logged and every table's decision
         asks its catalog on its own, as it would without this."""
         quick: set[int] = set()
+        opened: dict[str, tuple[Catalog, CatalogAccess]] = {}
+        self._opened = opened
         groups: dict[tuple[str, str], list[Table]] = {}
         for table in tables:
             groups.setdefault((table.format, table.catalog), []).append(table)
@@ -116,7 +122,9 @@ class DecisionMaker:
             if plugin is None or catalog is None:
                 continue  # the decisions say why
             try:
-                quick.update(plugin.prepare(group, catalogs.access(catalog)) or ())
+                if catalog_id not in opened:
+                    opened[catalog_id] = (catalog, catalogs.access(catalog))
+                quick.update(plugin.prepare(group, opened[catalog_id][1]) or ())
             except Exception as e:  # CatalogUnreachable is scrubbed; others: the type only
                 log.warning("batch lookup failed; tables asked one by one",
                             catalog=catalog_id, tables=len(group),
