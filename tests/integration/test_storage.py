@@ -466,3 +466,21 @@ def test_concurrent_registrations_of_one_location(store: PostgresStore) -> None:
     with ThreadPoolExecutor(8) as pool:
         won = list(pool.map(register, range(8)))
     assert sum(won) == 1
+
+
+def test_concurrent_location_writes_that_overlap(store: PostgresStore) -> None:
+    """The scheduler's location writes (pipelined behind the location lock) from many
+    threads at once: of tables whose new locations nest in one another, exactly one gets its
+    location; every other one is told whose it overlaps."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    tables = [_table(store, f"w{i}") for i in range(8)]
+
+    def place(i: int) -> str | None:
+        return store.table_set_location(tables[i].pk, "/lake/w" + "/x" * i)
+
+    with ThreadPoolExecutor(8) as pool:
+        clashes = list(pool.map(place, range(8)))
+    assert clashes.count(None) == 1
+    winner = tables[clashes.index(None)].table_id
+    assert all(c == winner for c in clashes if c is not None)
