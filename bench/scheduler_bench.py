@@ -78,6 +78,7 @@ from bench.scheduler_objectstore import (  # noqa: E402
     render_objectstore,
 )
 from tms.domain import CatalogSpec, CatalogType  # noqa: E402
+from tms.scheduler.concurrency import CATALOG_READS_IN_FLIGHT, DECISION_THREADS  # noqa: E402
 
 GOAL_LATENCY_P99_MS = 1000.0
 GOAL_CPU_MS_PER_DECISION = 1.0
@@ -717,8 +718,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="measured time of each sequential (main's path) window")
     o.add_argument("--objectstore-max-s", type=float, default=900.0,
                    help="bound on each concurrent window (normally ends when all are decided)")
-    o.add_argument("--decision-threads", type=int, default=64)
-    o.add_argument("--catalog-reads-in-flight", type=int, default=32)
+    o.add_argument("--decision-threads", type=int, default=DECISION_THREADS)
+    o.add_argument("--catalog-reads-in-flight", type=int, default=CATALOG_READS_IN_FLIGHT)
     o.add_argument("--constant-seconds", type=float, default=5.0,
                    help="each constant-table CPU window")
     o.add_argument("--constant-rounds", type=int, default=3,

@@ -19,7 +19,7 @@ Windows, each over every table due at once, by one in-process scheduler holding 
 
 ``sequential`` is main's path: the loop deciding one table after another with every table
 loaded and measured (:class:`SequentialScheduler`, no reuse), for ``--objectstore-seconds``
-per window; ``concurrent`` is tms-scheduler's default (64 decision threads, 32 reads in
+per window; ``concurrent`` is tms-scheduler's default (64 decision threads, 64 reads in
 flight per catalog, unchanged tables reused) until every table is decided. Both report
 tables inspected per minute and the scheduler process's CPU per decision (process_time).
 Then the framework's own CPU per decision on ``constant`` tables (no I/O), main's sequential

@@ -199,17 +199,30 @@ def _ignore_table_io_properties(catalog: Any) -> None:
     catalogs merge a table's own properties over the catalog's when they build its FileIO,
     so a table writer could name ``py-io-impl`` (any importable class) or an ``s3.endpoint``
     of theirs that would receive the catalog's signed requests. (A REST catalog's FileIO also
-    takes the server's per-table config, vended credentials: left as pyiceberg builds it.)"""
+    takes the server's per-table config, vended credentials: left as pyiceberg builds it.)
+
+    With the catalog's properties only, every table of one URI scheme gets the same FileIO,
+    so one is kept per scheme: its file systems (an S3 client, say) are set up once, not for
+    every table the scheduler inspects."""
+    from urllib.parse import urlparse
+
     from pyiceberg.catalog.rest import RestCatalog
     from pyiceberg.io import load_file_io
 
     if isinstance(catalog, RestCatalog):
         return
     own = dict(catalog.properties)
+    by_scheme: dict[str | None, Any] = {}
+    lock = threading.Lock()
 
     def catalog_file_io(properties: Mapping[str, str] | None = None,
                         location: str | None = None) -> Any:
-        return load_file_io(own, location)
+        scheme = urlparse(location).scheme if location else None  # None: the warehouse's
+        with lock:
+            io = by_scheme.get(scheme)
+            if io is None:
+                io = by_scheme[scheme] = load_file_io(own, location)
+            return io
 
     catalog._load_file_io = catalog_file_io
 

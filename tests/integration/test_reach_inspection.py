@@ -137,6 +137,24 @@ def test_cell(servers: Servers, make_api: Callable[..., Api], environ: dict[str,
     assert plugin.inspect(view.table, access(catalog, environ)) == first
     assert plugin.unchanged.hits == 1
 
+    # a batch's pointers in one call (sql: one query, hive: get_table_objects_by_name): the
+    # unchanged table is found quick and reused, a table the catalog does not hold is not
+    from dataclasses import replace
+
+    from tms.formats.base import TableNotInCatalog
+
+    gone = replace(view.table, pk=view.table.pk + 10_000, table_name="never_created")
+    quick = plugin.prepare([view.table, gone], access(catalog, environ))
+    if ctype in ("sql", "hive"):
+        assert quick == {view.table.pk} and plugin.prefetched.batches == 1
+        with pytest.raises(TableNotInCatalog):
+            plugin.locate(gone, access(catalog, environ))
+    else:  # one call per table, as before
+        assert not quick and plugin.prefetched.batches == 0
+    plugin.locate(view.table, access(catalog, environ))
+    assert plugin.inspect(view.table, access(catalog, environ)) == first
+    assert plugin.unchanged.hits == 2
+
 
 # --- the attacker's inputs --------------------------------------------------------------------
 

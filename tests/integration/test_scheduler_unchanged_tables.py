@@ -106,10 +106,41 @@ def test_a_table_the_catalog_no_longer_holds_is_not_served_from_memory(
     _due(store, "c1")
     assert scheduler.decide_batch() == 3
     cat.pyiceberg.drop_table("ns.a")
+    cat.pyiceberg.rename_table("ns.b", "ns.b_renamed")
+    fmt.measured.clear()
     _due(store, "c2")
     assert scheduler.decide_batch() == 3
     with psycopg.connect(db_dsn, autocommit=True) as conn:
-        reasons = [r[0] for r in conn.execute(
-            "SELECT d.reason FROM tms_decisions d JOIN tms_tables t ON t.id = d.table_pk "
-            "WHERE t.table_id = 'a'").fetchall()]
-    assert any("no longer holds the table" in r for r in reasons)
+        reasons = dict(conn.execute(
+            "SELECT t.table_id, string_agg(d.reason, ' | ') FROM tms_decisions d "
+            "JOIN tms_tables t ON t.id = d.table_pk GROUP BY t.table_id").fetchall())
+    assert "no longer holds the table" in reasons["a"]  # dropped: not served from memory
+    assert "no longer holds the table" in reasons["b"]  # renamed: the same
+    assert "no longer holds" not in reasons["c"] and fmt.measured == []  # c: reused
+    assert fmt.prefetched.batches == 2  # one catalog call per batch for the pointers
+
+
+def test_an_unreachable_catalog_fails_each_inspection_as_before(
+        world: tuple[PostgresStore, SqlCatalog, Scheduler, Counting], db_dsn: str) -> None:
+    """The batch lookup fails, then every table asks on its own and fails: each decision says
+    the inspection failed and the table is looked at again soon, nothing served from memory."""
+    from tms.catalogs import CatalogCache
+    from tms.domain import CatalogUpdate
+    from tms.scheduler.decide import INSPECT_FAILURE_RETRY_S
+
+    store, cat, scheduler, fmt = world
+    _due(store, "c1")
+    assert scheduler.decide_batch() == 3
+    props = dict(cat.spec.properties, uri="postgresql+psycopg://nobody@127.0.0.1:1/none")
+    assert store.catalog_update(cat.catalog_id, CatalogUpdate(properties=props)) is not None
+    scheduler.catalogs = CatalogCache(store.catalog_get)  # seen now, not after its TTL
+    hits = fmt.unchanged.hits
+    _due(store, "c2")
+    assert scheduler.decide_batch() == 3
+    assert fmt.unchanged.hits == hits and fmt.prefetched.batches == 1  # only the first batch
+    with psycopg.connect(db_dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT d.reason, t.next_check_at - now() FROM tms_decisions d "
+            "JOIN tms_tables t ON t.id = d.table_pk").fetchall()
+    assert rows and all(r.startswith("inspection failed: catalog ") for r, _ in rows)
+    assert all(left.total_seconds() <= INSPECT_FAILURE_RETRY_S for _, left in rows)

@@ -205,6 +205,22 @@ def test_commit_during_a_decision_marks_the_table_again(store: PostgresStore) ->
     assert store.decision_begin_batch(ALL_SHARDS, NUM_SHARDS, 10) == []
 
 
+HOSTILE = 'q"uote\\back,slash{brace} NULL \'single\' \u00e9\u4e2d \U0001f600 ["x"]'
+
+
+def test_decisions_keep_every_character_of_reasons_and_metrics(store: PostgresStore) -> None:
+    """Reasons and metrics travel as binary arrays: whatever they hold comes back as is."""
+    t = _table(store, "chars")
+    metrics = {"k": HOSTILE, "nested": {"v": [HOSTILE, 1, None, 2.5]}, HOSTILE: True}
+    store.decision_finish_batch("s", [
+        (t.pk, Decision("compaction", True, HOSTILE, metrics, benefit=1.5), None),
+        (t.pk, Decision("clustering", False, "", {}), None)], [(t.pk, 3600)])
+    got = {e.action: e for e in store.decision_explain(t.pk, ["compaction", "clustering"])}
+    assert got["compaction"].reason == HOSTILE and got["compaction"].metrics == metrics
+    assert got["compaction"].benefit == 1.5 and got["compaction"].should_run
+    assert got["clustering"].reason == "" and got["clustering"].metrics == {}
+
+
 def test_failed_decision_puts_the_mark_back(store: PostgresStore) -> None:
     t = _table(store, "retry")
     store.decision_finish_batch("s", [], [(t.pk, 3600)])
@@ -465,3 +481,21 @@ def test_concurrent_registrations_of_one_location(store: PostgresStore) -> None:
     with ThreadPoolExecutor(8) as pool:
         won = list(pool.map(register, range(8)))
     assert sum(won) == 1
+
+
+def test_concurrent_location_writes_that_overlap(store: PostgresStore) -> None:
+    """The scheduler's location writes (pipelined behind the location lock) from many
+    threads at once: of tables whose new locations nest in one another, exactly one gets its
+    location; every other one is told whose it overlaps."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    tables = [_table(store, f"w{i}") for i in range(8)]
+
+    def place(i: int) -> str | None:
+        return store.table_set_location(tables[i].pk, "/lake/w" + "/x" * i)
+
+    with ThreadPoolExecutor(8) as pool:
+        clashes = list(pool.map(place, range(8)))
+    assert clashes.count(None) == 1
+    winner = tables[clashes.index(None)].table_id
+    assert all(c == winner for c in clashes if c is not None)

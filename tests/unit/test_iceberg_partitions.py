@@ -18,7 +18,6 @@ from tms.formats.iceberg import IcebergFormat
 from tms.formats.iceberg_policy import RULES
 from tms.formats.iceberg_stats import (
     Limits,
-    ManifestCache,
     PartitionKey,
     PartitionStats,
     table_partitions,
@@ -73,6 +72,16 @@ class FakeManifest:
         assert discard_deleted  # only live files count
         self.fetched.append(self.manifest_path)
         return [FakeEntry(f, self.sequence) for f in self.files]
+
+
+def _fetch(manifest: FakeManifest, io: Any) -> list[FakeEntry]:
+    return manifest.fetch_manifest_entry(io)
+
+
+def ManifestCache(entries: int = iceberg_stats.MANIFEST_CACHE_ENTRIES  # noqa: N802
+                  ) -> iceberg_stats.ManifestCache:
+    """The real cache, reading the fakes' entries."""
+    return iceberg_stats.ManifestCache(entries, read=_fetch)
 
 
 # statistics ---------------------------------------------------------------------------------

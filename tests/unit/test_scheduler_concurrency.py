@@ -67,6 +67,75 @@ def test_waiting_decisions_are_spread_and_the_next_batch_starts_spread() -> None
     runner.close()
 
 
+def test_quick_items_go_first_in_the_calling_thread_even_after_a_waiting_batch() -> None:
+    """Unchanged tables (quick) are decided in the calling thread although the last batch
+    waited; the others are spread as before."""
+    walls = {i: (0.0 if i % 2 else 1.0) for i in range(20)}  # odd: quick and fast
+    now = [0.0]
+
+    def clock() -> float:
+        return now[0]
+
+    runner = DecisionRunner(4, 4, clock=clock)
+    runner._waiting = True  # the last batch waited
+    main = threading.get_ident()
+    where: dict[int, int] = {}
+    order: list[int] = []
+    lock = threading.Lock()
+
+    def decide(i: int) -> int:
+        with lock:
+            where[i] = threading.get_ident()
+            order.append(i)
+        if threading.get_ident() == main:
+            now[0] += walls[i]
+        return i
+
+    out = runner.run(list(range(20)), lambda i: "c", decide, quick=lambda i: i % 2 == 1)
+    assert out.results == {i: i for i in range(20)} and out.spread
+    assert order[:10] == list(range(1, 20, 2))  # the quick ones first, in order
+    assert all(where[i] == main for i in range(1, 20, 2))
+    assert all(where[i] != main for i in range(0, 20, 2))
+    runner.close()
+
+
+def test_quick_items_that_wait_after_all_join_the_spread() -> None:
+    runner = DecisionRunner(4, 4, clock=slow_clock())  # every decision waits
+    main = threading.get_ident()
+    where: dict[int, int] = {}
+
+    def decide(i: int) -> int:
+        where[i] = threading.get_ident()
+        return i
+
+    out = runner.run(list(range(12)), lambda i: "c", decide, quick=lambda i: i < 6)
+    assert out.results == {i: i for i in range(12)}
+    assert [i for i in range(12) if where[i] == main] == [0, 1]  # two in a row, then spread
+    runner.close()
+
+
+def test_quick_items_slowed_by_a_loaded_machine_stay_in_the_calling_thread() -> None:
+    """10 ms each (preempted, not reading): above WAITING_S, far below QUICK_WAITING_S."""
+    ticks = itertools.count()
+    runner = DecisionRunner(4, 4, clock=lambda: next(ticks) * 0.01)
+    out = runner.run(list(range(30)), lambda i: "c", lambda i: i, quick=lambda i: True)
+    assert len(out.results) == 30 and not out.spread and runner.spread_batches == 0
+
+
+def test_zookeeper_lost_among_quick_items_starts_nothing_more() -> None:
+    runner = DecisionRunner(4, 4, clock=lambda: 0.0, stop_on=(ZooKeeperLost,))
+
+    def decide(i: int) -> int:
+        if i == 3:
+            raise ZooKeeperLost("gone")
+        return i
+
+    out = runner.run(list(range(10)), lambda i: "c", decide, quick=lambda i: i >= 2)
+    assert isinstance(out.stopped, ZooKeeperLost)
+    assert set(out.results) == {2} and set(out.failures) == {3}  # 0, 1, 4..9 not started
+    runner.close()
+
+
 def test_reads_in_flight_per_catalog_are_bounded_and_other_catalogs_go_on() -> None:
     """16 threads, 3 slots per catalog: catalog a never has more than 3 decisions in flight,
     and every decision of catalog b finishes while a's are held."""

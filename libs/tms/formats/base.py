@@ -9,7 +9,7 @@ by shipping a distribution, without touching TMS.
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -83,6 +83,16 @@ class TableFormatPlugin(abc.ABC):
         TableNotInCatalog when the catalog does not hold the table, CatalogUnreachable when
         the catalog cannot be asked."""
         raise NotImplementedError(f"format {self.name!r} cannot locate its tables")
+
+    def prepare(self, tables: Sequence[Table], catalog: CatalogAccess
+                ) -> Collection[int] | None:
+        """A batch of ``catalog``'s tables is about to be decided: a plugin may look them up
+        in one catalog call here rather than one per table (Iceberg: their current metadata
+        locations), and returns the pks of those it expects to decide without waiting on
+        I/O (unchanged since the last look): the scheduler decides them first, in its own
+        thread. Best effort: on any error the scheduler logs it and each table's own calls
+        still decide (the default does nothing)."""
+        return None
 
     def discover(self, catalog: CatalogAccess) -> list[DiscoveredTable]:
         """Every table the catalog holds (for catalog discovery)."""

@@ -11,14 +11,21 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from importlib import resources
 from typing import Any
 
 from tms.catalogs import CatalogAccess, PyicebergCatalogs, job_catalog
 from tms.domain import CatalogType, Decision, JobSpec, Operation, Table, TableSpec
-from tms.formats import iceberg_current, iceberg_hadoop, iceberg_recheck, iceberg_stats
+from tms.formats import (
+    iceberg_avro,
+    iceberg_current,
+    iceberg_hadoop,
+    iceberg_pointers,
+    iceberg_recheck,
+    iceberg_stats,
+)
 from tms.formats.base import (
     CatalogUnreachable,
     DiscoveredTable,
@@ -27,7 +34,7 @@ from tms.formats.base import (
 )
 from tms.formats.iceberg_discovery import list_tables
 from tms.formats.iceberg_params import PARAMS
-from tms.formats.iceberg_policy import RULES, K, write_codec
+from tms.formats.iceberg_policy import RULES, K, Measured, write_codec
 from tms.formats.iceberg_unchanged import (
     MAX_UNCHANGED_ENTRIES,
     VALID_UNTIL,
@@ -65,6 +72,7 @@ class IcebergFormat(TableFormatPlugin):
         # per thread: (key, at, metadata location, pyiceberg table or None if not loaded)
         self._recent = threading.local()
         self.unchanged = UnchangedTables(unchanged_entries)
+        self.prefetched = iceberg_pointers.Prefetched()
 
     # registration ---------------------------------------------------------------------------
     def validate(self, spec: TableSpec) -> list[tuple[str, str]]:
@@ -138,10 +146,36 @@ class IcebergFormat(TableFormatPlugin):
         self._recent.entry = (key, time.monotonic(), str(tbl.metadata_location), tbl)
         return tbl
 
+    def prepare(self, tables: Sequence[Table], catalog: CatalogAccess) -> set[int]:
+        """The current metadata locations of a batch of the catalog's tables in one call
+        where the catalog has one (``iceberg_pointers``); errors scrubbed as in
+        :meth:`_asking`, and then every table asks on its own. Returns the pks of the tables
+        whose metadata file is the one last inspected (no metadata read expected)."""
+        if catalog.type not in iceberg_pointers.BATCH_TYPES or not tables:
+            return set()
+        fingerprint = catalog.fingerprint()
+        idents = [self._key(t, catalog)[1] for t in tables]
+        self.prefetched.forget(fingerprint, idents)  # an earlier batch's, if never taken
+        found = self._asking(catalog, lambda: iceberg_pointers.lookup(
+            self._catalogs.get(catalog), catalog, idents))
+        if found is None:
+            return set()
+        self.prefetched.put(fingerprint, idents, found)
+        return {t.pk for t, ident in zip(tables, idents, strict=True)
+                if (where := found.get(ident)) and
+                self.unchanged.table_location((fingerprint, ident), where) is not None}
+
     def _current(self, table: Table, catalog: CatalogAccess, key: Key) -> str | None:
-        """The current metadata location in one cheap catalog call; None where there is
-        none (REST), when reuse is off or the table was never inspected (a load is due
-        anyway: no call spent on the pointer alone)."""
+        """The current metadata location: looked up with its batch (:meth:`prepare`), else
+        in one cheap catalog call; None where there is none (REST), when reuse is off or the
+        table was never inspected (a load is due anyway: no call spent on the pointer
+        alone)."""
+        found, where = self.prefetched.take(key)
+        if found:
+            if where == iceberg_pointers.MISSING:
+                raise TableNotInCatalog(f"Table does not exist: {table.namespace}."
+                                        f"{table.table_name}")
+            return where
         if self.unchanged.max_entries <= 0 or not self.unchanged.knows(key):
             return None
         client = None if catalog.type is CatalogType.HADOOP else self._asking(
@@ -224,7 +258,7 @@ class IcebergFormat(TableFormatPlugin):
         if snap is None:
             metrics["partitions"] = 0
             return metrics
-        manifests = snap.manifests(tbl.io)  # the manifest list: one small file
+        manifests = iceberg_avro.manifests(snap, tbl.io)  # the manifest list: one small file
         metrics["manifests"] = len(manifests)
         metrics["manifest_bytes"] = sum(int(m.manifest_length) for m in manifests)
         summary = snap.summary.additional_properties if snap.summary else {}
@@ -265,7 +299,8 @@ class IcebergFormat(TableFormatPlugin):
     def evaluate(self, table: Table, metrics: Mapping[str, Any],
                  last_runs: Mapping[str, Operation | None], now: datetime
                  ) -> list[Decision]:
-        return [rule(table.policy, metrics, last_runs.get(action), now)
+        measured = Measured(metrics)
+        return [rule(table.policy, measured, last_runs.get(action), now)
                 for action, rule in RULES.items()]
 
     # execution ------------------------------------------------------------------------------

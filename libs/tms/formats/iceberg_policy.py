@@ -118,9 +118,20 @@ Rule = Callable[[Mapping[str, str], Mapping[str, Any], Operation | None, datetim
                 Decision]
 
 
+class Measured(dict[str, Any]):
+    """Metrics whose public part is worked out once for all the rules of one evaluation
+    (six rules each took a copy without the "_" keys)."""
+
+    def __init__(self, m: Mapping[str, Any]) -> None:
+        super().__init__(m)
+        self.public = {k: v for k, v in m.items() if not k.startswith("_")}
+
+
 def public(m: Mapping[str, Any]) -> dict[str, Any]:
     """The metrics worth storing with a decision: "_" keys are bulky inputs (e.g. every
-    snapshot's time) that would bloat each stored decision."""
+    snapshot's time) that would bloat each stored decision. A copy: a rule may add to it."""
+    if isinstance(m, Measured):
+        return dict(m.public)
     return {k: v for k, v in m.items() if not k.startswith("_")}
 
 

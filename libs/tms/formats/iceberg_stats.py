@@ -15,11 +15,13 @@ from __future__ import annotations
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
+
+from tms.formats import iceberg_avro
 
 MANIFEST_CACHE_ENTRIES = 4096
 _EPOCH_DATE = date(1970, 1, 1)
@@ -138,10 +140,13 @@ def manifest_stats(entries: Iterable[Any], spec_id: int, limits: Limits
 
 
 class ManifestCache:
-    """A thread-safe LRU of per-manifest statistics keyed by (manifest path, limits)."""
+    """A thread-safe LRU of per-manifest statistics keyed by (manifest path, limits).
+    ``read`` gives a manifest's live entries (``iceberg_avro.live_entries``; fakes in tests)."""
 
-    def __init__(self, entries: int = MANIFEST_CACHE_ENTRIES) -> None:
+    def __init__(self, entries: int = MANIFEST_CACHE_ENTRIES,
+                 read: Callable[[Any, Any], Iterable[Any]] = iceberg_avro.live_entries) -> None:
         self._max = entries
+        self._read = read
         self._lock = threading.Lock()
         self._items: OrderedDict[tuple[str, Limits], dict[PartitionKey, PartitionStats]] = \
             OrderedDict()
@@ -156,7 +161,7 @@ class ManifestCache:
                 self._items.move_to_end(key)
                 return hit
         # read outside the lock: two threads may read the same manifest once each
-        stats = manifest_stats(manifest.fetch_manifest_entry(io, discard_deleted=True),
+        stats = manifest_stats(self._read(manifest, io),
                                int(manifest.partition_spec_id), limits)
         with self._lock:
             self.reads += 1

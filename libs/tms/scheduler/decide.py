@@ -10,7 +10,7 @@ why."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -20,8 +20,8 @@ import structlog
 from tms import catalogs
 from tms.catalogs import CatalogAccess, CatalogCache
 from tms.coordination import Coordinator
-from tms.domain import Decision, Operation, Table
-from tms.formats.base import TableFormatPlugin, TableNotInCatalog
+from tms.domain import Catalog, Decision, Operation, Table
+from tms.formats.base import CatalogUnreachable, TableFormatPlugin, TableNotInCatalog
 from tms.jobs import locations
 from tms.policy import DEFAULT_MAX_ATTEMPTS, in_force, max_attempts, pull_interval_s
 from tms.storage.roles import DecisionStore, EnqueueParams
@@ -67,6 +67,8 @@ class DecisionMaker:
     max_attempts_by_action: dict[str, int]
     pull_interval_s: float
     catalogs: CatalogCache
+    # the catalogs prepare_batch opened for the batch: (catalog as cached, its access)
+    _opened: Mapping[str, tuple[Catalog, CatalogAccess]] = {}
 
     def _located(self, table: Table, plugin: TableFormatPlugin
                  ) -> tuple[Table, CatalogAccess]:
@@ -76,8 +78,10 @@ class DecisionMaker:
         catalog = self.catalogs.get(table.catalog)
         if catalog is None:
             raise NotUsable(f"catalogs/{table.catalog} does not exist")
-        try:
-            access = catalogs.access(catalog)
+        opened = self._opened.get(table.catalog)
+        try:  # the batch's, when the catalog is the one it opened (secrets resolved once)
+            access = opened[1] if opened is not None and opened[0] is catalog else \
+                catalogs.access(catalog)
         except ValueError as e:  # SecretError: names the reference, never the value
             raise NotUsable(f"{catalog.name} cannot be opened: {e}") from None
         try:
@@ -100,6 +104,33 @@ class DecisionMaker:
                      previous=table.location or None)
             table = replace(table, location=where)
         return table, access
+
+    def prepare_batch(self, tables: Sequence[Table]) -> set[int]:
+        """Let each plugin look a batch's tables up per catalog in one call (``prepare``)
+        before the decisions start; returns the pks of the tables the plugins expect to
+        decide without waiting. Best effort: a failure is logged and every table's decision
+        asks its catalog on its own, as it would without this."""
+        quick: set[int] = set()
+        opened: dict[str, tuple[Catalog, CatalogAccess]] = {}
+        self._opened = opened
+        groups: dict[tuple[str, str], list[Table]] = {}
+        for table in tables:
+            groups.setdefault((table.format, table.catalog), []).append(table)
+        for (fmt, catalog_id), group in groups.items():
+            plugin = self.formats.get(fmt)
+            catalog = self.catalogs.get(catalog_id) if plugin is not None else None
+            if plugin is None or catalog is None:
+                continue  # the decisions say why
+            try:
+                if catalog_id not in opened:
+                    opened[catalog_id] = (catalog, catalogs.access(catalog))
+                quick.update(plugin.prepare(group, opened[catalog_id][1]) or ())
+            except Exception as e:  # CatalogUnreachable is scrubbed; others: the type only
+                log.warning("batch lookup failed; tables asked one by one",
+                            catalog=catalog_id, tables=len(group),
+                            error=str(e) if isinstance(e, CatalogUnreachable)
+                            else type(e).__name__)
+        return quick
 
     def _no_operations(self, plugin: TableFormatPlugin, reason: str, outcome: str
                        ) -> list[tuple[Decision, int | None]]:
@@ -144,7 +175,8 @@ class DecisionMaker:
         for decision in decisions:
             op_id = None
             outcome = "not_needed"
-            decision = replace(decision, benefit=usable_benefit(decision.benefit))
+            if decision.benefit is not None:
+                decision = replace(decision, benefit=usable_benefit(decision.benefit))
             bad = plugin.check_params(decision.action, {
                 k: str(v) for k, v in decision.params.items()}) if decision.should_run else []
             if bad:  # the policy made parameters the job would refuse: say so, queue nothing

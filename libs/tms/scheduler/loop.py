@@ -113,6 +113,7 @@ class Scheduler(DecisionMaker):
         now = self._now()
         last = self.store.operation_last_succeeded([due.table.pk for due in batch])
         active = [due for due in batch if due.table.state is TableState.ACTIVE]
+        quick = self.prepare_batch([due.table for due in active])
 
         def decide(due: DueTable) -> tuple[list[tuple[Decision, int | None]], float]:
             table = due.table
@@ -125,7 +126,8 @@ class Scheduler(DecisionMaker):
                 log.exception("decision failed", table=table.table_id)
                 return [], INSPECT_FAILURE_RETRY_S
 
-        outcome = self.runner.run(active, lambda due: due.table.catalog, decide)
+        outcome = self.runner.run(active, lambda due: due.table.catalog, decide,
+                                  (lambda due: due.table.pk in quick) if quick else None)
         decisions: list[tuple[int, Decision, int | None]] = []
         checks: list[tuple[int, float]] = []
         for i, due in enumerate(active):  # in batch order, whatever order they finished in
