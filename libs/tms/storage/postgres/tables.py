@@ -109,28 +109,28 @@ class TablesMixin(Db):
 
         Called at the rate of gRPC (a group of NotifyCommit calls, or a NotifyCommits batch of
         up to 1,000): the usual case, new commits without a commit time, takes whole-list
-        operations done in C (columns by ``zip``, duplicates by a set, the JSON of the
-        columns) and the statement answers with the known tables only."""
+        operations done in C (columns by ``zip``, duplicates by a set, the JSON of the events
+        as they are) and the statement answers with the known tables only."""
         n = len(events)
         if not n:
             return []
-        columns = list(zip(*events, strict=True))
-        tables = columns[0]
-        keys = list(zip(tables, columns[1], strict=True))
-        sent = n
-        if len(set(keys)) != n:  # replays within the batch: only the first of each is sent
-            first: dict[tuple[str, str], CommitEvent] = {}
+        tables, ids, times = list(zip(*events, strict=True))[:3]
+        keys = list(zip(tables, ids, strict=True))
+        if len(set(keys)) == n:
+            first: Sequence[tuple[Any, ...]] = events
+        else:  # replays within the batch: only the first of each is sent
+            by_key: dict[tuple[str, str], CommitEvent] = {}
             for e in events:
-                first.setdefault((e.table_id, e.commit_id), e)
-            columns = list(zip(*first.values(), strict=True))
-            sent = len(first)
-        if columns[2].count(None) != sent:  # commit times as ISO 8601 text
-            columns[2] = tuple(None if t is None else t.isoformat() for t in columns[2])
+                by_key.setdefault((e.table_id, e.commit_id), e)
+            first = list(by_key.values())
+        if times.count(None) != n:  # a CommitEvent is a tuple: its JSON is the row the
+            first = [e if e[2] is None  # query reads by position
+                     else (*e[:2], e[2].isoformat(), *e[3:]) for e in first]
         found = self._tuples("commits_notify",
-                             {"events": json.dumps(columns, separators=(",", ":"))})
+                             {"events": json.dumps(first, separators=(",", ":"))})
         known = {t for t, c in found if c is None}
         old = {(t, c) for t, c in found if c is not None}
-        if len(known) == len(set(tables)) and not old and sent == n:
+        if len(known) == len(set(tables)) and not old and len(first) == n:
             return [True] * n  # every table known, every event new
         seen: set[tuple[str, str]] = set()
         out: list[bool | None] = []

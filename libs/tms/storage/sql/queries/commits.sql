@@ -4,23 +4,16 @@
 -- Single and batch notifications alike, inserts only: the events (idempotent on (table,
 -- commit id); the caller has removed duplicates within the batch) and the tables' "new
 -- commits" marks. Returns the known tables and the events not recorded (duplicates).
--- The events arrive as one JSON array of seven columns, [table_ids, commit_ids, commit_times,
--- files_added, bytes_added, operation_types, traceparents], each an array with one element per
--- event, read side by side (ROWS FROM): the client encodes it in C (json.dumps of the columns
--- zip makes; a third less than an array per event), where seven array parameters cost a
--- Python loop per element in psycopg's list dumper (half the API's CPU on a batch of 500).
--- jsonb, not json: parsed once, where each access to a json value parses its text again.
+-- The events arrive as one JSON array of [table_id, commit_id, commit_time, files_added,
+-- bytes_added, operation_type, traceparent] arrays: the client encodes it in C
+-- (json.dumps), where seven array parameters cost a Python loop per element in psycopg's
+-- list dumper (half the API's CPU on a batch of 500). jsonb, not json: parsed once, where
+-- each ->> on a json value parses that element's text again.
 WITH input AS (
-    SELECT e.table_id, e.commit_id, e.commit_time::timestamptz AS commit_time,
-           e.files_added::bigint AS files_added, e.bytes_added::bigint AS bytes_added,
-           e.operation_type, e.traceparent, e.ord
-    FROM (SELECT %(events)s::jsonb AS j) p,
-         ROWS FROM (jsonb_array_elements_text(p.j->0), jsonb_array_elements_text(p.j->1),
-                    jsonb_array_elements_text(p.j->2), jsonb_array_elements_text(p.j->3),
-                    jsonb_array_elements_text(p.j->4), jsonb_array_elements_text(p.j->5),
-                    jsonb_array_elements_text(p.j->6)) WITH ORDINALITY
-         AS e(table_id, commit_id, commit_time, files_added, bytes_added, operation_type,
-              traceparent, ord)
+    SELECT e->>0 AS table_id, e->>1 AS commit_id, (e->>2)::timestamptz AS commit_time,
+           (e->>3)::bigint AS files_added, (e->>4)::bigint AS bytes_added,
+           e->>5 AS operation_type, e->>6 AS traceparent, ord
+    FROM jsonb_array_elements(%(events)s::jsonb) WITH ORDINALITY AS i(e, ord)
 ), known AS (
     SELECT id, table_id FROM tms_tables
     WHERE table_id IN (SELECT DISTINCT table_id FROM input)
