@@ -126,8 +126,8 @@ class TablesMixin(Db):
         if times.count(None) != n:  # a CommitEvent is a tuple: its JSON is the row the
             first = [e if e[2] is None  # query reads by position
                      else (*e[:2], e[2].isoformat(), *e[3:]) for e in first]
-        found = self._tuples("commits_notify",
-                             {"events": json.dumps(first, separators=(",", ":"))})
+        found = self._tuples("commits_notify", {
+            "events": json.dumps(first, separators=(",", ":")), "sent": len(first)})
         known = {t for t, c in found if c is None}
         old = {(t, c) for t, c in found if c is not None}
         if len(known) == len(set(tables)) and not old and len(first) == n:

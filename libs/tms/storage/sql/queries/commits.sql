@@ -35,12 +35,14 @@ WITH input AS (
     ON CONFLICT (table_pk) DO NOTHING
 )
 -- The answer: one row per known table (commit_id NULL), and the events of known tables that
--- were not recorded (already stored) only when there are any: the usual batch of new commits
--- answers with its known tables alone, not one row per event.
+-- were not recorded (already stored) only when fewer were recorded than sent: the usual batch
+-- of new commits answers with its known tables alone, not one row per event. (Counting the
+-- events of known tables instead of taking the number sent cost a join: 20-100 us of PostgreSQL
+-- CPU per statement of one event, measured.)
 SELECT k.table_id, NULL::text AS commit_id FROM known k
 UNION ALL
 SELECT i.table_id, i.commit_id FROM input i JOIN known k ON k.table_id = i.table_id
-WHERE (SELECT count(*) FROM ins) < (SELECT count(*) FROM input i JOIN known k USING (table_id))
+WHERE (SELECT count(*) FROM ins) < %(sent)s  -- events sent; checked once, before any row
   AND NOT EXISTS (SELECT FROM ins WHERE ins.table_pk = k.id AND ins.commit_id = i.commit_id);
 
 -- name: commits_mark_dirty
