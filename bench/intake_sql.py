@@ -85,7 +85,7 @@ def explain(dsn: str, table_ids: tuple[str, ...], batch: int, run_id: str) -> st
     """EXPLAIN ANALYZE of one batch of new commits through the intake's statement, rolled
     back: where PostgreSQL's time per commit goes (JSON, joins, the insert and its indexes)."""
     events = next(_batches(table_ids, batch, run_id))
-    params = {"events": json.dumps(events, separators=(",", ":"))}
+    params = {"events": json.dumps(events, separators=(",", ":")), "sent": len(events)}
     with psycopg.connect(dsn) as conn:
         rows = conn.execute(EXPLAIN + q("commits_notify"), params).fetchall()  # type: ignore[arg-type]
         conn.rollback()

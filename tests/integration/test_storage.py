@@ -84,9 +84,14 @@ def test_notify_commit_is_idempotent(store: PostgresStore) -> None:
     assert store.commits_notify([CommitEvent("t1", "s1")]) == [False]
     assert store.commits_notify([CommitEvent("t1", "s2")]) == [True]
     assert store.commits_notify([CommitEvent("nope", "s1")]) == [None]
+    # fewer recorded than sent because of an unknown table, not a replay: s3 is still new
+    assert store.commits_notify([CommitEvent("t1", "s3"), CommitEvent("nope", "s3")]) == [
+        True, None]
+    assert store.commits_notify([CommitEvent("t1", "s3"), CommitEvent("t1", "s4")]) == [
+        False, True]
     again = store.table_get("t1")
-    assert again is not None and again.stats.commit_count == before.stats.commit_count + 2
-    assert again.stats.last_commit_id == "s2"
+    assert again is not None and again.stats.commit_count == before.stats.commit_count + 4
+    assert again.stats.last_commit_id == "s4"
 
 
 def test_one_active_operation_per_table_action(store: PostgresStore) -> None:

@@ -126,6 +126,31 @@ def test_the_fast_path_accepts_exactly_what_the_checks_accept() -> None:
     assert accepted > 100  # the generator reaches both sides
 
 
+def test_the_batch_fast_path_accepts_what_the_single_fast_path_accepts() -> None:
+    """A column at a time (one regex per column of a batch) is as strict as entry by entry."""
+    rng = random.Random(16)
+    usual = [_req(f"tables/t{i}", f"c-{i}", stats=tms_pb2.CommitStats(
+        files_added=i, bytes_added=7, operation=("append", "")[i % 2])) for i in range(5)]
+    taken = hostile_taken = 0
+    for _ in range(3000):
+        batch = [rng.choice(usual) for _ in range(rng.randint(1, 4))]
+        hostile = rng.random() < 0.7
+        if hostile:
+            batch.insert(rng.randint(0, len(batch)), _random_request(rng))
+        each = [commits._fast_event(r, "tp") for r in batch]
+        fast = commits._fast_batch(batch, "tp")
+        if fast is not None:
+            assert None not in each and fast == each, batch
+            assert all(type(e) is CommitEvent for e in fast)
+            taken += 1
+            hostile_taken += hostile
+        elif None not in each:  # declined: only the shape (a commit time, no stats)
+            assert any(r.HasField("commit_time") or not r.HasField("stats") for r in batch)
+    assert taken > 100 and hostile_taken > 5  # the generator reaches both sides
+    assert commits._fast_batch(usual, "tp") == [commits._fast_event(r, "tp") for r in usual]
+    assert commits._fast_batch([], "tp") is None
+
+
 def test_a_batch_with_one_bad_entry_names_every_bad_field() -> None:
     reqs = [_req(commit_id="ok"), _req(commit_id="bad\x00"), _req(table="tables/B"),
             _req(commit_id="x" * 10_000)]

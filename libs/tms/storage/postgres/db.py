@@ -31,7 +31,7 @@ from typing import Any
 
 import psycopg
 import structlog
-from psycopg.rows import dict_row
+from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import ConnectionPool
 
 from tms.storage.queries import q
@@ -100,6 +100,11 @@ class Db:
     def _all(self, name: str, params: Row) -> list[Row]:
         with self._pool.connection() as conn:
             return conn.execute(q(name), params).fetchall()  # type: ignore[return-value]
+
+    def _tuples(self, name: str, params: Row) -> list[tuple[Any, ...]]:
+        """As ``_all`` with rows as tuples: a dict per row costs the hot path (the intake)."""
+        with self._pool.connection() as conn:
+            return conn.cursor(row_factory=tuple_row).execute(q(name), params).fetchall()  # type: ignore[arg-type]
 
     def _write(self, name: str, params: Row) -> None:
         with self._pool.connection() as conn:

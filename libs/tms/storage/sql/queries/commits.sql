@@ -3,7 +3,7 @@
 -- name: commits_notify
 -- Single and batch notifications alike, inserts only: the events (idempotent on (table,
 -- commit id); the caller has removed duplicates within the batch) and the tables' "new
--- commits" marks. Returns the known tables and the events newly recorded.
+-- commits" marks. Returns the known tables and the events not recorded (duplicates).
 -- The events arrive as one JSON array of [table_id, commit_id, commit_time, files_added,
 -- bytes_added, operation_type, traceparent] arrays: the client encodes it in C
 -- (json.dumps), where seven array parameters cost a Python loop per element in psycopg's
@@ -34,9 +34,16 @@ WITH input AS (
     ORDER BY ins.table_pk, i.ord
     ON CONFLICT (table_pk) DO NOTHING
 )
+-- The answer: one row per known table (commit_id NULL), and the events of known tables that
+-- were not recorded (already stored) only when fewer were recorded than sent: the usual batch
+-- of new commits answers with its known tables alone, not one row per event. (Counting the
+-- events of known tables instead of taking the number sent cost a join: 20-100 us of PostgreSQL
+-- CPU per statement of one event, measured.)
 SELECT k.table_id, NULL::text AS commit_id FROM known k
 UNION ALL
-SELECT k.table_id, ins.commit_id FROM ins JOIN known k ON k.id = ins.table_pk;
+SELECT i.table_id, i.commit_id FROM input i JOIN known k ON k.table_id = i.table_id
+WHERE (SELECT count(*) FROM ins) < %(sent)s  -- events sent; checked once, before any row
+  AND NOT EXISTS (SELECT FROM ins WHERE ins.table_pk = k.id AND ins.commit_id = i.commit_id);
 
 -- name: commits_mark_dirty
 -- Put a table's "new commits" mark back (a decision failed before it could see them).
