@@ -194,7 +194,10 @@ def _run(args: argparse.Namespace, tmp: Path, children: Children) -> dict[str, A
         bases = [make_base(catalog, "large", args.files, max(1, args.rows // args.files)),
                  make_base(catalog, "tiny", args.tiny_commits, args.tiny_rows)]
         env = cm.Env(catalog, CATALOG, props, warehouse, args.target_mb * MIB, args.threads,
-                     postgres_pids(pg.data_dir), pythons=pythons)
+                     postgres_pids(pg.data_dir), pythons=pythons, jfr_dir=args.jfr,
+                     tms_options=dict(args.tms_option))
+        if args.jfr:
+            args.jfr.mkdir(parents=True, exist_ok=True)
         if "iceberg-compaction" in methods:
             cm.start_rest(env, tmp / "rest", children)
         if "tms-cold" in methods or "tms-warm" in methods:
@@ -251,6 +254,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="TMS home with the Spark jars (env TMS_HOME)")
     p.add_argument("--json", type=Path, help="also write every figure here")
     p.add_argument("--keep", action="store_true", help="keep the scratch directory (logs)")
+    p.add_argument("--jfr", type=Path, help="record every TMS run's JVM with Java Flight "
+                   "Recorder into this directory (summarise with bench/jfr_top.py)")
+    p.add_argument("--tms-option", action="append", default=[], type=_option, metavar="K=V",
+                   help="override one of the options TMS's policy gives the job (to measure "
+                        "an option's effect)")
     args = p.parse_args(argv)
     args.methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     unknown = set(args.methods) - set(METHODS)
@@ -259,6 +267,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.files < 2 or args.tiny_commits < 2 or args.rows < args.files or args.repeat < 1:
         p.error("need --files >= 2, --tiny-commits >= 2, --rows >= --files, --repeat >= 1")
     return args
+
+
+def _option(raw: str) -> tuple[str, str]:
+    key, sep, value = raw.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected key=value, got {raw!r}")
+    return key, value
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -61,6 +61,8 @@ class Env:
     pythons: dict[str, Path | None] | None = None
     rest_uri: str | None = None
     rest_pid: int | None = None
+    jfr_dir: Path | None = None  # record every TMS run with Java Flight Recorder here
+    tms_options: dict[str, str] | None = None  # overrides of the policy's job options
 
 
 def _measure(env: Env, live: Callable[[], list[int]], work: Callable[[], dict[str, Any]]
@@ -99,7 +101,7 @@ def tms_job(env: Env, identifier: str) -> Any:
     return JobSpec("pyspark", str(ICEBERG_MAINTENANCE_APP), {
         "catalog_name": env.catalog_name, "catalog_properties": env.props,
         "table": identifier, "action": "compaction",
-        "options": tms_options(env, identifier),
+        "options": {**tms_options(env, identifier), **(env.tms_options or {})},
         "allowed_locations": [str(env.warehouse)]})
 
 
@@ -117,17 +119,52 @@ def warm_group(env: Env) -> list[int]:
     return group_members(driver.pid) if driver and driver.pid else []
 
 
+def _java_pid(pids: list[int]) -> int | None:
+    for pid in pids:
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() == "java":
+                return pid
+        except OSError:
+            continue
+    return None
+
+
+def _jcmd(pid: int, *args: str) -> None:
+    subprocess.run(["jcmd", str(pid), *args], capture_output=True, timeout=60, check=False)
+
+
+def _cold_engine(env: Env, recording: Path) -> Any:
+    """The cold engine with a flight recording of its driver JVM (the executor's tasks
+    run in it: local master)."""
+    from dataclasses import replace
+
+    from tms.engines.spark_submit import SparkSubmitEngine
+
+    key = "spark.driver.extraJavaOptions"
+    conf = env.cold.settings.effective_conf()
+    opts = f"{conf.get(key, '')} -XX:StartFlightRecording:filename={recording}".strip()
+    return SparkSubmitEngine(replace(env.cold.settings,
+                                     conf={**env.cold.settings.conf, key: opts}))
+
+
 def run_tms(env: Env, method: str, identifier: str, workdir: Path) -> Run:
     job = tms_job(env, identifier)  # planning is the scheduler's, not the run's
+    recording = env.jfr_dir / f"{workdir.name}.jfr" if env.jfr_dir else None
     if method == "tms-warm":
         pid = env.warm.driver.pid if env.warm.driver else None
+        java = _java_pid(warm_group(env)) if recording else None
+        if java:
+            _jcmd(java, "JFR.start", "name=bench", "settings=profile")
         run = _measure(env, lambda: warm_group(env), lambda: _engine_run(env.warm, job, workdir))
+        if java:
+            _jcmd(java, "JFR.stop", "name=bench", f"filename={recording}")
         after = env.warm.driver.pid if env.warm.driver else None
         if after is None or (pid is not None and after != pid):
             raise BenchError("the warm driver was replaced during a run (the fallback ran it "
                              f"cold); see {env.warm.log_path}")
         return run
-    return _measure(env, lambda: [], lambda: _engine_run(env.cold, job, workdir))
+    cold = _cold_engine(env, recording) if recording else env.cold
+    return _measure(env, lambda: [], lambda: _engine_run(cold, job, workdir))
 
 
 def _child(argv: list[str], log: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
