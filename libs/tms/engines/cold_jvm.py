@@ -4,7 +4,7 @@ A cold job's JVM lives for one operation: its C2 compiler threads spend seconds 
 that runs a few seconds, competing with the tasks for the executor's cores (issue 17: the cold
 job's tasks ran ~2x slower than the warm driver's). Measured with ``bench/compaction_bench.py``
 (docs/figures.md, "Issue 17"): stopping at C1 (``-XX:TieredStopAtLevel=1``) cut a cold
-compaction's CPU by about 30 % (a 44 MB and a 1 MB table, 2 cores); the warm driver, which
+compaction's CPU by about 30 % (a 46 MB and a 1 MB table, 2 cores); the warm driver, which
 lives on, keeps C2.
 
 Only on a local master (on a cluster the tasks run in executors that live as long as their
