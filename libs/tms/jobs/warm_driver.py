@@ -25,9 +25,9 @@ then launches the JVM through spark-submit with the same arguments (``PYSPARK_SU
 spark-submit's Python runner would give the driver a stdin nothing writes to and merge its
 stdout into stderr, so no stdin/stdout protocol can pass through it.
 
-Before it says it is ready the driver warms its data path (``warmup.py``: a compaction of a
-realistic table of its own, so the JIT has compiled what the first real compaction runs);
-the catalog name it uses for that is reserved.
+Right after it says it is ready, before it reads the first request, the driver warms its data
+path (``warmup.py``: a compaction of a realistic table of its own, so the JIT has compiled
+what the first real compaction runs); the catalog name it uses for that is reserved.
 
 Imports only pyspark, the standard library, ``iceberg_maintenance``, ``spark_progress`` and
 ``warmup`` (from the ``tms.jobs`` package, or as sibling files when shipped alone).
@@ -203,11 +203,13 @@ def main() -> int:
         send({"fatal": f"{error_type}: {message[:im.MAX_ERROR_CHARS]}"})
         return EXIT_START_FAILED
     try:
+        send({"ready": True, "spark_app_id": spark.sparkContext.applicationId,
+              "pid": os.getpid()})
+        # after "ready", so a slow warm-up on a busy machine never counts against the start's
+        # timeout; a request sent meanwhile waits in the pipe until it is done
         took = warmup.run_from_env(spark)
         if took is not None:
             _log(f"warm-up done in {took:.1f} s")
-        send({"ready": True, "spark_app_id": spark.sparkContext.applicationId,
-              "pid": os.getpid()})
         return serve(spark, sys.stdin, send, spark_progress.interval_from_env(os.environ))
     except BrokenPipeError:  # the engine is gone
         return EXIT_OK

@@ -3,7 +3,7 @@
 A fresh JVM interprets Spark's and Iceberg's code until the JIT has seen it run often enough;
 the warm driver's first large compaction took 1.3-1.7x as long as later ones (issue 17), and
 the C2 compiler threads then compete with the tasks for the executor's cores. So before the
-driver says it is ready it runs what a compaction runs, on a table of its own that looks like
+driver reads its first request it runs what a compaction runs, on a table of its own that looks like
 a writer's: ``WARMUP_FILES`` appends of zstd parquet (``WARMUP_ROWS`` rows of long, string,
 double and timestamp columns), then ``rewrite_data_files`` (vectorized read, row conversion,
 parquet write, a commit over several manifests), then the table is dropped with its files.
