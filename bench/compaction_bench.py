@@ -5,8 +5,8 @@ A script, not a test (see bench/README.md). It starts a throw-away PostgreSQL in
 directory, writes two tables there with pyiceberg (SQL catalog), one commit per file:
 
 * ``large``: ``--files`` (400) commits, ``--rows`` (12 M) rows in all, ~23 bytes a row in zstd:
-  ~270 MB;
-* ``tiny``: ``--tiny-commits`` (400) commits of ``--tiny-rows`` (450) rows: ~3.7 MB whose cost
+  ~260 MB;
+* ``tiny``: ``--tiny-commits`` (400) commits of ``--tiny-rows`` (450) rows: ~4.5 MB whose cost
   is all in the writer's history (400 snapshots and manifests).
 
 Then, ``--repeat`` (3) times, for each table, every method compacts a fresh copy of it (the
