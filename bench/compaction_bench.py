@@ -87,9 +87,14 @@ class Base:
     commits: int
 
 
-def make_base(catalog: Any, name: str, commits: int, rows_per_commit: int) -> Base:
+def make_base(catalog: Any, name: str, commits: int, rows_per_commit: int,
+              properties: dict[str, str] | None = None) -> Base:
     t0 = time.monotonic()
     table = data.write_table(catalog, f"base.{name}", commits, rows_per_commit)
+    if properties:  # set after the writes: the files stay as pyiceberg wrote them
+        with table.transaction() as tx:
+            tx.set_properties(properties)
+        table = table.refresh()
     snap = data.snapshot_of(table)
     content = data.content(snap.files)
     say(f"table {name}: {content.files} files, {content.bytes / 1e6:.1f} MB, "
@@ -191,8 +196,10 @@ def _run(args: argparse.Namespace, tmp: Path, children: Children) -> dict[str, A
         catalog = load_catalog(CATALOG, props)
         catalog.create_namespace_if_not_exists("runs")
         say(f"writing the tables ({args.files} + {args.tiny_commits} pyiceberg commits)")
-        bases = [make_base(catalog, "large", args.files, max(1, args.rows // args.files)),
-                 make_base(catalog, "tiny", args.tiny_commits, args.tiny_rows)]
+        props_set = dict(args.table_property)
+        bases = [make_base(catalog, "large", args.files, max(1, args.rows // args.files),
+                           props_set),
+                 make_base(catalog, "tiny", args.tiny_commits, args.tiny_rows, props_set)]
         env = cm.Env(catalog, CATALOG, props, warehouse, args.target_mb * MIB, args.threads,
                      postgres_pids(pg.data_dir), pythons=pythons, jfr_dir=args.jfr,
                      tms_options=dict(args.tms_option))
@@ -228,6 +235,7 @@ def _run(args: argparse.Namespace, tmp: Path, children: Children) -> dict[str, A
                                     "codecs": list(b.content.codecs), "commits": b.commits,
                                     "manifests": b.snapshot.manifests} for b in bases},
                 "methods": methods, "skipped": skipped, "target_bytes": env.target_bytes,
+                "table_properties": props_set,
                 "warm_start_and_first_op_s": start_s, "warm_first_op_s": first_s,
                 "runs": [asdict(o) for o in outcomes]}
     finally:
@@ -256,6 +264,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--keep", action="store_true", help="keep the scratch directory (logs)")
     p.add_argument("--jfr", type=Path, help="record every TMS run's JVM with Java Flight "
                    "Recorder into this directory (summarise with bench/jfr_top.py)")
+    p.add_argument("--table-property", action="append", default=[], type=_option,
+                   metavar="K=V", help="set a table property on both tables after the writes "
+                   "(e.g. write.parquet.compression-codec=zstd, to see TMS write zstd before "
+                   "it keeps a table's codec by itself)")
     p.add_argument("--tms-option", action="append", default=[], type=_option, metavar="K=V",
                    help="override one of the options TMS's policy gives the job (to measure "
                         "an option's effect)")

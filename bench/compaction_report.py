@@ -70,6 +70,8 @@ def render(r: dict[str, Any]) -> tuple[str, bool]:
             if method == "tms-cold" and rx is not None:
                 goals.append(f"{name}: TMS cold / pyarrow 1 thread  {rx:.2f}  (goal <= "
                              f"{GOAL_COLD}){'' if rx <= GOAL_COLD else '  MISSED'}")
+    if r.get("table_properties"):
+        lines.append(f"table properties set after the writes: {r['table_properties']}")
     lines += ["", "wall and CPU: medians over rounds; CPU of every process doing the method's "
                   "work (PostgreSQL not counted); x: ratio to pyarrow 1 thread; ideal = "
                   "ceil(output bytes / target)"]
