@@ -23,6 +23,9 @@ from tms.local.zookeeper import LocalZooKeeper
 
 REPO = Path(__file__).resolve().parent.parent
 _db_counter = itertools.count()
+# Every warm driver a test starts (and those of the executors it starts) would first warm its
+# data path up (tms.jobs.warmup): off here; test_warm_engine.py turns it on where it is shown.
+os.environ.setdefault("TMS_WARMUP_ROWS", "0")
 
 
 @dataclass(frozen=True)

@@ -182,6 +182,18 @@ def test_operations_in_a_row_on_two_tables_share_one_driver(harness: Harness, la
     assert "request 3 started" in again.log_tail and "request 2 " not in again.log_tail
 
 
+def test_the_driver_warms_its_data_path_up_before_it_serves(
+        harness: Harness, lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TMS_WARMUP_ROWS", "20000")  # off for the other tests (conftest)
+    lake.table("t", commits=3)
+
+    _compacted(harness.run(lake.job("t")), 3)  # its own catalog did not get in the way
+
+    log = harness.engine.log_path.read_text()
+    assert "warm-up done in" in log and "warm-up failed" not in log
+    assert log.index("warm-up done in") < log.index("request 1 started")
+
+
 def test_a_running_job_reports_its_spark_progress(harness: Harness, lake: Lake) -> None:
     lake.table("t", commits=6)
 

@@ -27,6 +27,7 @@ from tms.domain import JobSpec
 from tms.engines import cluster_run, hudi_submit
 from tms.engines.base import EngineResult, ProgressCallback, read_tail
 from tms.engines.children import die_with_parent, kill_group
+from tms.engines.cold_jvm import tuned as cold_tuned
 from tms.engines.results import error_from_log, read_result, result_from_payload
 from tms.engines.submission import Submission, SubmissionError, build
 from tms.engines.workdir import HUDI_PROPERTIES_FILE_NAME, private_dir
@@ -63,7 +64,7 @@ class SparkSubmitEngine:
     def submission(self, job: JobSpec, workdir: Path) -> Submission:
         """The command line, environment and private conf of ``job`` (SubmissionError, a
         ValueError, when these settings cannot run it)."""
-        settings = self.settings
+        settings = cold_tuned(self.settings)  # the cold local driver's JVM options
         if job.kind == "pyspark":  # only the jars this job's catalog and storage need
             settings = replace(settings, jars=jar_check.jars_for(job.spec, settings.jars))
         return build(settings, job, workdir, dict(os.environ), self.jvm_jar)

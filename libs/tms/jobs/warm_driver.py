@@ -25,8 +25,12 @@ then launches the JVM through spark-submit with the same arguments (``PYSPARK_SU
 spark-submit's Python runner would give the driver a stdin nothing writes to and merge its
 stdout into stderr, so no stdin/stdout protocol can pass through it.
 
-Imports only pyspark, the standard library, ``iceberg_maintenance`` and ``spark_progress``
-(from the ``tms.jobs`` package, or as sibling files when shipped alone).
+Right after it says it is ready, before it reads the first request, the driver warms its data
+path (``warmup.py``: a compaction of a realistic table of its own, so the JIT has compiled
+what the first real compaction runs); the catalog name it uses for that is reserved.
+
+Imports only pyspark, the standard library, ``iceberg_maintenance``, ``spark_progress`` and
+``warmup`` (from the ``tms.jobs`` package, or as sibling files when shipped alone).
 """
 
 from __future__ import annotations
@@ -41,11 +45,12 @@ from typing import IO, Any
 
 try:
     from tms.jobs import iceberg_maintenance as im
-    from tms.jobs import spark_progress
+    from tms.jobs import spark_progress, warmup
 except ImportError:  # shipped alone, next to iceberg_maintenance.py and spark_progress.py
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import iceberg_maintenance as im  # type: ignore[no-redef]
     import spark_progress  # type: ignore[no-redef]
+    import warmup  # type: ignore[no-redef]
 
 APP_NAME = "tms-warm-driver"
 EXIT_OK = 0
@@ -89,6 +94,9 @@ def register_catalog(spark: Any, spec: im.MaintenanceRequest,
     with other properties would silently reach the wrong catalog, so it is refused (the engine
     restarts the driver before sending such a spec)."""
     props = spec.resolved_properties()  # the engine resolved references already: a no-op
+    if spec.catalog_name == warmup.WARMUP_CATALOG:
+        raise RuntimeError(f"catalog name {spec.catalog_name!r} is reserved by the warm "
+                           "driver's warm-up; name the catalog otherwise")
     known = registered.get(spec.catalog_name)
     if known is not None:
         if dict(known) != props:
@@ -197,6 +205,11 @@ def main() -> int:
     try:
         send({"ready": True, "spark_app_id": spark.sparkContext.applicationId,
               "pid": os.getpid()})
+        # after "ready", so a slow warm-up on a busy machine never counts against the start's
+        # timeout; a request sent meanwhile waits in the pipe until it is done
+        took = warmup.run_from_env(spark)
+        if took is not None:
+            _log(f"warm-up done in {took:.1f} s")
         return serve(spark, sys.stdin, send, spark_progress.interval_from_env(os.environ))
     except BrokenPipeError:  # the engine is gone
         return EXIT_OK
