@@ -310,7 +310,8 @@ def test_second_small_file_compacts_that_partition_only() -> None:
     d = compact(m)
     assert d.should_run
     assert d.params["partitions"] == f"[[0,[{DAY0 + 11}]]]"
-    assert d.params["min-input-files"] == "2" and d.params["partial-progress.enabled"] == "true"
+    assert d.params["min-input-files"] == "2"
+    assert "partial-progress.enabled" not in d.params  # one file group: nothing to commit early
     assert "delete-file-threshold" not in d.params
     assert "compaction of 1 of 12 partitions, ts_day=2026-01-12 (2 small files)" in d.reason
     assert d.benefit is not None and d.benefit > 0
@@ -378,6 +379,7 @@ def test_cap_takes_largest_benefit_first_and_names_three() -> None:
     assert d.reason.count("small files)") == 3
     assert "4 more wait for the next run" in d.reason
     assert len(d.metrics["plan"]) == 4
+    assert d.params["partial-progress.enabled"] == "true"  # four groups commit as they finish
     d = compact(table(*parts))
     assert len(d.metrics["plan"]) == 5 and "and 5 more" in d.reason
 
@@ -385,6 +387,8 @@ def test_cap_takes_largest_benefit_first_and_names_three() -> None:
 def test_first_partition_is_taken_even_beyond_the_cap() -> None:
     d = compact(table(part(DAY0, small=30)), **{"compaction.max-bytes-per-run": str(MIB)})
     assert d.should_run and d.params["max-file-group-size-bytes"] == str(MIB)
+    # one partition split into groups of at most 1 MiB: several groups, partial progress
+    assert d.params["partial-progress.enabled"] == "true"
 
 
 def test_unpartitioned_table_has_no_partitions_param() -> None:
