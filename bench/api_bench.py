@@ -75,7 +75,7 @@ from tms.v1 import tms_pb2
 if __package__ in (None, ""):  # run as a file: make the bench package importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import BenchError, say, sigterm_as_interrupt  # noqa: E402
+from bench.common import BenchError, guarded, say  # noqa: E402
 from bench.common.cpu import CpuProbe, CpuSample, postgres_pids  # noqa: E402
 from bench.common.procs import Children, hudi_catalog  # noqa: E402
 from bench.common.stats import percentile  # noqa: E402
@@ -934,15 +934,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.serve_noop:
         serve_noop(args.serve_noop)
         return 0
-    try:
-        with sigterm_as_interrupt():
-            figures = run(args)
-    except KeyboardInterrupt:
-        print("[bench] interrupted; everything stopped", file=sys.stderr)
-        return 130
-    except BenchError as e:
-        print(f"[bench] failed: {e}", file=sys.stderr)
-        return 1
+    figures, status = guarded(lambda: run(args))
+    if figures is None:
+        return status
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2, sort_keys=True) + "\n")
     return 0

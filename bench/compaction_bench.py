@@ -40,7 +40,7 @@ if __package__ in (None, ""):  # run as a file: make the bench package importabl
 
 from bench import compaction_data as data  # noqa: E402
 from bench import compaction_methods as cm  # noqa: E402
-from bench.common import TMS_HOME, BenchError, say, sigterm_as_interrupt  # noqa: E402
+from bench.common import TMS_HOME, guarded, say  # noqa: E402
 from bench.common.cpu import loadavg, postgres_pids  # noqa: E402
 from bench.common.procs import Children, scratch_dir  # noqa: E402
 from bench.compaction_report import render  # noqa: E402
@@ -294,15 +294,9 @@ def main(argv: list[str] | None = None) -> int:
 
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(30))  # warnings
     say(f"load average at start: {loadavg()}")
-    try:
-        with sigterm_as_interrupt():
-            result = run(args)
-    except KeyboardInterrupt:
-        print("[bench] interrupted; everything stopped", file=sys.stderr)
-        return 130
-    except BenchError as e:
-        print(f"[bench] failed: {e}", file=sys.stderr)
-        return 1
+    result, status = guarded(lambda: run(args))
+    if result is None:
+        return status
     result["loadavg_end"] = loadavg()
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))

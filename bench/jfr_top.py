@@ -36,8 +36,8 @@ def tops(path: Path, under: str | None, event: str = "jdk.ExecutionSample"
     inclusive: Counter[str] = Counter()
     total = 0
     events: list[dict[str, Any]] = json.loads(raw)["recording"]["events"]
-    for event in events:
-        frames = frames_of(event)
+    for sample in events:
+        frames = frames_of(sample)
         if not frames or (under and not any(under in f for f in frames)):
             continue
         total += 1

@@ -28,7 +28,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a file: make the bench package importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import TMS_HOME, BenchError, say, sigterm_as_interrupt  # noqa: E402
+from bench.common import TMS_HOME, BenchError, guarded, say  # noqa: E402
 from bench.common.inotify import FileCreations  # noqa: E402
 from bench.common.procs import scratch_dir  # noqa: E402
 from bench.common.stats import median  # noqa: E402
@@ -146,15 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     import structlog
 
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(30))
-    try:
-        with sigterm_as_interrupt():
-            result = run(args)
-    except KeyboardInterrupt:
-        print("[bench] interrupted; everything stopped", file=sys.stderr)
-        return 130
-    except BenchError as e:
-        print(f"[bench] failed: {e}", file=sys.stderr)
-        return 1
+    result, status = guarded(lambda: run(args))
+    if result is None:
+        return status
     print(render(result))
     return 0
 

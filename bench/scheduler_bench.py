@@ -64,9 +64,9 @@ if __package__ in (None, ""):  # run as a file: make the bench package importabl
 from bench.common import (  # noqa: E402
     REPO,
     BenchError,
+    guarded,
     install_plugin_path,
     say,
-    sigterm_as_interrupt,
 )
 from bench.common.cpu import CLK_TCK, CpuProbe, loadavg, postgres_pids  # noqa: E402
 from bench.common.cpu import CpuSample as CpuWindow  # noqa: E402
@@ -742,15 +742,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if str(REPO) not in sys.path:  # run as a file: tms itself comes from the venv
         sys.path.insert(0, str(REPO))
-    try:
-        with sigterm_as_interrupt():
-            run(args)
-    except KeyboardInterrupt:
-        print("[bench] interrupted; everything stopped", file=sys.stderr)
-        return 130
-    except BenchError as e:
-        print(f"[bench] failed: {e}", file=sys.stderr)
-        return 1
+    _, status = guarded(lambda: run(args))
+    if status:
+        return status
     return 0
 
 

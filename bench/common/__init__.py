@@ -17,15 +17,17 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
+from typing import TypeVar
 
 REPO = Path(__file__).resolve().parents[2]
 # Plugin packages (the "constant" table format) that live beside the tests; a directory put on
 # the path, not an import of the tests package.
 PLUGINS = REPO / "tests" / "plugins"
+T = TypeVar("T")
 TMS_HOME = Path(os.environ.get("TMS_HOME", REPO / ".tms"))
 
 
@@ -45,6 +47,21 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, old)
+
+
+def guarded(run: Callable[[], T]) -> tuple[T | None, int]:
+    """``run()`` with SIGTERM as an interrupt: (its result, 0), or (None, the exit status)
+    after saying why on stderr: 130 interrupted (everything it started is stopped by its own
+    cleanup), 1 when it could not measure (BenchError)."""
+    try:
+        with sigterm_as_interrupt():
+            return run(), 0
+    except KeyboardInterrupt:
+        print("[bench] interrupted; everything stopped", file=sys.stderr)
+        return None, 130
+    except BenchError as e:
+        print(f"[bench] failed: {e}", file=sys.stderr)
+        return None, 1
 
 
 def say(msg: str) -> None:
