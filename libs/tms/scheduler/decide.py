@@ -168,8 +168,9 @@ class DecisionMaker:
             table, catalog = self._located(table, plugin)
             # from here on the table's policy is the one in force: its catalog's default
             # policy under its own (inspection, evaluation, attempts, next check)
-            table = replace(table, policy=in_force(plugin.policy_keys, table.policy,
-                                                   catalog.default_policy))
+            policy = in_force(plugin.policy_keys, table.policy, catalog.default_policy)
+            if policy != table.policy:  # most tables: no catalog default, nothing to replace
+                table = replace(table, policy=policy)
             metrics = plugin.inspect(table, catalog)
         except NotUsable as e:
             bound.warning("table not usable", reason=str(e))
