@@ -56,6 +56,8 @@ def _run_cell(a: tms_pb2.ActionExplanation, states: dict[str, str]) -> tuple[str
 
 def explain_text(r: tms_pb2.ExplainTableResponse, states: dict[str, str]) -> str:
     head = f"{r.table}  {tms_pb2.Table.State.Name(r.state)}"
+    if r.HasField("check_time"):  # DECIDED is when each decision last changed
+        head += f"  last checked {when(r.check_time)}"
     rows = [[a.action, when(a.decide_time, zone=False) if a.decided else "never",
              *_run_cell(a, states), benefit_text(a), cut(a.reason)] for a in r.actions]
     parts = [head]

@@ -233,6 +233,7 @@ def test_explain_table(api) -> None:
     from tms.formats.iceberg_policy import RULES
 
     assert [(a.action, a.decided) for a in fresh.actions] == [(a, False) for a in RULES]
+    assert not fresh.HasField("check_time")  # never looked at
     view = api.store.table_get("events")
     assert view is not None
     table = view.table
@@ -244,7 +245,14 @@ def test_explain_table(api) -> None:
     assert op_id is not None
     api.store.decision_finish_batch("scheduler-x", [(table.pk, decision, op_id)],
                                     [(table.pk, 3600)])
-    why = stub.ExplainTable(tms_pb2.ExplainTableRequest(name="tables/events")).actions[0]
+    explained = stub.ExplainTable(tms_pb2.ExplainTableRequest(name="tables/events"))
+    why = explained.actions[0]
+    assert explained.HasField("check_time")
+    assert explained.check_time.ToDatetime() >= why.decide_time.ToDatetime()
+    api.store.decision_finish_batch("scheduler-x", [], [(table.pk, 3600)])  # checked again
+    again = stub.ExplainTable(tms_pb2.ExplainTableRequest(name="tables/events"))
+    assert again.check_time.ToDatetime() > explained.check_time.ToDatetime()
+    assert again.actions[0].decide_time == why.decide_time  # the decision did not change
     assert why.action == "compaction"
     assert why.decided and why.should_run and why.reason == decision.reason
     assert why.metrics["small_files"] == 30 and why.scheduler_id == "scheduler-x"

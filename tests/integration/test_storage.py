@@ -226,6 +226,21 @@ def test_decisions_keep_every_character_of_reasons_and_metrics(store: PostgresSt
     assert got["clustering"].reason == "" and got["clustering"].metrics == {}
 
 
+def test_a_check_without_a_changed_decision_keeps_decided_at(store: PostgresStore) -> None:
+    """The scheduler passes only decisions that changed: the table's checked_at moves at
+    every check, a decision's decided_at only when it is written (when it changed)."""
+    t = _table(store, "quiet")
+    assert store.decision_explain(t.pk, ["compaction"])[0].checked_at is None
+    store.decision_finish_batch("s", [(t.pk, Decision("compaction", False, "tidy"), None)],
+                                [(t.pk, 3600)])
+    (first,) = store.decision_explain(t.pk, ["compaction"])
+    assert first.checked_at is not None and first.decided_at is not None
+    store.decision_finish_batch("s", [], [(t.pk, 3600)])  # checked, nothing changed
+    (second,) = store.decision_explain(t.pk, ["compaction"])
+    assert second.decided_at == first.decided_at and second.reason == "tidy"
+    assert second.checked_at is not None and second.checked_at > first.checked_at
+
+
 def test_failed_decision_puts_the_mark_back(store: PostgresStore) -> None:
     t = _table(store, "retry")
     store.decision_finish_batch("s", [], [(t.pk, 3600)])

@@ -220,7 +220,9 @@ class OperationsMixin(ServicerBase):
         plugin = self.formats.get(table.format)
         actions = plugin.actions if plugin else ()
         out = []
+        checked_at = None
         for e in self.store.decision_explain(table.pk, actions):
+            checked_at = e.checked_at or checked_at
             item = tms_pb2.ActionExplanation(
                 action=e.action, decided=e.decided_at is not None,
                 should_run=bool(e.should_run), reason=e.reason or "",
@@ -240,6 +242,9 @@ class OperationsMixin(ServicerBase):
                                       default=e.default, unit=e.unit, doc=e.doc)
                   for e in effective_policy(plugin.policy_keys if plugin else {},
                                             table.policy, self._catalog_policy(table))]
-        return tms_pb2.ExplainTableResponse(
+        response = tms_pb2.ExplainTableResponse(
             table=request.name, state=tms_pb2.Table.State.Value(table.state.value), actions=out,
             policy=policy)
+        if checked_at is not None:
+            response.check_time.FromDatetime(checked_at)
+        return response

@@ -40,3 +40,6 @@ class Explanation:
     active_id: int | None
     active_state: OperationState | None = None
     benefit: float | None = None
+    # when the scheduler last looked at the table; decided_at is when this decision last
+    # changed (an equal decision is not written again)
+    checked_at: datetime | None = None

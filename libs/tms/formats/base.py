@@ -84,6 +84,14 @@ class TableFormatPlugin(abc.ABC):
         the catalog cannot be asked."""
         raise NotImplementedError(f"format {self.name!r} cannot locate its tables")
 
+    def located_state(self, table: Table, catalog: CatalogAccess) -> str | None:
+        """What the location :meth:`locate` just returned on this thread was read from, when
+        the plugin can name it and it cannot change without that name changing (Iceberg: the
+        table's current metadata file, never rewritten). The scheduler then checks a location
+        read from the same state again only where it is used (``build_job``, the job), not at
+        every decision. None (the default): unknown, the location is checked every time."""
+        return None
+
     def prepare(self, tables: Sequence[Table], catalog: CatalogAccess
                 ) -> Collection[int] | None:
         """A batch of ``catalog``'s tables is about to be decided: a plugin may look them up

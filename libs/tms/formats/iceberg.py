@@ -204,6 +204,14 @@ class IcebergFormat(TableFormatPlugin):
                 return known
         return str(self._load(table, catalog, where).metadata.location)
 
+    def located_state(self, table: Table, catalog: CatalogAccess) -> str | None:
+        """The metadata file :meth:`locate` just found on this thread (not consumed: the
+        inspection that follows takes it)."""
+        entry = getattr(self._recent, "entry", None)
+        if entry is not None and entry[0] == self._key(table, catalog):
+            return str(entry[2])
+        return None
+
     def discover(self, catalog: CatalogAccess) -> list[DiscoveredTable]:
         if catalog.type is CatalogType.HADOOP:
             if not catalog.properties.get(iceberg_hadoop.WAREHOUSE_KEY):

@@ -25,6 +25,7 @@ from tms.coordination import NUM_SHARDS, Coordinator
 from tms.domain import Decision, DueTable, TableState
 from tms.formats.base import TableFormatPlugin
 from tms.policy import DEFAULT_PULL_INTERVAL_S
+from tms.scheduler.checked import CheckedLocations
 from tms.scheduler.concurrency import CATALOG_READS_IN_FLIGHT, DecisionRunner
 from tms.scheduler.decide import (
     INSPECT_FAILURE_RETRY_S,
@@ -33,6 +34,7 @@ from tms.scheduler.decide import (
     decision_span,
 )
 from tms.scheduler.retention import PRUNE_INTERVAL_S, Retention
+from tms.scheduler.written import WrittenDecisions
 from tms.storage.roles import SchedulerStore
 from tms.telemetry import instruments
 
@@ -73,6 +75,8 @@ class Scheduler(DecisionMaker):
         self.queue_priorities = dict(queue_priorities or {})
         self.max_attempts_by_action = dict(max_attempts_by_action or {})
         self.decided = threading.Event()  # set after each decision: a signal for tests
+        self.written = WrittenDecisions()  # an equal decision is not written again
+        self.checked = CheckedLocations()  # a location checked from the same state, reused
         self.runner = DecisionRunner(decision_threads, catalog_reads_in_flight,
                                      stop_on=(ZooKeeperLost,))
         # a batch spread over threads should keep them all busy for a few rounds
@@ -98,6 +102,7 @@ class Scheduler(DecisionMaker):
         """One pass over the due tables; returns how many decisions it took."""
         self._leader_duties()
         if not self.coordinator.healthy:
+            self.written.holding(())  # the session may be lost: so may our shards
             return 0
         return self.decide_batch()
 
@@ -105,6 +110,8 @@ class Scheduler(DecisionMaker):
         """A batch of due tables of the shards we hold, in three round trips plus one insert
         per queued operation, and no ZooKeeper request."""
         shards = self.coordinator.owned_shards()
+        # shards are released only in owned_shards (None then): a change drops the memory
+        self.written.holding(shards or ())
         if not shards:
             return 0
         batch = self.store.decision_begin_batch(sorted(shards), NUM_SHARDS, self.batch_size)
@@ -148,7 +155,9 @@ class Scheduler(DecisionMaker):
                         self.store.commits_mark_dirty(due.table.pk, due.traceparent)
         finally:
             if decisions or checks:
-                self.store.decision_finish_batch(self.scheduler_id, decisions, checks)
+                changed = self.written.changed(decisions)
+                self.store.decision_finish_batch(self.scheduler_id, changed, checks)
+                self.written.wrote(changed)
         if outcome.stopped is not None:
             raise outcome.stopped
         self.decided.set()

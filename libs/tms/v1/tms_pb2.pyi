@@ -611,13 +611,15 @@ class PolicyValue(_message.Message):
     def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ..., source: _Optional[str] = ..., default: _Optional[str] = ..., unit: _Optional[str] = ..., doc: _Optional[str] = ...) -> None: ...
 
 class ExplainTableResponse(_message.Message):
-    __slots__ = ("table", "state", "actions", "policy")
+    __slots__ = ("table", "state", "actions", "policy", "check_time")
     TABLE_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     ACTIONS_FIELD_NUMBER: _ClassVar[int]
     POLICY_FIELD_NUMBER: _ClassVar[int]
+    CHECK_TIME_FIELD_NUMBER: _ClassVar[int]
     table: str
     state: Table.State
     actions: _containers.RepeatedCompositeFieldContainer[ActionExplanation]
     policy: _containers.RepeatedCompositeFieldContainer[PolicyValue]
-    def __init__(self, table: _Optional[str] = ..., state: _Optional[_Union[Table.State, str]] = ..., actions: _Optional[_Iterable[_Union[ActionExplanation, _Mapping]]] = ..., policy: _Optional[_Iterable[_Union[PolicyValue, _Mapping]]] = ...) -> None: ...
+    check_time: _timestamp_pb2.Timestamp
+    def __init__(self, table: _Optional[str] = ..., state: _Optional[_Union[Table.State, str]] = ..., actions: _Optional[_Iterable[_Union[ActionExplanation, _Mapping]]] = ..., policy: _Optional[_Iterable[_Union[PolicyValue, _Mapping]]] = ..., check_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...

@@ -328,6 +328,7 @@ CREATE TABLE public.tms_tables (
     pruned_last_commit_time timestamp with time zone,
     location text DEFAULT ''::text NOT NULL,
     discovered boolean DEFAULT false NOT NULL,
+    checked_at timestamp with time zone,
     CONSTRAINT tms_tables_check1 CHECK (((base_path <> ''::text) OR (table_name <> ''::text))),
     CONSTRAINT tms_tables_format_check CHECK ((format ~ '^[a-z][a-z0-9_-]{0,31}$'::text)),
     CONSTRAINT tms_tables_priority_check CHECK (((priority >= '-1000'::integer) AND (priority <= 1000))),

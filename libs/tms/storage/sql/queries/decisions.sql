@@ -23,7 +23,9 @@ LEFT JOIN mark m ON m.table_pk = t.id
 ORDER BY t.id;
 
 -- name: decision_finish_batch
--- Every decision of a batch and every table's next check, in one statement. The arrays
+-- The decisions of a batch that changed since the scheduler last wrote them (the others are
+-- not passed: decided_at is when a decision last changed), and every decided table's next
+-- check and check time, in one statement. The arrays
 -- travel in binary (the b placeholders): as text, every quote of every JSON document and
 -- reason is escaped in Python, most of the scheduler's CPU per decision at six decisions a
 -- table.
@@ -47,14 +49,17 @@ WITH d AS (
 -- clamped: no value can push a check out of the calendar and fail the whole batch
 UPDATE tms_tables t
 SET next_check_at = now() + make_interval(
-        secs => LEAST(GREATEST(n.next_check_s, 0), %(max_next_check_s)s::float8))
+        secs => LEAST(GREATEST(n.next_check_s, 0), %(max_next_check_s)s::float8)),
+    checked_at = now()
 FROM unnest(%(check_pks)b::bigint[], %(next_check_s)b::float8[]) AS n(pk, next_check_s)
 WHERE t.id = n.pk;
 
 -- name: decision_explain
--- The last decision per action, with the operation active for it now (if any).
+-- The last decision per action, with the operation active for it now (if any), and when the
+-- scheduler last looked at the table (the same on every row).
 SELECT a.action, d.decided_at, d.should_run, d.reason, d.metrics, d.operation_id,
-       d.scheduler_id, o.id AS active_id, o.state::text AS active_state, d.benefit
+       d.scheduler_id, o.id AS active_id, o.state::text AS active_state, d.benefit,
+       (SELECT t.checked_at FROM tms_tables t WHERE t.id = %(table_pk)s) AS checked_at
 FROM unnest(%(actions)s::text[]) WITH ORDINALITY AS a(action, pos)
 LEFT JOIN tms_decisions d ON d.table_pk = %(table_pk)s AND d.action = a.action
 LEFT JOIN tms_operations o ON o.table_pk = %(table_pk)s AND o.action = a.action
