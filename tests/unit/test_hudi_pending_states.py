@@ -310,6 +310,18 @@ def test_instant_times_in_the_writers_zone(tmp_path: Path, table_utc: bool,
     assert metrics["hudi_compaction_clock"] == expected.isoformat()
 
 
+def test_the_operators_writer_zone_wins_over_the_policy(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The zone the operator states for the writers (tms.hudi.writer-timezone) decides how a
+    local-time timeline is read, whatever the table's policy says."""
+    base = unzip(V8, tmp_path)
+    monkeypatch.setattr("tms.formats.hudi.writer_zone", lambda table, catalog: "Asia/Kolkata")
+    metrics = decide(base, {"timeline.timezone": "Asia/Shanghai"}, RETAIN_1, monkeypatch)[1]
+    local = datetime(2025, 12, 20, 21, 1, 29, 235000)
+    expected = (local - timedelta(hours=5, minutes=30)).replace(tzinfo=UTC)
+    assert metrics["hudi_compaction_clock"] == expected.isoformat()
+
+
 def test_trino_layouts_never_crash(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Name-only version-5 layouts (empty instant files, no data): decided without a crash."""
     import shutil

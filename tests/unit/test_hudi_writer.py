@@ -26,6 +26,7 @@ from tms.formats.hudi_writer import (
     unknown_reason,
     writer_config,
     writer_properties,
+    writer_zone,
 )
 from tms.formats.hudi_writer_keys import LOCK_PROVIDER_ZOOKEEPER, WRITER_KEYS
 
@@ -76,11 +77,14 @@ def test_no_configuration_is_unknown_and_says_what_to_set() -> None:
 def test_catalog_properties_are_the_configuration() -> None:
     props = {"hoodie.cleaner.policy": "KEEP_LATEST_COMMITS",
              "hoodie.cleaner.commits.retained": "30", "hoodie.keep.min.commits": "40",
-             "hoodie.keep.max.commits": "50", "tms.hudi.version": "1.0.2", **ZK}
+             "hoodie.keep.max.commits": "50", "tms.hudi.version": "1.0.2",
+             "tms.hudi.writer-timezone": "Asia/Kolkata", **ZK}
     found = writer_config(TABLE, catalog(props), {})
     assert found is not None
-    assert found.properties == {k: v for k, v in props.items() if k != "tms.hudi.version"}
-    assert found.hudi_version == "1.0.2"  # TMS's own key never reaches Hudi
+    assert found.properties == {k: v for k, v in props.items() if not k.startswith("tms.")}
+    assert found.hudi_version == "1.0.2"  # TMS's own keys never reach Hudi
+    assert found.writer_zone == "Asia/Kolkata"
+    assert writer_zone(TABLE, catalog(props)) == "Asia/Kolkata"
     assert writer_properties(TABLE, catalog(props)) == found.properties
     assert unknown_reason(TABLE, catalog(props)) == ""
 
@@ -130,6 +134,9 @@ def test_a_file_reference_needs_the_operators_directory() -> None:
     ("hoodie.cleaner.policy", "keep_latest_commits", "must be one of"),
     ("include", "/etc/passwd", "include"),
     ("hoodie.unknown.key", "1", "unknown key"),
+    ("tms.hudi.writer-timezone", "Mars/Olympus_Mons", "IANA time zone"),
+    ("tms.hudi.writer-timezone", "UTC\nhoodie.base.path=/x", "IANA time zone"),
+    ("tms.hudi.writer-timezone", "../../etc/localtime", "IANA time zone"),
 ])
 def test_every_key_and_value_is_checked(key: str, value: str, words: str) -> None:
     with pytest.raises(WriterConfigError, match=words) as e:

@@ -45,7 +45,7 @@ from tms.formats.hudi_timeline import (
     open_table,
     read_timeline,
 )
-from tms.formats.hudi_writer import unknown_reason, writer_properties
+from tms.formats.hudi_writer import unknown_reason, writer_properties, writer_zone
 from tms.formats.storage import StorageError
 from tms.jobs import locations
 from tms.jobs.locations import LOCAL_SCHEME, Location, LocationError
@@ -132,8 +132,10 @@ class HudiFormat(TableFormatPlugin):
     def inspect(self, table: Table, catalog: CatalogAccess) -> dict[str, Any]:
         """The timeline, the latest file slices, pending plans with their heartbeats and what
         the writers' cleaner would delete (:mod:`tms.formats.hudi_inspect`). The file versions
-        are listed only when a clean may be decided (clean enabled, or a clean pending)."""
-        tz = zone_of(TIMEZONE.as_str(table.policy))
+        are listed only when a clean may be decided (clean enabled, or a clean pending). Instant
+        times are read in the writers' zone as the operator stated it in the writer
+        configuration, else in the policy's ``timeline.timezone`` (a UTC timeline: UTC)."""
+        tz = zone_of(writer_zone(table, catalog) or TIMEZONE.as_str(table.policy))
         base = table.location or table.base_path
         summary = read_timeline(base, tz, catalog.storage_options)
         with_clean = bool(POLICY_KEYS["clean.enabled"].get(table.policy)) or any(

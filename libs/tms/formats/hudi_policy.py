@@ -33,7 +33,8 @@ STRATEGY = choice("compaction.trigger-strategy", STRATEGIES, "NUM_COMMITS",
                   "Hudi's compaction trigger: count (since the last compaction, or its last "
                   "request), time, both or either", FORMAT)
 TIMEZONE = zone("timeline.timezone", "UTC", "the zone of the writers' clocks (Hudi instant "
-                "times are local time)", FORMAT)
+                "times are local time), unless the catalog's writer configuration states "
+                "tms.hudi.writer-timezone", FORMAT)
 POLICY_KEYS: dict[str, PolicyKey] = by_key((
     boolean("compaction.enabled", True, "schedule compactions of MERGE_ON_READ tables (a "
             "pending plan is executed either way)", FORMAT),

@@ -40,7 +40,12 @@ from tms.formats.hudi_writer_file import (
     read_file,
     relative_path,
 )
-from tms.formats.hudi_writer_keys import HUDI_VERSION_KEY, WRITER_KEYS, refusal
+from tms.formats.hudi_writer_keys import (
+    HUDI_VERSION_KEY,
+    WRITER_KEYS,
+    WRITER_ZONE_KEY,
+    refusal,
+)
 
 if TYPE_CHECKING:
     from tms.catalogs import CatalogAccess
@@ -57,11 +62,12 @@ TABLE_PLACEHOLDER = "{table_id}"
 class WriterConfig:
     """A table's writer configuration: Hudi keys to values (secrets excluded), the keys whose
     values are secret references (resolved only into the job's private file), and the Hudi
-    release the writers run (None: not stated)."""
+    release the writers run and the zone of their clocks (None: not stated)."""
 
     properties: dict[str, str]
     secret_refs: dict[str, str] = field(default_factory=dict)
     hudi_version: str | None = None
+    writer_zone: str | None = None
     sources: tuple[str, ...] = ()  # where it came from, for reasons and docs
 
 
@@ -167,12 +173,13 @@ def writer_config(table: Table, catalog: CatalogAccess,
         sources.append(f"{ENV_WRITER_DIR}/{name}")
     if not sources:
         return None
-    version = props.pop(HUDI_VERSION_KEY, None)
+    version, zone = props.pop(HUDI_VERSION_KEY, None), props.pop(WRITER_ZONE_KEY, None)
     refs.pop(HUDI_VERSION_KEY, None)
+    refs.pop(WRITER_ZONE_KEY, None)
     problem = consistency_problem(props, refs)
     if problem:
         raise WriterConfigError(f"{' + '.join(sources)}: {problem}")
-    return WriterConfig(props, refs, version, tuple(sources))
+    return WriterConfig(props, refs, version, zone, tuple(sources))
 
 
 def consistency_problem(props: Mapping[str, str], secret_keys: Mapping[str, str]
@@ -206,6 +213,16 @@ def unknown_reason(table: Table, catalog: CatalogAccess) -> str:
     return (f"no writer configuration for this table: set catalog properties "
             f"{PREFIX}<hoodie key> (e.g. {PREFIX}hoodie.cleaner.commits.retained) or "
             f"{FILE_PROPERTY} (a file under {ENV_WRITER_DIR}) in catalogs/{catalog.catalog_id}")
+
+
+def writer_zone(table: Table, catalog: CatalogAccess) -> str | None:
+    """The zone of the writers' clocks as the operator stated it (``tms.hudi.writer-timezone``),
+    or None: then the table's policy (``timeline.timezone``) says how instant times are read."""
+    try:
+        found = writer_config(table, catalog)
+    except WriterConfigError:
+        return None
+    return None if found is None else found.writer_zone
 
 
 def writer_properties(table: Table, catalog: CatalogAccess) -> Mapping[str, str] | None:

@@ -21,10 +21,13 @@ use the spelling Hudi documents (enum names in upper case).
 
 from __future__ import annotations
 
-from tms.policy_types import PolicyKey, boolean, by_key, choice, integer, text
+from tms.policy_types import Kind, PolicyKey, boolean, by_key, choice, integer, text
 
 # TMS's own keys in a writer configuration (never passed to Hudi)
 HUDI_VERSION_KEY = "tms.hudi.version"
+# the zone of the writers' clocks: Hudi writes instant times in the writer JVM's local time
+# unless hoodie.table.timeline.timezone=UTC, and nothing in the table says which zone that is
+WRITER_ZONE_KEY = "tms.hudi.writer-timezone"
 VERSION_RE = r"(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})"
 
 LOCK_PROVIDER_ZOOKEEPER = "org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider"
@@ -175,6 +178,8 @@ WRITER_KEYS: dict[str, PolicyKey] = by_key((
     # TMS's own, never passed to Hudi
     _text(HUDI_VERSION_KEY, VERSION_RE, "a release like 0.15.0 or 1.0.2",
           "the Hudi release the writers run"),
+    PolicyKey(WRITER_ZONE_KEY, Kind.ZONE, None, "the IANA zone of the writers' clocks (their "
+              "instant times are local time unless the table's timeline is UTC)", formats=_W),
 ))
 
 # why some keys people try are refused (the rest: "unknown key")
