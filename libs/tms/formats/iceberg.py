@@ -18,7 +18,13 @@ from typing import Any
 
 from tms.catalogs import CatalogAccess, PyicebergCatalogs, job_catalog
 from tms.domain import CatalogType, Decision, JobSpec, Operation, Table, TableSpec
-from tms.formats import iceberg_current, iceberg_hadoop, iceberg_recheck, iceberg_stats
+from tms.formats import (
+    iceberg_current,
+    iceberg_deletes,
+    iceberg_hadoop,
+    iceberg_recheck,
+    iceberg_stats,
+)
 from tms.formats.base import (
     CatalogUnreachable,
     DiscoveredTable,
@@ -221,6 +227,7 @@ class IcebergFormat(TableFormatPlugin):
                                    "snapshots": len(times), "_snapshot_times_ms": times,
                                    "oldest_snapshot_ms": min(times, default=None)}
         metrics["write_codec"] = write_codec(table.policy, tbl.properties)
+        metrics["delete_granularity"] = iceberg_deletes.granularity(tbl.properties)
         if snap is None:
             metrics["partitions"] = 0
             return metrics
