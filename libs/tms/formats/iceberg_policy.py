@@ -105,8 +105,9 @@ K = by_key((
          "least time between two manifest rewrites"),
     _on("position-deletes.enabled", True, "compact position delete files"),
     _int("position-deletes.max-files", 20, 1, MAX_COUNT, "count",
-         "position delete files that trigger a rewrite, counted in partitions holding two or "
-         "more (a partition's only delete file cannot be merged)"),
+         "position delete files that trigger a rewrite, counted in partitions where a rewrite "
+         "removes some: two or more delete files with partition granularity, more delete "
+         "files than data files with file granularity (Iceberg's default)"),
     _int("position-deletes.min-interval-s", 600, 0, MAX_INTERVAL_S, "s",
          "least time between two position-delete rewrites"),
 ))
