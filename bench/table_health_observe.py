@@ -103,6 +103,12 @@ def summarize_operations(ops: list[Any]) -> dict[str, Any]:
         out = operation_outcome(result)
         c["sources"].add(out.source)
         rewritten += out.bytes_rewritten or 0
+        if op.action == "rewrite_position_deletes" and "added_delete_files_count" in result:
+            # as many delete files written as read (file-scoped deletes, one per data file):
+            # the outcome says files changed, readers gain nothing
+            same = result["added_delete_files_count"] == result.get(
+                "rewritten_delete_files_count")
+            c["same_count"] = c.get("same_count", 0) + int(same)
         if out.changed_nothing is None:
             unknown += 1
         elif out.changed_nothing:

@@ -149,6 +149,9 @@ def run(args: argparse.Namespace, state_dir: Path) -> None:
             "value": write_amplification(rewritten, led.writer_bytes),
             "rewritten_bytes": rewritten, "writer_bytes": led.writer_bytes,
             "source": "operations' outcome blocks" if from_ops else "replace snapshots' summaries",
+            # every byte maintenance snapshots removed, delete files included (a position-delete
+            # rewrite's and a compaction's), over every byte writers added, delete files included
+            "with_delete_files": write_amplification(led.rewritten_bytes, led.writer_bytes),
             "snapshot_summaries": vars(led) | {"seen": len(led.seen)},
             "plain_writer_bytes": ledgers["plain"].writer_bytes},
         "rows": {"maintained": sums["maintained"], "plain": sums["plain"],

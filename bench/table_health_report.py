@@ -88,9 +88,17 @@ def report(fig: dict[str, Any], json_path: Path | None) -> None:
     print(f"write amplification                     {wa['value']:6.2f}   "
           f"(goal <= {GOAL_WRITE_AMPLIFICATION:.1f}; {wa['rewritten_bytes']:,} B rewritten / "
           f"{wa['writer_bytes']:,} B written; from {wa['source']})")
+    if "with_delete_files" in wa:
+        led = wa["snapshot_summaries"]
+        print(f"  the same with delete-file bytes       {wa['with_delete_files']:6.2f}   "
+              f"(goal <= {GOAL_WRITE_AMPLIFICATION:.1f}; {led['rewritten_bytes']:,} B removed "
+              f"by maintenance snapshots / {led['writer_bytes']:,} B written)")
     print(f"operations that changed nothing         {ops['changed_nothing']:6d}   "
           f"(goal {GOAL_CHANGED_NOTHING}; of {ops['finished']} finished, "
           f"{ops['unknown']} whose result does not say)")
+    same = ops["by_action"].get("rewrite_position_deletes", {}).get("same_count")
+    if same is not None:
+        print(f"  position-delete rewrites writing as many delete files as they read: {same}")
     print(f"rows equal                              {rows['equal']!s:>6}   "
           f"({rows['maintained'][0]:,} vs {rows['plain'][0]:,} rows; checksum "
           f"{'equal' if rows['maintained'][1] == rows['plain'][1] else 'DIFFERENT'})")

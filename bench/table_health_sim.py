@@ -33,34 +33,54 @@ ROWS = 500
 FILE_OVERHEAD_BYTES = 1800  # a small Parquet file's footer and headers: merges shed it
 ROW_BYTES = 8.3  # compressed bytes per row of the bench's schema (500 rows: about 5.9 KB)
 DELETED_SHARE = 0.02
+DELETE_OVERHEAD_BYTES = 1800  # a position delete file of a few positions (the bench: ~1.84 KB)
+POSITION_BYTES = 4
 QUIET_S = 3600
+# the granularity the planner is told (the table's is file): "partition" replays the rule
+# before issue 15's delete tiering (a partition's delete files rewritten from two on)
+GRANULARITY = ["file"]
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 
 
 @dataclass
 class Part:
-    files: list[tuple[int, int]] = field(default_factory=list)  # (bytes, rows)
-    file_deletes: set[int] = field(default_factory=set)  # files with a file-scoped delete file
-    merged_deletes: int = 0  # partition-scoped delete files (a position-delete rewrite's)
-    deleted_rows: int = 0
+    """A partition: its data files and, per data file, the position delete files naming it
+    (file granularity, what Spark's DELETE writes); ``dangling``: delete files naming data
+    files a merge removed (they stay until a rewrite drops them)."""
+
+    files: list[DataFile] = field(default_factory=list)
+    dangling: list[int] = field(default_factory=list)  # sizes
 
     def stats(self, small: int, rewrite: int) -> PartitionStats:
         st = PartitionStats(max_sequence=1)
-        for size, rows in self.files:
+        for f in self.files:
             st.data_files += 1
-            st.bytes += size
-            st.records += rows
-            if size < small:
+            st.bytes += f.size
+            st.records += f.rows
+            if f.size < small:
                 st.small_files += 1
-                st.small_bytes += size
-            if size < rewrite:
+                st.small_bytes += f.size
+            if f.size < rewrite:
                 st.rewrite_files += 1
-                st.rewrite_bytes += size
-                st.rewrite_max_bytes = max(st.rewrite_max_bytes, size)
-        st.position_delete_files = len(self.file_deletes) + self.merged_deletes
-        st.position_delete_bytes = 1000 * st.position_delete_files
-        st.deleted_rows = self.deleted_rows
+                st.rewrite_bytes += f.size
+                st.rewrite_max_bytes = max(st.rewrite_max_bytes, f.size)
+            st.position_delete_files += len(f.deletes)
+            st.position_delete_bytes += sum(f.deletes)
+            st.deleted_rows += f.deleted
+        st.position_delete_files += len(self.dangling)
+        st.position_delete_bytes += sum(self.dangling)
         return st
+
+    def delete_bytes(self) -> int:
+        return sum(sum(f.deletes) for f in self.files) + sum(self.dangling)
+
+
+@dataclass
+class DataFile:
+    size: int
+    rows: int
+    deletes: list[int] = field(default_factory=list)  # sizes of the delete files naming it
+    deleted: int = 0  # rows they name
 
 
 def metrics(parts: dict[int, Part], pol: dict[str, str], idle_s: float) -> dict[str, Any]:
@@ -77,7 +97,7 @@ def metrics(parts: dict[int, Part], pol: dict[str, str], idle_s: float) -> dict[
             "position_delete_files": pos, "equality_delete_files": 0, "manifests": 1,
             "snapshots": 1, "_snapshot_times_ms": [0],
             "last_commit_ms": (NOW - timedelta(seconds=idle_s)).timestamp() * 1000,
-            "_partitions": iceberg_stats.encode(stats),
+            "_partitions": iceberg_stats.encode(stats), "delete_granularity": GRANULARITY[0],
             "_specs": {0: [["part", "identity", "int"]]}}
 
 
@@ -85,28 +105,52 @@ def size_of(rows: int) -> int:
     return int(FILE_OVERHEAD_BYTES + ROW_BYTES * rows)
 
 
-def compact(part: Part, rewrite: int, deletes: bool) -> int:
+def delete_size(positions: int) -> int:
+    return int(DELETE_OVERHEAD_BYTES + POSITION_BYTES * positions)
+
+
+def compact(part: Part, rewrite: int, deletes: bool, counts: dict[str, int]) -> int:
     """Rewrite the partition's files below ``rewrite`` bytes (all of them when deletes are
-    applied); the bytes rewritten."""
-    chosen = [i for i, (size, _) in enumerate(part.files) if deletes or size < rewrite]
+    applied; their deleted rows are dropped either way); the data bytes rewritten. Applying
+    deletes also removes the partition's delete files (``remove-dangling-deletes``); a merge
+    leaves the rewritten files' delete files dangling."""
+    chosen = [f for f in part.files if deletes or f.size < rewrite]
     if len(chosen) < 2 and not deletes:
         return 0
-    total = sum(part.files[i][0] for i in chosen)
-    rows = sum(part.files[i][1] for i in chosen)
-    share = part.deleted_rows / max(1, sum(r for _, r in part.files))
-    kept = [f for i, f in enumerate(part.files) if i not in chosen]
-    out_rows = int(rows * (1 - share)) if deletes or part.file_deletes else rows
-    part.files = [*kept, (size_of(out_rows), out_rows)]
+    total = sum(f.size for f in chosen)
+    rows = sum(f.rows - f.deleted for f in chosen)
+    kept = [f for f in part.files if all(f is not c for c in chosen)]
     if deletes:
-        part.file_deletes, part.merged_deletes, part.deleted_rows = set(), 0, 0
+        counts["delete_bytes_removed"] += part.delete_bytes()
+        counts["delete_files_removed"] += sum(len(f.deletes) for f in part.files) + len(
+            part.dangling)
+        part.dangling = []
     else:
-        part.file_deletes = {i for i in part.file_deletes if i not in chosen}
+        part.dangling += [d for f in chosen for d in f.deletes]
+    part.files = [*kept, DataFile(size_of(rows), rows)]
     return total
+
+
+def rewrite_deletes(part: Part, counts: dict[str, int]) -> None:
+    """Iceberg's position-delete rewrite of one partition at file granularity: one delete
+    file per data file its deletes name; dangling deletes dropped. Every delete file of the
+    partition is read and replaced."""
+    before = sum(len(f.deletes) for f in part.files) + len(part.dangling)
+    counts["delete_bytes_removed"] += part.delete_bytes()
+    counts["delete_files_removed"] += before
+    part.dangling = []
+    after = 0
+    for f in part.files:
+        if f.deletes:
+            f.deletes = [delete_size(f.deleted)]
+            after += 1
+    if after >= before:
+        counts["no-op"] += 1
 
 
 def decide(parts: dict[int, Part], pol: dict[str, str], idle_s: float,
            counts: dict[str, int]) -> tuple[int, bool]:
-    """Run the rules once: (bytes rewritten, whether anything ran)."""
+    """Run the rules once: (data bytes rewritten, whether anything ran)."""
     m = metrics(parts, pol, idle_s)
     rewrite = int(float(K["compaction.min-file-ratio"].get(pol))
                   * K["compaction.target-file-size-bytes"].as_int(pol))
@@ -117,7 +161,7 @@ def decide(parts: dict[int, Part], pol: dict[str, str], idle_s: float,
         counts["compaction"] += 1
         deletes = d.params.get("delete-file-threshold") == "1"
         for _, values in json.loads(d.params["partitions"]):
-            got = compact(parts[values[0]], rewrite, deletes)
+            got = compact(parts[values[0]], rewrite, deletes, counts)
             rewritten += got
             counts["bytes_applying_deletes" if deletes else "bytes_merging"] += got
     d = RULES["rewrite_position_deletes"](pol, metrics(parts, pol, idle_s), None, NOW)
@@ -125,45 +169,50 @@ def decide(parts: dict[int, Part], pol: dict[str, str], idle_s: float,
         ran = True
         counts["rewrite_position_deletes"] += 1
         for _, values in json.loads(d.params["partitions"]):
-            part = parts[values[0]]
-            if len(part.file_deletes) + part.merged_deletes >= 2:
-                part.file_deletes, part.merged_deletes = set(), 1
-            else:
-                counts["no-op"] += 1
+            rewrite_deletes(parts[values[0]], counts)
     return rewritten, ran
 
 
 def simulate(args: argparse.Namespace, pol: dict[str, str]) -> dict[str, Any]:
     parts: dict[int, Part] = {}
-    written = rewritten = 0
+    written = written_deletes = rewritten = 0
     counts = {"compaction": 0, "rewrite_position_deletes": 0, "no-op": 0,
-              "bytes_merging": 0, "bytes_applying_deletes": 0}
+              "bytes_merging": 0, "bytes_applying_deletes": 0, "delete_files_written": 0,
+              "delete_files_removed": 0, "delete_bytes_removed": 0}
     most = 0
     for i, step in enumerate(plan(args.commits, args.partitions, 10, 50)):
         part = parts.setdefault(step.part, Part())
         if step.kind == "delete":
-            live = sum(r for _, r in part.files)
-            part.deleted_rows += int(live * DELETED_SHARE)
-            part.file_deletes = set(range(len(part.files)))
+            for f in part.files:  # one delete file per data file (file granularity)
+                hit = int((f.rows - f.deleted) * DELETED_SHARE)
+                f.deleted += hit
+                f.deletes.append(delete_size(hit))
+                written_deletes += f.deletes[-1]
+                counts["delete_files_written"] += 1
         else:
-            part.files.append((size_of(ROWS), ROWS))
+            part.files.append(DataFile(size_of(ROWS), ROWS))
             written += size_of(ROWS)
         if (i + 1) % args.decide_every == 0:
             rewritten += decide(parts, pol, 0, counts)[0]
         most = max(most, max(len(p.files) for p in parts.values()))
-    stream_wa = rewritten / written
+    stream_wa = rewritten / (written + written_deletes)
     for _ in range(100):  # quiet: tidy up
         got, ran = decide(parts, {**pol, "compaction.quiet-s": "10"}, QUIET_S, counts)
         rewritten += got
         if not ran:
             break
     files = sum(len(p.files) for p in parts.values())
-    counts = {k: round(v / written, 2) if k.startswith("bytes") else v
+    total = written + written_deletes
+    wa_all = (rewritten + counts["delete_bytes_removed"]) / total
+    counts = {k: round(v / total, 2) if k.startswith("bytes") else v
               for k, v in counts.items()}
-    return {"write_amplification": round(rewritten / written, 2),
-            "during_stream": round(stream_wa, 2), "files_per_partition_final":
+    return {"write_amplification_data": round(rewritten / total, 2),
+            "write_amplification_with_deletes": round(wa_all, 2),
+            "during_stream_data": round(stream_wa, 2), "files_per_partition_final":
             round(files / len(parts), 2), "worst_partition": max(len(p.files)
                                                                  for p in parts.values()),
+            "delete_files_left": sum(p.stats(0, 0).position_delete_files
+                                     for p in parts.values()),
             "most_files_in_a_partition_mid_stream": most, **counts}
 
 
@@ -173,7 +222,11 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=16)
     ap.add_argument("--decide-every", type=int, default=10)
     ap.add_argument("--policy", default="{}", help="JSON policy overrides")
+    ap.add_argument("--plan-granularity", default="file", choices=("file", "partition"),
+                    help="what the planner believes (the writes are file-scoped): partition "
+                         "replays the earlier rule, two delete files per partition suffice")
     args = ap.parse_args()
+    GRANULARITY[0] = args.plan_granularity
     pol = {**POLICY_PARTITIONED, **json.loads(args.policy)}
     print(json.dumps(simulate(args, pol)))
 

@@ -214,6 +214,61 @@ def test_position_delete_rewrite_merges_only_partitions_holding_two(env: Env) ->
     assert not d.should_run, d.reason  # one delete file per partition: nothing to merge
 
 
+def test_file_scoped_delete_rewrite_only_where_deletes_outnumber_data_files(env: Env) -> None:
+    t = env.spark_table
+    # Iceberg's default granularity (file): a DELETE writes one delete file per data file it
+    # touches (and Spark folds a data file's earlier deletes into it). Day 0: one data file,
+    # one delete file; day 1: two data files, one DELETE touching both: two delete files.
+    # 2 % of the rows: below the compaction's delete ratio, so a compaction merges only.
+    env.run_sql(
+        f"CREATE NAMESPACE IF NOT EXISTS {CATALOG_NAME}.{env.namespace}",
+        f"CREATE TABLE {t} (id BIGINT, ts TIMESTAMP) USING iceberg PARTITIONED BY (days(ts)) "
+        "TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read')",
+        f"INSERT INTO {t} SELECT id, TIMESTAMP '2026-01-01 00:00:00+00:00' + "
+        f"make_interval(0, 0, 0, CAST(id % {DAYS} AS INT)) FROM range({DAYS * ROWS_PER_FILE})",
+        f"INSERT INTO {t} SELECT id, TIMESTAMP '2026-01-02 00:00:00+00:00' "
+        f"FROM range(100000, 100000 + {ROWS_PER_FILE})",
+        f"DELETE FROM {t} WHERE ts < TIMESTAMP '2026-01-02 00:00:00+00:00' AND id % 50 = 0",
+        f"DELETE FROM {t} WHERE ts >= TIMESTAMP '2026-01-02 00:00:00+00:00' "
+        f"AND ts < TIMESTAMP '2026-01-03 00:00:00+00:00' AND id % 50 = 1",
+    )
+    table = env.table()
+    total = env.rows()
+    before = files_by_day(table, "ts_day")
+    assert len(before[DAY0]) == 2 and len(before[DAY0 + 1]) == 4  # data + delete files
+    pol = {"position-deletes.max-files": "2"}
+
+    d, m = decide(table, "rewrite_position_deletes", **pol)
+    assert m["delete_granularity"] == "file"
+    assert m["position_delete_files"] == 3
+    assert not d.should_run, d.reason  # no partition holds more delete than data files
+    assert "file granularity: more delete files than data files" in d.reason
+
+    # what the rule spares: a rewrite of day 1 writes one delete file per data file again
+    spared = env.run_job("rewrite_position_deletes", {
+        "min-input-files": "2", "partitions": json.dumps([[0, [DAY0 + 1]]])})
+    assert spared["rewritten_delete_files_count"] == 2
+    assert spared["added_delete_files_count"] == 2
+
+    # a compaction merges day 1's two data files: their two delete files now name removed
+    # files (dangling), more delete files than data files: the rewrite drops them
+    c, _ = decide(table, **{"compaction.min-small-files": "2"})
+    assert c.should_run and json.loads(c.params["partitions"]) == [[0, [DAY0 + 1]]], c.reason
+    env.run_job("compaction", c.params)
+    assert len(files_by_day(table, "ts_day")[DAY0 + 1]) == 3  # one data, two delete files
+    d, _ = decide(table, "rewrite_position_deletes", **pol)
+    assert d.should_run, d.reason
+    assert json.loads(d.params["partitions"]) == [[0, [DAY0 + 1]]]
+    result = env.run_job("rewrite_position_deletes", d.params)
+    assert result["rewritten_delete_files_count"] == 2
+    assert result["added_delete_files_count"] == 0
+    after = files_by_day(table, "ts_day")
+    assert len(after[DAY0 + 1]) == 1 and after[DAY0] == before[DAY0]
+    assert env.rows() == total
+    d, _ = decide(table, "rewrite_position_deletes", **pol)
+    assert not d.should_run, d.reason
+
+
 @pytest.mark.parametrize("raw", [
     "[[0,[1]]] OR 1=1", "[[0,[\"x' OR '1'='1\"]]]x", "[[0,[1.5]]]", '[[0,["日本"]]]',
     "[" + ",".join(f"[0,[{i}]]" for i in range(101)) + "]", "[[-1,[1]]]",

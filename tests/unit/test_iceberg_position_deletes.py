@@ -18,6 +18,7 @@ from tests.unit.test_iceberg_partitions import (
     table,
 )
 from tms.domain import Decision
+from tms.formats import iceberg_deletes
 from tms.formats.iceberg import IcebergFormat
 from tms.formats.iceberg_policy import RULES
 from tms.jobs import iceberg_maintenance as job
@@ -69,8 +70,8 @@ def test_delete_files_one_per_partition_are_no_operation() -> None:
     d = decide(m)  # 30 delete files table-wide, over the default threshold of 20
     assert not d.should_run
     assert d.reason == ("30 position delete files spread over 30 partitions, 0 in partitions "
-                        "holding 2 or more (a rewrite merges a partition's delete files from "
-                        "2 on); rewrite starts at 20")
+                        "where a rewrite removes some (file granularity: more delete files "
+                        "than data files); rewrite starts at 20")
     assert not decide(m, **{"position-deletes.max-files": "1"}).should_run
 
 
@@ -95,3 +96,49 @@ def test_unpartitioned_table_is_rewritten_whole_with_the_minimum() -> None:
          "_specs": {0: []}, "position_delete_files": 4, "delete_files": 4}
     d = decide(m, **{"position-deletes.max-files": "4"})
     assert d.should_run and d.params == {"min-input-files": "2"}
+
+
+def spread(day: int, data: int, pos: int) -> tuple[PartitionKey, PartitionStats]:
+    """A partition of ``data`` small data files and ``pos`` position delete files."""
+    key, st = part(day, small=data, pos=pos, deleted_rows=pos)
+    return key, replace(st, position_delete_bytes=pos * 2 * KIB)
+
+
+def test_file_scoped_deletes_one_per_data_file_are_no_operation() -> None:
+    # what the partitioned bench's stream left: a DELETE names every data file of a
+    # partition once; the rewrite writes one delete file per data file again (N -> N)
+    m = with_deletes(*(spread(DAY0 + i, 8, 8) for i in range(4)))
+    d = decide(m, **{"position-deletes.max-files": "1"})
+    assert not d.should_run, d.reason
+    assert "more delete files than data files" in d.reason
+    # the same files with partition granularity: each partition's 8 become one
+    d = decide({**m, "delete_granularity": "partition"}, **{"position-deletes.max-files": "1"})
+    assert d.should_run, d.reason
+    assert d.metrics["plan"][0]["delete_files"] == 8
+
+
+def test_file_scoped_deletes_merge_where_a_data_file_has_two() -> None:
+    # a second DELETE of one partition names its data files again: 16 delete files for 8
+    m = with_deletes(spread(DAY0, 8, 8), spread(DAY0 + 1, 8, 16), spread(DAY0 + 2, 8, 9))
+    d = decide(m, **{"position-deletes.max-files": "10"})
+    assert d.should_run, d.reason
+    assert json.loads(d.params["partitions"]) == [[0, [DAY0 + 1]], [0, [DAY0 + 2]]]
+    assert "25 position delete files to merge in 2 of 3 partitions" in d.reason
+    # the threshold counts the delete files of the partitions that merge something only
+    assert not decide(m, **{"position-deletes.max-files": "26"}).should_run
+    # what a rewrite surely removes: with file granularity those beyond one per data file;
+    # with partition granularity all but one
+    key, st = spread(DAY0 + 2, 8, 9)
+    assert iceberg_deletes.removed(st) == 1
+    assert iceberg_deletes.removed(st, iceberg_deletes.PARTITION) == 8
+
+
+def test_delete_granularity_read_strictly() -> None:
+    g = iceberg_deletes.granularity
+    assert g({}) == "file"  # Iceberg's default
+    assert g({"write.delete.granularity": "partition"}) == "partition"
+    assert g({"write.delete.granularity": " Partition "}) == "partition"
+    assert g({"write.delete.granularity": "file"}) == "file"
+    # a table owner's property: anything unknown reads as file (plans fewer rewrites)
+    for bad in ("partitions", "partition; drop", "x" * 10_000, "", "PARTITION\x00"):
+        assert g({"write.delete.granularity": bad}) == "file", bad

@@ -21,6 +21,7 @@ from tms.domain import CatalogType, Decision, JobSpec, Operation, Table, TableSp
 from tms.formats import (
     iceberg_avro,
     iceberg_current,
+    iceberg_deletes,
     iceberg_hadoop,
     iceberg_pointers,
     iceberg_recheck,
@@ -263,6 +264,7 @@ class IcebergFormat(TableFormatPlugin):
                                    "snapshots": len(times), "_snapshot_times_ms": times,
                                    "oldest_snapshot_ms": min(times, default=None)}
         metrics["write_codec"] = write_codec(table.policy, tbl.properties)
+        metrics["delete_granularity"] = iceberg_deletes.granularity(tbl.properties)
         if snap is None:
             metrics["partitions"] = 0
             return metrics

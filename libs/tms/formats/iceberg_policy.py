@@ -105,8 +105,9 @@ K = by_key((
          "least time between two manifest rewrites"),
     _on("position-deletes.enabled", True, "compact position delete files"),
     _int("position-deletes.max-files", 20, 1, MAX_COUNT, "count",
-         "position delete files that trigger a rewrite, counted in partitions holding two or "
-         "more (a partition's only delete file cannot be merged)"),
+         "position delete files that trigger a rewrite, counted in partitions where a rewrite "
+         "removes some: two or more delete files with partition granularity, more delete "
+         "files than data files with file granularity (Iceberg's default)"),
     _int("position-deletes.min-interval-s", 600, 0, MAX_INTERVAL_S, "s",
          "least time between two position-delete rewrites"),
 ))
@@ -384,16 +385,18 @@ def _partitioned_position_deletes(pol: Mapping[str, str], m: Mapping[str, Any],
                                   last: Operation | None, now: datetime,
                                   seen: dict[str, Any], limit: int) -> Decision:
     a, least = "rewrite_position_deletes", iceberg_deletes.MIN_INPUT_FILES
+    grain = m.get("delete_granularity") or iceberg_deletes.DEFAULT_GRANULARITY
     p, mergeable = iceberg_deletes.plan(m["_partitions"], m.get("_specs") or {},
-                                        K["compaction.max-bytes-per-run"].as_int(pol))
+                                        K["compaction.max-bytes-per-run"].as_int(pol), grain)
     total = m.get("position_delete_files") or 0
+    how = (f"{grain} granularity: {least} or more delete files" if grain == "partition" else
+           f"{grain} granularity: more delete files than data files")
     if not p.chosen or mergeable < limit:
         spread = (f" spread over {m.get('partitions') or 0} partitions"
                   if p.partitioned else "")
         return Decision(a, False, f"{total} position delete files{spread}, {mergeable} in "
-                                  f"partitions holding {least} or more (a rewrite merges a "
-                                  f"partition's delete files from {least} on); rewrite starts "
-                                  f"at {limit}", seen)
+                                  f"partitions where a rewrite removes some ({how}); "
+                                  f"rewrite starts at {limit}", seen)
     because = f"{mergeable} position delete files to merge"
     waiting = f"; {p.waiting} more wait for the next run" if p.waiting else ""
     where = (f" in {len(p.chosen)} of {p.partitions} partitions, {p.names()}"
@@ -402,7 +405,7 @@ def _partitioned_position_deletes(pol: Mapping[str, str], m: Mapping[str, Any],
     return _too_soon(a, "position-deletes.min-interval-s", pol, last, now, metrics,
                      because) or Decision(
         a, True, f"{mergeable} position delete files to merge{where} (threshold {limit}, "
-                 f"{least} or more per partition){waiting}", metrics,
+                 f"{how}){waiting}", metrics,
         iceberg_deletes.params(p), p.benefit)
 
 

@@ -119,6 +119,20 @@ def classify(text: str) -> ErrorClass:
     return RETRYABLE
 
 
+# A manifest rewrite whose plan a concurrent commit made stale: a writer's commit (Spark's
+# row-level DELETE drops aged-out delete files and rewrites their manifests, a merging append
+# merges manifests) replaced a manifest the rewrite meant to replace. Iceberg does not retry it
+# (the plan itself is stale); planning again from the new snapshot does.
+_STALE_MANIFESTS_RE = re.compile(
+    r"ValidationException\b.*\bDeleted manifest \S+ could not be found in the latest snapshot")
+
+
+def stale_manifests(text: str) -> bool:
+    """Whether an error says a manifest rewrite lost a race with a concurrent commit: a
+    conflict that planning again resolves, not a failure of the table or the job."""
+    return bool(_STALE_MANIFESTS_RE.search(text))
+
+
 def fatal_part(log_tail: str) -> str:
     """The part of a driver log that says why it died: from the last fatal block (an uncaught
     exception, spark-submit's ``Error:``, a Python traceback) to the end, else every line that

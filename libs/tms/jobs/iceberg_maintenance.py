@@ -51,7 +51,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 try:
     from tms.jobs import (
@@ -80,6 +80,8 @@ except ImportError:  # shipped alone: the siblings are next to this file
     from locations import LocationError, parse  # type: ignore[no-redef]
 
 MAX_ERROR_CHARS = 4000
+STALE_PLAN_RETRIES = 3  # a manifest rewrite planned again after concurrent commits
+T = TypeVar("T")
 SPARK_CATALOG_CLASS = spark_catalogs.SPARK_CATALOG_CLASS
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 JDBC_CATALOG_IMPL = spark_catalogs.JDBC_CATALOG_IMPL
@@ -588,6 +590,27 @@ ACTIONS: dict[str, Planner] = {
 }
 
 
+def replanning(spark: Any, spec: MaintenanceRequest, work: Callable[[], T]) -> tuple[T, int]:
+    """``work()``, planned again from the table's new snapshot (at most
+    ``STALE_PLAN_RETRIES`` times) when a concurrent commit made its manifest rewrite stale
+    (``errors.stale_manifests``): a conflict with a writer, resolved in the job, not an
+    attempt of the operation spent. Returns the result and how many times it was planned
+    again; any other error, or the last stale one, is raised."""
+    for replanned in range(STALE_PLAN_RETRIES + 1):
+        try:
+            return work(), replanned
+        except Exception as exc:
+            error_type, message = describe_error(exc)
+            text = "\n".join([f"{error_type}: {message}", *java_causes(exc)])
+            if replanned == STALE_PLAN_RETRIES or not errors.stale_manifests(text):
+                raise
+            print(f"[tms-job] a concurrent commit replaced manifests this rewrite planned to "
+                  f"replace; planning again ({replanned + 1}/{STALE_PLAN_RETRIES})",
+                  file=sys.stderr)
+            spark.sql(f"REFRESH TABLE {spec.qualified_table}")
+    raise AssertionError("unreachable")  # the loop returns or raises
+
+
 def run_action(spark: Any, spec: MaintenanceRequest, table: table_guard.CheckedTable
                ) -> dict[str, Any]:
     """Run the spec's procedure on the checked table; returns its result columns (plus the
@@ -597,11 +620,16 @@ def run_action(spark: Any, spec: MaintenanceRequest, table: table_guard.CheckedT
         call = restrict(call, partition_filter.specs_of(table.handle))
     if call.write is not None:
         return run_rewrite(spark, spec, table, call)
-    df = spark.sql(call.sql(spec.catalog_name))
-    if spec.action == "remove_orphan_files":
-        result = table_guard.remove_orphans(df, table, dry_run=bool(call.info["dry_run"]))
-    else:
-        result = call.summarize(df)
+
+    def once() -> dict[str, Any]:
+        df = spark.sql(call.sql(spec.catalog_name))
+        if spec.action == "remove_orphan_files":
+            return table_guard.remove_orphans(df, table, dry_run=bool(call.info["dry_run"]))
+        return call.summarize(df)
+
+    result, replanned = replanning(spark, spec, once)
+    if replanned:
+        result["replanned_after_conflict"] = replanned
     return {**result, **call.info}
 
 
@@ -613,9 +641,9 @@ def run_rewrite(spark: Any, spec: MaintenanceRequest, table: table_guard.Checked
     merged first, so the rewrite's commit does not rewrite each of them (``manifest_prep``)."""
     assert call.write is not None
     deletes = spec.action == "rewrite_position_deletes"
-    manifests = manifest_prep.consolidate(spark, _table_arg(spec),
-                                          quote_ident(spec.catalog_name), table.handle,
-                                          enabled=call.manifests_first)
+    manifests, _ = replanning(spark, spec, lambda: manifest_prep.consolidate(
+        spark, _table_arg(spec), quote_ident(spec.catalog_name), table.handle,
+        enabled=call.manifests_first))
     before = outcome.current_snapshot(table.handle)
     fmt = write_format.plan(table.handle, *call.write, deletes=deletes)
     with write_format.session_conf(spark, fmt.session):
