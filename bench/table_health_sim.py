@@ -7,12 +7,16 @@ Model (coarse, on purpose): every append writes one file of 500 rows (a fixed ov
 bytes per row, so a merge's output is smaller than its input, as with Parquet); the scheduler
 decides every ``--decide-every`` commits and an operation's effect is immediate. A DELETE
 hides 2 % of one partition's rows and, like Spark's file-scoped deletes (Iceberg's default
-granularity), leaves one delete file per data file of the partition. A compaction of a
-partition rewrites the files below the rewrite size into one (applying and dropping the
-deletes of the files it rewrites); a position-delete rewrite merges a partition's delete files
-into one. After the stream the table is quiet and the rules run until they plan nothing.
+granularity), leaves one delete file per data file of the partition (Spark folds a data file's
+earlier deletes into the new one: still one). A compaction of a partition rewrites the files
+below the rewrite size into one (their deleted rows dropped); the delete files of the files it
+merged stay, dangling, unless it applies deletes (then they go). A position-delete rewrite of
+a partition writes one delete file per data file named and drops dangling ones. Write
+amplification is given for data bytes and with delete-file bytes (rewritten or removed by
+maintenance; written by the DELETEs), both over all bytes writers wrote. After the stream the
+table is quiet and the rules run until they plan nothing.
 
-    .venv/bin/python -m bench.table_health_sim [--decide-every 10]
+    .venv/bin/python -m bench.table_health_sim [--decide-every 10] [--plan-granularity partition]
 """
 
 from __future__ import annotations
