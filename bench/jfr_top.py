@@ -19,6 +19,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from bench.profile_top import print_tops
+
 
 def frames_of(event: dict[str, Any]) -> list[str]:
     out = []
@@ -56,12 +58,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="threads in native methods instead (codecs; also idle socket waits)")
     args = p.parse_args(argv)
     event = "jdk.NativeMethodSample" if args.native else "jdk.ExecutionSample"
-    total, own, inclusive = tops(args.recording, args.under, event)
-    print(f"{total} samples")
-    for title, counter in (("self", own), ("inclusive", inclusive)):
-        print(f"{title}:")
-        for name, n in counter.most_common(args.top):
-            print(f"  {100 * n / max(total, 1):5.1f}%  {name}")
+    print_tops(*tops(args.recording, args.under, event), args.top)
     return 0
 
 

@@ -34,17 +34,22 @@ def tops(path: Path) -> tuple[int, Counter[str], Counter[str]]:
     return total, own, inclusive
 
 
+def print_tops(total: int, own: Counter[str], inclusive: Counter[str], top: int) -> None:
+    """The ``top`` entries by own and by inclusive samples, as shares of ``total`` (py-spy
+    and Java Flight Recorder profiles print alike)."""
+    print(f"{total} samples")
+    for title, counter in (("self", own), ("inclusive", inclusive)):
+        print(f"{title}:")
+        for name, n in counter.most_common(top):
+            print(f"  {100 * n / max(total, 1):5.1f}%  {name}")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     p.add_argument("profile", type=Path)
     p.add_argument("--top", type=int, default=15)
     args = p.parse_args(argv)
-    total, own, inclusive = tops(args.profile)
-    print(f"{total} samples")
-    for title, counter in (("self", own), ("inclusive", inclusive)):
-        print(f"{title}:")
-        for name, n in counter.most_common(args.top):
-            print(f"  {100 * n / max(total, 1):5.1f}%  {name}")
+    print_tops(*tops(args.profile), args.top)
     return 0
 
 
