@@ -208,8 +208,8 @@ def simulate(args: argparse.Namespace, pol: dict[str, str]) -> dict[str, Any]:
     files = sum(len(p.files) for p in parts.values())
     total = written + written_deletes
     wa_all = (rewritten + counts["delete_bytes_removed"]) / total
-    counts = {k: round(v / total, 2) if k.startswith("bytes") else v
-              for k, v in counts.items()}
+    shown: dict[str, float] = {k: round(v / total, 2) if k.startswith("bytes") else v
+                               for k, v in counts.items()}
     return {"write_amplification_data": round(rewritten / total, 2),
             "write_amplification_with_deletes": round(wa_all, 2),
             "during_stream_data": round(stream_wa, 2), "files_per_partition_final":
@@ -217,7 +217,7 @@ def simulate(args: argparse.Namespace, pol: dict[str, str]) -> dict[str, Any]:
                                                                  for p in parts.values()),
             "delete_files_left": sum(p.stats(0, 0).position_delete_files
                                      for p in parts.values()),
-            "most_files_in_a_partition_mid_stream": most, **counts}
+            "most_files_in_a_partition_mid_stream": most, **shown}
 
 
 def main() -> None:
