@@ -122,6 +122,15 @@ def compaction(policy: Mapping[str, str], m: Mapping[str, Any], now: datetime) -
                        PARAM_MAX_DELTA_COMMITS: str(max_n), PARAM_MAX_DELTA_SECONDS: str(max_s)}
 
 
+def _commits_since(action: str, policy: Mapping[str, str], m: Mapping[str, Any]
+                   ) -> tuple[int, int, str]:
+    """(commits since the last ``action``, the policy's threshold, the reason's words)."""
+    n, limit = m[f"commits_since_{action}"], as_int(f"{action}.commits", policy)
+    since = (f"since the last {action}" if m[f"last_{action}_instant"]
+             else f"with no {action} on the active timeline")
+    return n, limit, f"{n} commits {since} (threshold {limit})"
+
+
 def clustering(policy: Mapping[str, str], m: Mapping[str, Any], now: datetime) -> Verdict:
     if (v := pending_plan("clustering", policy, m, now)) is not None:
         return v
@@ -129,10 +138,7 @@ def clustering(policy: Mapping[str, str], m: Mapping[str, Any], now: datetime) -
         return False, "clustering is disabled by policy (clustering.enabled=false)", {}
     if "slices_error" in m:
         return False, f"not scheduled: the file slices are unknown ({m['slices_error']})", {}
-    n, limit = m["commits_since_clustering"], as_int("clustering.commits", policy)
-    since = ("since the last clustering" if m["last_clustering_instant"]
-             else "with no clustering on the active timeline")
-    why = f"{n} commits {since} (threshold {limit})"
+    n, limit, why = _commits_since("clustering", policy, m)
     if n < limit:
         return False, why, {}
     if not m["clusterable_file_groups"]:
@@ -155,10 +161,7 @@ def clean(policy: Mapping[str, str], m: Mapping[str, Any], now: datetime) -> Ver
         return False, "clean is disabled by policy (clean.enabled=false)", {}
     if unknown is not None:
         return False, f"clean refused: {unknown}", {}
-    n, limit = m["commits_since_clean"], as_int("clean.commits", policy)
-    since = ("since the last clean" if m["last_clean_instant"]
-             else "with no clean on the active timeline")
-    why = f"{n} commits {since} (threshold {limit})"
+    n, limit, why = _commits_since("clean", policy, m)
     if n < limit:
         return False, why, {}
     retention = (f"{m['cleaner_policy']} with {m['cleaner_retention_key']}="

@@ -190,15 +190,15 @@ def session_conf(spark: Any, conf: Mapping[str, str | None]) -> Iterator[None]:
     the warm driver's session serves other tables next."""
     old = {k: spark.conf.get(k, None) for k in conf}
     try:
-        for k, v in conf.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
+        _apply(spark, conf)
         yield
     finally:
-        for k, v in old.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
+        _apply(spark, old)
+
+
+def _apply(spark: Any, conf: Mapping[str, str | None]) -> None:
+    for k, v in conf.items():
+        if v is None:
+            spark.conf.unset(k)
+        else:
+            spark.conf.set(k, v)
