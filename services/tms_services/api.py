@@ -8,7 +8,10 @@ import os
 import signal
 import subprocess
 import sys
+import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import structlog
 
@@ -32,6 +35,10 @@ from tms_services.common import (
 DEFAULT_LISTEN = "127.0.0.1:50051"
 MAX_WORKERS = 64
 SUPERVISE_POLL_S = 0.5
+# After SIGTERM, a worker gets this long to drain and exit before it is killed: a worker that
+# cannot stop must not keep the pod (and its port) alive for ever.
+WORKER_STOP_GRACE_S = 30.0
+EXIT_WORKER_KILLED = 2
 API_POOL_SIZE = 20
 # A caller waits at most this for a pooled connection: during a database outage the API answers
 # UNAVAILABLE quickly, so writers retry (or give up) within their own deadlines.
@@ -88,6 +95,7 @@ def supervise(argv: list[str], workers: int, metrics: str = "") -> int:
     """Run ``workers`` copies of this server on one port; stop them all on SIGTERM/SIGINT;
     if one dies, stop the others and exit with its code so the orchestrator restarts the pod."""
     cmd = [sys.executable, "-m", "tms_services.api", *argv, "--workers", "1", "--reuse-port"]
+    stop = stop_event_on_signals()  # before the workers exist: a SIGTERM now still stops them
     procs = []
     for i in range(workers):  # worker i serves /metrics on the given port + i
         extra = []
@@ -95,7 +103,6 @@ def supervise(argv: list[str], workers: int, metrics: str = "") -> int:
             host, port = parse_listen(metrics)
             extra = ["--metrics-listen", f"{host}:{port + i if port else 0}"]
         procs.append(subprocess.Popen([*cmd, *extra]))
-    stop = stop_event_on_signals()
     code = 0
     while not stop.is_set():
         dead = [p for p in procs if p.poll() is not None]
@@ -103,11 +110,26 @@ def supervise(argv: list[str], workers: int, metrics: str = "") -> int:
             code = dead[0].returncode or 1
             break
         stop.wait(SUPERVISE_POLL_S)
+    return stop_workers(procs, WORKER_STOP_GRACE_S) or code
+
+
+def stop_workers(procs: Sequence[subprocess.Popen[Any]], grace_s: float) -> int:
+    """SIGTERM every live worker, wait ``grace_s`` in all, then SIGKILL what is left.
+    Returns EXIT_WORKER_KILLED when a worker had to be killed, else 0."""
     for p in procs:
         if p.poll() is None:
             p.send_signal(signal.SIGTERM)
+    code = 0
+    deadline = time.monotonic() + grace_s
     for p in procs:
-        p.wait()
+        try:
+            p.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            print(f"tms-api: worker {p.pid} did not stop within {grace_s:g} s of SIGTERM; "
+                  "killing it", file=sys.stderr, flush=True)
+            p.kill()
+            p.wait()
+            code = EXIT_WORKER_KILLED
     return code
 
 

@@ -124,13 +124,38 @@ def member_id(prefix: str) -> str:
     return f"{prefix}-{socket.gethostname()}-{os.getpid()}"
 
 
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
 def stop_event_on_signals() -> threading.Event:
-    """An event set by SIGTERM or SIGINT, so loops finish their step and exit cleanly."""
+    """An event set by SIGTERM or SIGINT, so loops finish their step and exit cleanly.
+
+    The event is set by a watcher thread woken through the interpreter's signal wake-up fd,
+    never from the Python-level handler itself, for two reasons found on a loaded machine:
+    the kernel may deliver the signal to one of gRPC's threads, and then a main thread blocked
+    in ``Event.wait()`` without a timeout never runs the handler; and a handler that calls
+    ``Event.set()`` while the main thread is inside that event's own ``wait()`` (holding its
+    condition lock) deadlocks. The C-level handler writes the wake-up fd from whichever thread
+    received the signal, so the watcher always sees it.
+    """
     stop = threading.Event()
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    wanted = {int(s) for s in STOP_SIGNALS}
+
+    def _watch() -> None:
+        while True:
+            received = os.read(read_fd, 64)
+            if not received or wanted & set(received):
+                stop.set()
+                return
 
     def _handler(signum: int, _frame: object) -> None:
-        stop.set()
+        """Installed so the default action (terminate at once) does not apply; the watcher
+        thread sets the event."""
 
-    signal.signal(signal.SIGTERM, _handler)
-    signal.signal(signal.SIGINT, _handler)
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, _handler)
+    signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+    threading.Thread(target=_watch, name="tms-stop-signals", daemon=True).start()
     return stop
