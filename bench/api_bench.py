@@ -365,6 +365,7 @@ class PhaseResult:
     machine_busy_pct: float = 0.0
     machine_steal_pct: float = 0.0
     other_load_pct: float = 0.0
+    wal_bytes_per_commit: float = 0.0  # the sql phase: WAL PostgreSQL wrote per commit
 
 
 def _apply_cpu(phase: PhaseResult, sample: CpuSample, calls: float) -> None:
@@ -689,6 +690,8 @@ def render(phases: list[PhaseResult], ratios: dict[str, float | None], *,
                      f"{p.machine_steal_pct:>9.0f}{p.other_load_pct:>14.0f}")
         if p.other_load_pct + p.machine_steal_pct > DISTURBED_PCT:
             disturbed.append(_label(p))
+    lines += [f"{_label(p) + ': WAL bytes per commit':<44}{p.wal_bytes_per_commit:>8.0f}"
+              for p in phases if p.status == "ok" and p.wal_bytes_per_commit]
     lines.append("")
 
     def fmt(key: str, label: str, goal: float | None) -> str:
@@ -860,7 +863,8 @@ def run_sql(name: str, args: argparse.Namespace, env: dict[str, Any], run_id: st
     phase = PhaseResult(name=name, calls_s=res.calls / res.seconds,
                         commits_s=res.commits / res.seconds, p50_ms=lat_p50, p99_ms=lat_p99,
                         calls=res.calls, concurrency=1, batch_size=args.batch_size,
-                        seconds=res.seconds)
+                        seconds=res.seconds,
+                        wal_bytes_per_commit=res.wal_bytes / res.commits if res.commits else 0.0)
     _apply_cpu(phase, res.cpu, res.calls)
     return phase
 
