@@ -29,6 +29,9 @@ INDEX_VARIANTS = (
     ("-age -latest", "DROP INDEX IF EXISTS tms_commit_events_latest"),
 )
 EXPLAIN = "EXPLAIN (ANALYZE, BUFFERS, WAL, TIMING) "
+# WAL written by the cluster so far (bytes): read before and after the measured window, the
+# phase's WAL per commit (the bench's database is the only one written meanwhile)
+WAL_POSITION = "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint"
 
 
 @dataclass
@@ -39,6 +42,7 @@ class SqlResult:
     p50_ms: float
     p99_ms: float
     cpu: CpuSample
+    wal_bytes: int = 0  # written by the cluster during the measured window
 
 
 def _batches(table_ids: tuple[str, ...], batch: int, run_id: str) -> Iterator[list[CommitEvent]]:
@@ -58,11 +62,13 @@ def measure(dsn: str, table_ids: tuple[str, ...], batch: int, warmup_s: float, s
     batches = _batches(table_ids, batch, run_id)
     lat: list[float] = []
     commits = 0
+    wal_start = 0
     try:
         start = time.monotonic()
         measuring = False
         while (now := time.monotonic()) < start + warmup_s + seconds:
             if not measuring and now >= start + warmup_s:
+                wal_start = _wal_position(dsn)
                 probe.begin()
                 measuring = True
             events = next(batches)
@@ -72,13 +78,22 @@ def measure(dsn: str, table_ids: tuple[str, ...], batch: int, warmup_s: float, s
                 lat.append(time.monotonic() - t0)
                 commits += sum(1 for o in out if o)
         if not measuring:
+            wal_start = _wal_position(dsn)
             probe.begin()
         cpu = probe.end()
+        wal_bytes = _wal_position(dsn) - wal_start
     finally:
         store.close()
     lat.sort()
     return SqlResult(len(lat), commits, seconds, percentile(lat, 50, empty=0.0) * 1e3,
-                     percentile(lat, 99, empty=0.0) * 1e3, cpu)
+                     percentile(lat, 99, empty=0.0) * 1e3, cpu, wal_bytes)
+
+
+def _wal_position(dsn: str) -> int:
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute(WAL_POSITION).fetchone()  # type: ignore[arg-type]
+    assert row is not None
+    return int(row[0])
 
 
 def explain(dsn: str, table_ids: tuple[str, ...], batch: int, run_id: str) -> str:

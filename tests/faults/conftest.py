@@ -39,6 +39,7 @@ READ_CHUNK = 65536
 # the commit intake's statement (sql/queries/commits.sql, commits_notify): the write whose
 # reply is lost
 INTAKE_MARKER = b"INSERT INTO tms_commit_events"
+MAX_PASSED_FAILED = 100  # failed doomed statements whose replies are forwarded (_spare)
 MODE_CUT = "cut"  # drop the reply, then close the connection at once: the caller sees an error
 MODE_HOLD = "hold"  # drop the reply and leave the connection hanging: the caller times out
 
@@ -157,6 +158,7 @@ class _Conn:
     prepared: dict[bytes, bytes] = field(default_factory=dict)
     doomed: bool = False
     saw_error: bool = False
+    held: bytearray = field(default_factory=bytearray)  # the doomed statement's reply so far
 
 
 def _cstrings(body: bytes, n: int) -> list[bytes]:
@@ -195,6 +197,7 @@ class LostReplyProxy:
         self.doomed = 0  # matching statements whose reply was taken
         self.swallowed_committed = 0  # ... that PostgreSQL completed without error
         self.swallowed_failed = 0
+        self.passed_failed = 0  # doomed statements that failed, their reply forwarded after all
         self.released_at: list[float] = []  # monotonic: when each doomed connection was cut
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
@@ -322,7 +325,12 @@ class LostReplyProxy:
                     continue
                 if msg[:1] == b"E":
                     conn.saw_error = True
+                conn.held += msg
                 if msg[:1] == b"Z":  # ReadyForQuery: the statement (and its commit) is done
+                    if conn.saw_error and self._spare(conn):
+                        out += conn.held  # nothing was written: not the fault; the reply goes on
+                        conn.held = bytearray()
+                        continue
                     if out:
                         cwriter.write(bytes(out))
                     await self._let_go(conn)
@@ -330,6 +338,21 @@ class LostReplyProxy:
             if out:
                 cwriter.write(bytes(out))
                 await cwriter.drain()
+
+    def _spare(self, conn: _Conn) -> bool:
+        """A doomed statement that failed wrote nothing, so losing its reply is not the fault
+        this proxy makes (a write that committed): its reply is forwarded and the next matching
+        statement is doomed instead (the intake's plain INSERT fails on a commit already stored
+        and falls back to the statement that skips it). At most MAX_PASSED_FAILED times, so a
+        caller that keeps failing cannot defer the fault for ever."""
+        with self.lock:
+            if self.passed_failed >= MAX_PASSED_FAILED:
+                return False
+            self.passed_failed += 1
+            self.armed += 1
+            self.doomed -= 1
+        conn.doomed = conn.saw_error = False
+        return True
 
     async def _let_go(self, conn: _Conn) -> None:
         with self.lock:

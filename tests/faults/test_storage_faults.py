@@ -154,7 +154,8 @@ def test_write_commits_but_reply_is_lost(make_stack, constant_plugin: None, faul
         rec.counts["longest_ack_gap_s"] = writers.longest_gap_s()
         rec.counts.update(statements_matched=proxy.matched, replies_swallowed=proxy.doomed,
                           swallowed_after_commit=proxy.swallowed_committed,
-                          swallowed_after_error=proxy.swallowed_failed)
+                          swallowed_after_error=proxy.swallowed_failed,
+                          failed_replies_forwarded=proxy.passed_failed)
         rec.check("the fault happened: PostgreSQL committed each statement whose reply was "
                   "lost", proxy.swallowed_committed == LOST_REPLIES,
                   f"{proxy.swallowed_committed} committed, {proxy.swallowed_failed} failed")

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
+from psycopg.errors import UniqueViolation
 from psycopg.types.json import Jsonb
 
 from tms.domain import CommitEvent, Table, TableSpec, TableState, TableUpdate, TableView
@@ -18,9 +19,16 @@ from tms.storage.roles import DuplicateTable, RequestRecord, TableListParams
 REQUEST_CLAIM_TRIES = 3
 LOCATION_LOCK_KEY = 0x746D735F6C6F63  # "tms_loc": registrations that compare locations
 _UPDATABLE = ("owner", "queue", "priority", "policy")
+EVENTS_PKEY = "tms_commit_events_pkey"
+# After a group met an event already stored, this many of the next groups go straight to the
+# statement that skips stored events: a writer replaying commits (retries after a failover)
+# does not pay a failed statement per group.
+REPLAY_HOLD_GROUPS = 32
 
 
 class TablesMixin(Db):
+    _replay_hold = 0  # groups left to send to the statement that skips stored events
+
     def _view_of(self, row: dict[str, Any] | None) -> TableView | None:
         if row is None:
             return None
@@ -117,7 +125,8 @@ class TablesMixin(Db):
         Called at the rate of gRPC (a group of NotifyCommit calls, or a NotifyCommits batch of
         up to 1,000): the usual case, new commits without a commit time, takes whole-list
         operations done in C (columns by ``zip``, duplicates by a set, the JSON of the events
-        as they are) and the statement answers with the known tables only."""
+        as they are) and the statement answers with the known tables only. A group of new
+        commits is written by a plain INSERT (``_events_insert``)."""
         n = len(events)
         if not n:
             return []
@@ -133,7 +142,7 @@ class TablesMixin(Db):
         if times.count(None) != n:  # a CommitEvent is a tuple: its JSON is the row the
             first = [e if e[2] is None  # query reads by position
                      else (*e[:2], e[2].isoformat(), *e[3:]) for e in first]
-        found = self._tuples("commits_notify", {
+        found = self._events_insert({
             "events": json.dumps(first, separators=(",", ":")), "sent": len(first)})
         known = {t for t, c in found if c is None}
         old = {(t, c) for t, c in found if c is not None}
@@ -148,6 +157,23 @@ class TablesMixin(Db):
                 out.append(key not in old and key not in seen)
                 seen.add(key)
         return out
+
+    def _events_insert(self, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        """``commits_notify``'s answer: (table_id, None) per known table, (table_id, commit_id)
+        per event not recorded. First as if every event were new (``commits_notify_new``, no
+        speculative insertion); an event already stored fails that statement on the primary
+        key, nothing of it is written, and the statement that skips stored events runs."""
+        if self._replay_hold > 0:
+            self._replay_hold -= 1  # racy between flushers: only a hint of which to try first
+            return self._tuples("commits_notify", params)
+        try:
+            known = self._tuples("commits_notify_new", params)
+        except UniqueViolation as e:
+            if e.diag.constraint_name != EVENTS_PKEY:
+                raise
+            self._replay_hold = REPLAY_HOLD_GROUPS
+            return self._tuples("commits_notify", params)
+        return [(t, None) for (t,) in known]
 
     def commits_mark_dirty(self, table_pk: int, traceparent: str | None = None) -> None:
         self._write("commits_mark_dirty", {"pk": table_pk, "traceparent": traceparent})

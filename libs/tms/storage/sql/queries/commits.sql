@@ -45,6 +45,38 @@ SELECT i.table_id, i.commit_id FROM input i JOIN known k ON k.table_id = i.table
 WHERE (SELECT count(*) FROM ins) < %(sent)s  -- events sent; checked once, before any row
   AND NOT EXISTS (SELECT FROM ins WHERE ins.table_pk = k.id AND ins.commit_id = i.commit_id);
 
+-- name: commits_notify_new
+-- commits_notify for the usual batch, every event new: a plain INSERT, without ON CONFLICT's
+-- speculative insertion (a conflict check before each row, a speculative lock, a second WAL
+-- record to confirm the row): about a quarter less PostgreSQL CPU per commit, measured. An
+-- event already stored fails the whole statement on the primary key (unique_violation,
+-- nothing written) and the caller runs commits_notify instead, so idempotency is still the
+-- primary key's. Returns the known tables.
+WITH input AS (
+    SELECT e->>0 AS table_id, e->>1 AS commit_id, (e->>2)::timestamptz AS commit_time,
+           (e->>3)::bigint AS files_added, (e->>4)::bigint AS bytes_added,
+           e->>5 AS operation_type, e->>6 AS traceparent, ord
+    FROM jsonb_array_elements(%(events)s::jsonb) WITH ORDINALITY AS i(e, ord)
+), known AS (
+    SELECT id, table_id FROM tms_tables
+    WHERE table_id IN (SELECT DISTINCT table_id FROM input)
+), ins AS (
+    INSERT INTO tms_commit_events (table_pk, commit_id, commit_time, files_added, bytes_added,
+                                   operation_type)
+    SELECT k.id, i.commit_id, i.commit_time, i.files_added, i.bytes_added, i.operation_type
+    FROM input i JOIN known k ON k.table_id = i.table_id
+    ORDER BY i.ord  -- seq follows the writer's order: the last one is the latest commit
+), dirty AS (
+    -- every event of a known table is inserted (or none is): the mark takes the first one's
+    -- trace; a mark already waiting keeps the trace of the commit that set it
+    INSERT INTO tms_dirty_tables (table_pk, traceparent)
+    SELECT DISTINCT ON (k.id) k.id, nullif(i.traceparent, '')
+    FROM input i JOIN known k ON k.table_id = i.table_id
+    ORDER BY k.id, i.ord
+    ON CONFLICT (table_pk) DO NOTHING
+)
+SELECT table_id FROM known;
+
 -- name: commits_mark_dirty
 -- Put a table's "new commits" mark back (a decision failed before it could see them).
 INSERT INTO tms_dirty_tables (table_pk, traceparent) VALUES (%(pk)s, %(traceparent)s)
