@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -57,6 +57,41 @@ def usable_benefit(benefit: float | None) -> float | None:
     return float(benefit)
 
 
+def overlap_reason(where: str, other: str) -> str:
+    return (f"location {where} overlaps tables/{other}'s: two registrations of one physical "
+            "table; deregister one")
+
+
+@dataclass
+class NewLocation:
+    """A table's location as just read and checked (symlinks resolved), not yet stored:
+    the state it was read from, the raw location, the allowed locations it was checked
+    against, the checked location and the one stored before."""
+
+    state: str | None
+    raw: str
+    allowed: tuple[str, ...]
+    where: str
+    previous: str
+
+    def stored(self, table: Table) -> None:
+        log.info("table location checked", table=table.table_id, location=self.where,
+                 previous=self.previous or None)
+
+
+@dataclass
+class Unsettled:
+    """A decision for a table whose location is new: inspected and judged, nothing queued
+    until the batch's new locations are stored and compared with every other table's."""
+
+    table: Table  # with the new location
+    plugin: TableFormatPlugin
+    new: NewLocation
+    judged: list[tuple[Decision, str]]
+    next_s: float
+    traceparent: str | None
+
+
 class ZooKeeperLost(RuntimeError):
     """The scheduler no longer holds its ZooKeeper session, so no longer its shards."""
 
@@ -80,11 +115,13 @@ class DecisionMaker:
     # the catalogs prepare_batch opened for the batch: (catalog as cached, its access)
     _opened: Mapping[str, tuple[Catalog, CatalogAccess]] = {}
 
-    def _located(self, table: Table, plugin: TableFormatPlugin
-                 ) -> tuple[Table, CatalogAccess]:
+    def _located(self, table: Table, plugin: TableFormatPlugin, defer: bool = False
+                 ) -> tuple[Table, CatalogAccess, NewLocation | None]:
         """The table with its location read anew from its catalog and checked, and the
         catalog opened. NotUsable says why not; CatalogUnreachable passes (a transient
-        failure, retried as a failed inspection)."""
+        failure, retried as a failed inspection). A location that differs from the stored
+        one is stored (and compared with every other table's) here, or with ``defer``
+        returned as a :class:`NewLocation` for the batch to store (``settle``)."""
         catalog = self.catalogs.get(table.catalog)
         if catalog is None:
             raise NotUsable(f"catalogs/{table.catalog} does not exist")
@@ -103,23 +140,24 @@ class DecisionMaker:
         state = plugin.located_state(table, access)
         if self.checked.get(table.pk, state, raw, access.allowed_locations,
                             table.location) is not None:
-            return table, access  # checked from this same state, stored as it is
+            return table, access, None  # checked from this same state, stored as it is
         self.checked.forget(table.pk)
         try:
             where = str(locations.check(raw, access.allowed_locations))
         except locations.LocationError as e:
             raise NotUsable(f"location refused for {catalog.name}: {access.scrub(str(e))}"
                             ) from None
+        new = NewLocation(state, raw, tuple(access.allowed_locations), where, table.location)
         if where != table.location:
+            table = replace(table, location=where)
+            if defer:
+                return table, access, new
             other = self.store.table_set_location(table.pk, where)
             if other is not None:
-                raise NotUsable(f"location {where} overlaps tables/{other}'s: two "
-                                "registrations of one physical table; deregister one")
-            log.info("table location checked", table=table.table_id, location=where,
-                     previous=table.location or None)
-            table = replace(table, location=where)
+                raise NotUsable(overlap_reason(where, other))
+            new.stored(table)
         self.checked.put(table.pk, state, raw, access.allowed_locations, where)
-        return table, access
+        return table, access, None
 
     def prepare_batch(self, tables: Sequence[Table]) -> set[int]:
         """Let each plugin look a batch's tables up per catalog in one call (``prepare``)
@@ -155,17 +193,19 @@ class DecisionMaker:
         return [(Decision(a, False, reason[:2000]), None) for a in plugin.actions]
 
     def _evaluate(self, table: Table, now: datetime,
-                  last_runs: Mapping[str, Operation]
-                  ) -> tuple[list[tuple[Decision, int | None]], float]:
+                  last_runs: Mapping[str, Operation], defer: bool = False
+                  ) -> tuple[list[tuple[Decision, int | None]], float] | Unsettled:
         """Inspect, evaluate, queue what should run: (decisions with the operation each
-        queued, seconds until the next check). Queues nothing once ZooKeeper is lost."""
+        queued, seconds until the next check). Queues nothing once ZooKeeper is lost. With
+        ``defer``, a table whose location is new comes back :class:`Unsettled`: judged,
+        nothing queued until its batch's new locations are stored (:meth:`settle`)."""
         bound = log.bind(table=table.table_id)
         plugin = self.formats.get(table.format)
         if plugin is None:
             bound.error("no plugin for format", format=table.format)
             return [], INSPECT_FAILURE_RETRY_S
         try:
-            table, catalog = self._located(table, plugin)
+            table, catalog, new = self._located(table, plugin, defer)
             # from here on the table's policy is the one in force: its catalog's default
             # policy under its own (inspection, evaluation, attempts, next check)
             policy = in_force(plugin.policy_keys, table.policy, catalog.default_policy)
@@ -188,9 +228,21 @@ class DecisionMaker:
             failed = Decision("", False, f"policy evaluation failed: {e}"[:2000], seen)
             return [(replace(failed, action=a), None) for a in plugin.actions], \
                 INSPECT_FAILURE_RETRY_S
-        taken: list[tuple[Decision, int | None]] = []
+        judged = self._judge(table, plugin, metrics, decisions, last_runs)
+        if new is not None:
+            return Unsettled(table, plugin, new, judged, self.pull_interval(table),
+                             current_traceparent())
+        return self._queue(table, plugin, judged, current_traceparent()), \
+            self.pull_interval(table)
+
+    def _judge(self, table: Table, plugin: TableFormatPlugin, metrics: dict[str, Any],
+               decisions: Sequence[Decision], last_runs: Mapping[str, Operation]
+               ) -> list[tuple[Decision, str]]:
+        """The plugin's decisions as they will be recorded, each with its outcome so far:
+        parameters the job would refuse, or a run that changed nothing last time, turn
+        "run" into "not queued" and say why."""
+        judged: list[tuple[Decision, str]] = []
         for decision in decisions:
-            op_id = None
             outcome = "not_needed"
             if decision.benefit is not None:
                 decision = replace(decision, benefit=usable_benefit(decision.benefit))
@@ -207,6 +259,17 @@ class DecisionMaker:
                 outcome = "unchanged"
                 decision = replace(decision, should_run=False,
                                    reason=f"{decision.reason}; not queued: {held}"[:2000])
+            judged.append((decision, outcome))
+        return judged
+
+    def _queue(self, table: Table, plugin: TableFormatPlugin,
+               judged: Sequence[tuple[Decision, str]], traceparent: str | None
+               ) -> list[tuple[Decision, int | None]]:
+        """Queue what the judged decisions call for: the decisions with the operation each
+        queued. Raises ZooKeeperLost (nothing queued) once the session is lost."""
+        taken: list[tuple[Decision, int | None]] = []
+        for decision, outcome in judged:
+            op_id = None
             if decision.should_run:
                 if not self.coordinator.healthy:
                     raise ZooKeeperLost("session lost mid-decision; not queueing")
@@ -214,7 +277,7 @@ class DecisionMaker:
                     table, decision.action, "policy", decision.reason,
                     self.max_attempts(table, decision.action), self.priority(table),
                     params=decision.params, metrics=decision.metrics,
-                    traceparent=current_traceparent(), benefit=decision.benefit,
+                    traceparent=traceparent, benefit=decision.benefit,
                     waits_for=tuple(plugin.waits_for.get(decision.action, ()))))
                 if op_id is None:
                     outcome = "already_active"
@@ -222,11 +285,43 @@ class DecisionMaker:
                                        "an operation is already active")
                 else:
                     outcome = "queued"
-                    bound.info("operation queued", action=decision.action, operation=op_id,
-                               reason=decision.reason)
+                    log.info("operation queued", table=table.table_id,
+                             action=decision.action, operation=op_id, reason=decision.reason)
             taken.append((decision, op_id))
             instruments().decisions.add(1, {"action": decision.action, "outcome": outcome})
-        return taken, self.pull_interval(table)
+        return taken
+
+    def settle(self, pending: Sequence[Unsettled]
+               ) -> list[tuple[list[tuple[Decision, int | None]], float] | BaseException]:
+        """Store a batch's new locations in one statement (each compared with every other
+        table's and with the batch's earlier ones), then queue what each table whose
+        location was stored calls for; a refused one gets no operations and says whose
+        location it overlaps. In ``pending``'s order; an exception (ZooKeeperLost) in place
+        of the result of a table it stopped."""
+        if not pending:
+            return []
+        if not self.coordinator.healthy:  # our shards may be another's by now: not a write
+            lost = ZooKeeperLost("session lost mid-decision; not storing locations")
+            return [lost for _ in pending]
+        clashes = self.store.table_set_locations([(u.table.pk, u.new.where) for u in pending])
+        out: list[tuple[list[tuple[Decision, int | None]], float] | BaseException] = []
+        for u in pending:
+            other = clashes.get(u.table.pk)
+            if other is not None:
+                self.checked.forget(u.table.pk)
+                reason = overlap_reason(u.new.where, other)
+                log.warning("table not usable", table=u.table.table_id, reason=reason)
+                out.append((self._no_operations(u.plugin, f"no operations: {reason}",
+                                                "not_usable"), INSPECT_FAILURE_RETRY_S))
+                continue
+            u.new.stored(u.table)
+            self.checked.put(u.table.pk, u.new.state, u.new.raw, u.new.allowed, u.new.where)
+            try:
+                out.append((self._queue(u.table, u.plugin, u.judged, u.traceparent),
+                            u.next_s))
+            except ZooKeeperLost as e:
+                out.append(e)
+        return out
 
     def priority(self, table: Table) -> int:
         """An operation's priority: its table's, raised or lowered by its queue's."""
