@@ -71,11 +71,18 @@ def _batch_stmt(v1_schema: bool, arrays: bool) -> Any:
     return stmt
 
 
-def _sql(client: Any, idents: Sequence[Ident]) -> dict[Ident, str | None]:
+@functools.lru_cache(maxsize=MAX_PREFETCHED)
+def _row_key(ident: Ident) -> tuple[str, str]:
+    """(namespace, name) as the SQL catalog's row holds them, pyiceberg's own conversion
+    (kept: a few microseconds a table at every batch)."""
     from pyiceberg.catalog import Catalog
 
-    pairs = {(Catalog.namespace_to_string(Catalog.namespace_from(i)),
-              Catalog.table_name_from(i)): i for i in idents}
+    return Catalog.namespace_to_string(Catalog.namespace_from(ident)), \
+        Catalog.table_name_from(ident)
+
+
+def _sql(client: Any, idents: Sequence[Ident]) -> dict[Ident, str | None]:
+    pairs = {_row_key(i): i for i in idents}
     arrays = client.engine.dialect.name == "postgresql"
     stmt = _batch_stmt(client._iceberg_type_filter() is not None, arrays)
     params: dict[str, Any] = {"catalog": client.name}

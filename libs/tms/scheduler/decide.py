@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -30,7 +31,14 @@ from tms.policy import DEFAULT_MAX_ATTEMPTS, in_force, max_attempts, pull_interv
 from tms.scheduler.checked import CheckedLocations
 from tms.storage.roles import DecisionStore, EnqueueParams
 from tms.telemetry import instruments
-from tms.tracing import context_from, current_traceparent, quiet, quiet_span, tracer
+from tms.tracing import (
+    context_from,
+    current_traceparent,
+    quiet,
+    quiet_span,
+    tracer,
+    unconfigured,
+)
 
 INSPECT_FAILURE_RETRY_S = 60.0
 
@@ -44,6 +52,10 @@ def decision_span(table: Table, traceparent: str | None) -> Any:
     fraction of the SDK span's cost at every decision of every unchanged table."""
     if quiet():
         return trace.use_span(quiet_span(context_from(traceparent)), end_on_exit=True)
+    if unconfigured():  # no SDK: the API's no-op span would be the parent's, or none
+        parent = context_from(traceparent)
+        return nullcontext() if parent is None else trace.use_span(
+            trace.get_current_span(parent), end_on_exit=False)
     return tracer().start_as_current_span(
         "decide", context=context_from(traceparent),
         attributes={"tms.table": table.table_id, "tms.table_format": table.format})
@@ -199,10 +211,9 @@ class DecisionMaker:
         queued, seconds until the next check). Queues nothing once ZooKeeper is lost. With
         ``defer``, a table whose location is new comes back :class:`Unsettled`: judged,
         nothing queued until its batch's new locations are stored (:meth:`settle`)."""
-        bound = log.bind(table=table.table_id)
         plugin = self.formats.get(table.format)
         if plugin is None:
-            bound.error("no plugin for format", format=table.format)
+            log.error("no plugin for format", table=table.table_id, format=table.format)
             return [], INSPECT_FAILURE_RETRY_S
         try:
             table, catalog, new = self._located(table, plugin, defer)
@@ -213,17 +224,17 @@ class DecisionMaker:
                 table = replace(table, policy=policy)
             metrics = plugin.inspect(table, catalog)
         except NotUsable as e:
-            bound.warning("table not usable", reason=str(e))
+            log.warning("table not usable", table=table.table_id, reason=str(e))
             return (self._no_operations(plugin, f"no operations: {e}", "not_usable"),
                     INSPECT_FAILURE_RETRY_S)
         except Exception as e:  # CatalogUnreachable (scrubbed) or a metadata read
-            bound.warning("inspection failed", error=str(e))
+            log.warning("inspection failed", table=table.table_id, error=str(e))
             return (self._no_operations(plugin, f"inspection failed: {e}", "inspection_failed"),
                     INSPECT_FAILURE_RETRY_S)
         try:
             decisions = plugin.evaluate(table, metrics, dict(last_runs), now)
         except Exception as e:  # e.g. a stored policy value that no longer parses
-            bound.warning("policy evaluation failed", error=str(e))
+            log.warning("policy evaluation failed", table=table.table_id, error=str(e))
             seen = {k: v for k, v in metrics.items() if not k.startswith("_")}
             failed = Decision("", False, f"policy evaluation failed: {e}"[:2000], seen)
             return [(replace(failed, action=a), None) for a in plugin.actions], \
