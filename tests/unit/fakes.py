@@ -104,6 +104,7 @@ class FakeStore:
     catalogs: dict[str, Catalog] = field(default_factory=lambda: {"c": make_catalog()})
     locations: dict[int, str] = field(default_factory=dict)  # what table_set_location stored
     location_batches: list[list[tuple[int, str]]] = field(default_factory=list)
+    enqueue_attempts: int = 0
 
     db_now: datetime = NOW  # what PostgreSQL's now() would say
 
@@ -165,7 +166,15 @@ class FakeStore:
     def commits_mark_dirty(self, pk: int, traceparent: str | None = None) -> None:
         self.dirty.add(pk)
 
+    def operation_active_actions(self, pks: Sequence[int]) -> dict[int, set[str]]:
+        out: dict[int, set[str]] = {}
+        for p, d in self.ops:  # the fake's operations never end
+            if p in pks:
+                out.setdefault(p, set()).add(d.action)
+        return out
+
     def operation_enqueue(self, params: EnqueueParams) -> int | None:
+        self.enqueue_attempts += 1
         pk = params.table.pk
         if any(p == pk and d.action == params.action for p, d in self.ops):
             return None

@@ -286,3 +286,17 @@ def test_another_tenants_location_is_refused_in_a_batch() -> None:
     assert refused and all("overlaps tables/t9" in d.reason and not d.metrics
                            for d in refused)
     assert (2, INSPECT_FAILURE_RETRY_S) in store.finished_decisions  # looked at again soon
+
+
+def test_an_action_already_active_is_not_asked_to_queue_again() -> None:
+    """The batch learns which actions have an operation QUEUED or RUNNING in one query; a
+    decision that calls for one of them says so without an INSERT that could only fail."""
+    store = FakeStore(tables={1: make_table(location=f"{FAKE_ROOT}/t1")}, dirty={1})
+    s = scheduler(store)
+    s.run_once()
+    assert len(store.ops) == 1 and store.enqueue_attempts == 1
+    store.dirty.add(1)
+    s.run_once()
+    assert len(store.ops) == 1 and store.enqueue_attempts == 1  # not tried again
+    last = [d for pk, d, _ in store.decisions if pk == 1][-1]
+    assert not last.should_run and "an operation is already active" in last.reason

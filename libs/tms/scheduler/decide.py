@@ -12,7 +12,7 @@ where it is used)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -102,6 +102,7 @@ class Unsettled:
     judged: list[tuple[Decision, str]]
     next_s: float
     traceparent: str | None
+    active: Collection[str] = ()
 
 
 class ZooKeeperLost(RuntimeError):
@@ -205,12 +206,15 @@ class DecisionMaker:
         return [(Decision(a, False, reason[:2000]), None) for a in plugin.actions]
 
     def _evaluate(self, table: Table, now: datetime,
-                  last_runs: Mapping[str, Operation], defer: bool = False
+                  last_runs: Mapping[str, Operation], defer: bool = False,
+                  active: Collection[str] = ()
                   ) -> tuple[list[tuple[Decision, int | None]], float] | Unsettled:
         """Inspect, evaluate, queue what should run: (decisions with the operation each
         queued, seconds until the next check). Queues nothing once ZooKeeper is lost. With
         ``defer``, a table whose location is new comes back :class:`Unsettled`: judged,
-        nothing queued until its batch's new locations are stored (:meth:`settle`)."""
+        nothing queued until its batch's new locations are stored (:meth:`settle`).
+        ``active``: the table's actions with an operation QUEUED or RUNNING when the batch
+        began: not asked to queue again (the answer would be no)."""
         plugin = self.formats.get(table.format)
         if plugin is None:
             log.error("no plugin for format", table=table.table_id, format=table.format)
@@ -242,8 +246,8 @@ class DecisionMaker:
         judged = self._judge(table, plugin, metrics, decisions, last_runs)
         if new is not None:
             return Unsettled(table, plugin, new, judged, self.pull_interval(table),
-                             current_traceparent())
-        return self._queue(table, plugin, judged, current_traceparent()), \
+                             current_traceparent(), active)
+        return self._queue(table, plugin, judged, current_traceparent(), active), \
             self.pull_interval(table)
 
     def _judge(self, table: Table, plugin: TableFormatPlugin, metrics: dict[str, Any],
@@ -274,8 +278,8 @@ class DecisionMaker:
         return judged
 
     def _queue(self, table: Table, plugin: TableFormatPlugin,
-               judged: Sequence[tuple[Decision, str]], traceparent: str | None
-               ) -> list[tuple[Decision, int | None]]:
+               judged: Sequence[tuple[Decision, str]], traceparent: str | None,
+               active: Collection[str] = ()) -> list[tuple[Decision, int | None]]:
         """Queue what the judged decisions call for: the decisions with the operation each
         queued. Raises ZooKeeperLost (nothing queued) once the session is lost."""
         taken: list[tuple[Decision, int | None]] = []
@@ -284,12 +288,13 @@ class DecisionMaker:
             if decision.should_run:
                 if not self.coordinator.healthy:
                     raise ZooKeeperLost("session lost mid-decision; not queueing")
-                op_id = self.store.operation_enqueue(EnqueueParams(
-                    table, decision.action, "policy", decision.reason,
-                    self.max_attempts(table, decision.action), self.priority(table),
-                    params=decision.params, metrics=decision.metrics,
-                    traceparent=traceparent, benefit=decision.benefit,
-                    waits_for=tuple(plugin.waits_for.get(decision.action, ()))))
+                if decision.action not in active:  # else the INSERT would find it active
+                    op_id = self.store.operation_enqueue(EnqueueParams(
+                        table, decision.action, "policy", decision.reason,
+                        self.max_attempts(table, decision.action), self.priority(table),
+                        params=decision.params, metrics=decision.metrics,
+                        traceparent=traceparent, benefit=decision.benefit,
+                        waits_for=tuple(plugin.waits_for.get(decision.action, ()))))
                 if op_id is None:
                     outcome = "already_active"
                     decision = replace(decision, should_run=False, reason=f"{decision.reason}; "
@@ -328,8 +333,8 @@ class DecisionMaker:
             u.new.stored(u.table)
             self.checked.put(u.table.pk, u.new.state, u.new.raw, u.new.allowed, u.new.where)
             try:
-                out.append((self._queue(u.table, u.plugin, u.judged, u.traceparent),
-                            u.next_s))
+                out.append((self._queue(u.table, u.plugin, u.judged, u.traceparent,
+                                        u.active), u.next_s))
             except ZooKeeperLost as e:
                 out.append(e)
         return out

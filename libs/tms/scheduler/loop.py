@@ -120,7 +120,9 @@ class Scheduler(DecisionMaker):
         if not batch:
             return 0
         now = self._now()
-        last = self.store.operation_last_succeeded([due.table.pk for due in batch])
+        pks = [due.table.pk for due in batch]
+        last = self.store.operation_last_succeeded(pks)
+        busy = self.store.operation_active_actions(pks)
         active = [due for due in batch if due.table.state is TableState.ACTIVE]
         quick = self.prepare_batch([due.table for due in active])
 
@@ -128,7 +130,8 @@ class Scheduler(DecisionMaker):
             table = due.table
             try:
                 with decision_span(table, due.traceparent):
-                    return self._evaluate(table, now, last.get(table.pk, {}), defer=True)
+                    return self._evaluate(table, now, last.get(table.pk, {}), defer=True,
+                                          active=busy.get(table.pk, ()))
             except ZooKeeperLost:
                 raise
             except Exception:  # one table's fault must not stop its batch

@@ -217,6 +217,10 @@ class DecisionStore(Protocol):
         """For each table, the last operation of each action that ran its job to the end:
         SUCCEEDED, or SKIPPED with a result naming the job's "no plan" (``no_plan``)."""
 
+    def operation_active_actions(self, table_pks: Sequence[int]) -> dict[int, set[str]]:
+        """For each table, the actions with an operation QUEUED or RUNNING now (a table with
+        none is absent)."""
+
     def operation_enqueue(self, params: EnqueueParams) -> int | None: ...
 
     def decision_finish_batch(self, scheduler_id: str,
