@@ -300,3 +300,19 @@ def test_an_action_already_active_is_not_asked_to_queue_again() -> None:
     assert len(store.ops) == 1 and store.enqueue_attempts == 1  # not tried again
     last = [d for pk, d, _ in store.decisions if pk == 1][-1]
     assert not last.should_run and "an operation is already active" in last.reason
+
+
+def test_a_failed_queueing_after_the_batch_write_fails_that_table_only() -> None:
+    store = FakeStore(tables={pk: make_table(pk=pk) for pk in (1, 2)}, dirty={1, 2})
+    real = store.operation_enqueue
+
+    def enqueue(params):  # type: ignore[no-untyped-def]
+        if params.table.pk == 1:
+            raise RuntimeError("database hiccup")
+        return real(params)
+
+    store.operation_enqueue = enqueue  # type: ignore[method-assign]
+    assert scheduler(store).run_once() == 2
+    assert [pk for pk, _ in store.ops] == [2]
+    assert (1, INSPECT_FAILURE_RETRY_S) in store.finished_decisions
+    assert store.locations == {1: f"{FAKE_ROOT}/t1", 2: f"{FAKE_ROOT}/t2"}

@@ -337,6 +337,9 @@ class DecisionMaker:
                                         u.active), u.next_s))
             except ZooKeeperLost as e:
                 out.append(e)
+            except Exception:  # one table's fault must not stop its batch
+                log.exception("decision failed", table=u.table.table_id)
+                out.append(([], INSPECT_FAILURE_RETRY_S))
         return out
 
     def priority(self, table: Table) -> int:
