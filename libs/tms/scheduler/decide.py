@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Mapping, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -29,6 +29,7 @@ from tms.formats.base import CatalogUnreachable, TableFormatPlugin, TableNotInCa
 from tms.jobs import locations
 from tms.policy import DEFAULT_MAX_ATTEMPTS, in_force, max_attempts, pull_interval_s
 from tms.scheduler.checked import CheckedLocations
+from tms.scheduler.located import NewLocation, Unsettled, overlap_reason
 from tms.storage.roles import DecisionStore, EnqueueParams
 from tms.telemetry import instruments
 from tms.tracing import (
@@ -67,42 +68,6 @@ def usable_benefit(benefit: float | None) -> float | None:
     if benefit is None or not math.isfinite(benefit) or benefit < 0:
         return None
     return float(benefit)
-
-
-def overlap_reason(where: str, other: str) -> str:
-    return (f"location {where} overlaps tables/{other}'s: two registrations of one physical "
-            "table; deregister one")
-
-
-@dataclass
-class NewLocation:
-    """A table's location as just read and checked (symlinks resolved), not yet stored:
-    the state it was read from, the raw location, the allowed locations it was checked
-    against, the checked location and the one stored before."""
-
-    state: str | None
-    raw: str
-    allowed: tuple[str, ...]
-    where: str
-    previous: str
-
-    def stored(self, table: Table) -> None:
-        log.info("table location checked", table=table.table_id, location=self.where,
-                 previous=self.previous or None)
-
-
-@dataclass
-class Unsettled:
-    """A decision for a table whose location is new: inspected and judged, nothing queued
-    until the batch's new locations are stored and compared with every other table's."""
-
-    table: Table  # with the new location
-    plugin: TableFormatPlugin
-    new: NewLocation
-    judged: list[tuple[Decision, str]]
-    next_s: float
-    traceparent: str | None
-    active: Collection[str] = ()
 
 
 class ZooKeeperLost(RuntimeError):

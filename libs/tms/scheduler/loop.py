@@ -31,10 +31,10 @@ from tms.scheduler.concurrency import CATALOG_READS_IN_FLIGHT, DecisionRunner, O
 from tms.scheduler.decide import (
     INSPECT_FAILURE_RETRY_S,
     DecisionMaker,
-    Unsettled,
     ZooKeeperLost,
     decision_span,
 )
+from tms.scheduler.located import Unsettled
 from tms.scheduler.retention import PRUNE_INTERVAL_S, Retention
 from tms.scheduler.written import WrittenDecisions
 from tms.storage.roles import SchedulerStore
