@@ -48,27 +48,35 @@ Key = tuple[str, Ident]  # (catalog fingerprint, identifier), as iceberg_unchang
 @functools.lru_cache(maxsize=4)
 def _batch_stmt(v1_schema: bool, arrays: bool) -> Any:
     """One query for many tables of a SQL catalog, built once. On PostgreSQL the
-    (namespace, name) pairs are two array parameters (``unnest``): one statement text
-    whatever the batch, so nothing is rendered per batch and the driver's statement cache
-    holds it; elsewhere they are one expanding parameter (rendered per batch size)."""
+    (namespace, name) pairs are two array parameters (``unnest``), each looked up by the
+    catalog's primary key through a LATERAL subquery (a plain join let the planner
+    scan the whole catalog per batch: 13 ms at 20,000 tables): one statement text whatever
+    the batch, nothing rendered per batch, the driver's statement cache holds it; elsewhere
+    the pairs are one expanding parameter (rendered per batch size)."""
     from pyiceberg.catalog.sql import ICEBERG_TABLE_TYPE, IcebergTables
-    from sqlalchemy import ARRAY, String, bindparam, func, select, tuple_
+    from sqlalchemy import ARRAY, String, bindparam, func, select, true, tuple_
 
-    pair = tuple_(IcebergTables.table_namespace, IcebergTables.table_name)
+    def held(stmt: Any) -> Any:
+        stmt = stmt.where(IcebergTables.catalog_name == bindparam("catalog"))
+        if v1_schema:
+            stmt = stmt.where((IcebergTables.iceberg_type == ICEBERG_TABLE_TYPE)
+                              | IcebergTables.iceberg_type.is_(None))
+        return stmt
+
     if arrays:
         given = func.unnest(bindparam("namespaces", type_=ARRAY(String)),
                             bindparam("names", type_=ARRAY(String))
                             ).table_valued("namespace", "name").render_derived()
-        held = pair.in_(select(given.c.namespace, given.c.name))
-    else:
-        held = pair.in_(bindparam("pairs", expanding=True))
-    stmt = select(IcebergTables.table_namespace, IcebergTables.table_name,
-                  IcebergTables.metadata_location).where(
-        IcebergTables.catalog_name == bindparam("catalog"), held)
-    if v1_schema:
-        stmt = stmt.where((IcebergTables.iceberg_type == ICEBERG_TABLE_TYPE)
-                          | IcebergTables.iceberg_type.is_(None))
-    return stmt
+        row = held(select(IcebergTables.metadata_location).where(
+            IcebergTables.table_namespace == given.c.namespace,
+            IcebergTables.table_name == given.c.name)).limit(1).lateral()  # a fence:
+        # without it the subquery is pulled up into the same semi-join (a row per key anyway)
+        return select(given.c.namespace, given.c.name, row.c.metadata_location).select_from(
+            given.join(row, true()))
+    return held(select(IcebergTables.table_namespace, IcebergTables.table_name,
+                       IcebergTables.metadata_location).where(
+        tuple_(IcebergTables.table_namespace, IcebergTables.table_name).in_(
+            bindparam("pairs", expanding=True))))
 
 
 @functools.lru_cache(maxsize=MAX_PREFETCHED)
