@@ -117,7 +117,8 @@ class CallerCpu:
     """Calling-thread CPU (``time.thread_time``) spent in the store's and the coordinator's
     calls made by a decision: instance attributes wrap the bound methods."""
 
-    STORE_CALLS = ("decision_begin_batch", "operation_last_succeeded", "operation_enqueue",
+    STORE_CALLS = ("decision_begin_batch", "operation_last_succeeded", "operation_active_actions",
+                   "operation_enqueue", "table_set_locations",
                    "commits_mark_dirty", "decision_finish_batch")
 
     def __init__(self, store: Any) -> None:

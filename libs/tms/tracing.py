@@ -45,6 +45,12 @@ def quiet() -> bool:
     return _mode["tracing"] == "quiet"
 
 
+def unconfigured() -> bool:
+    """True when this process never installed the SDK (``configure_tracing``): spans are the
+    API's no-op ones, which only pass the parent's context on."""
+    return _mode["tracing"] == "unconfigured"
+
+
 def quiet_span(parent: Context | None) -> trace.Span:
     """A span that records nothing but has the ids a recorded one would: the caller's trace
     id, flags and state (or a new sampled trace) and a new span id, so log lines and the

@@ -293,6 +293,20 @@ def test_decision_finish_batch_records_decisions_and_next_checks(store: Postgres
                                                                        "sched-2")
 
 
+def test_active_actions_are_the_queued_and_running_ones(store: PostgresStore) -> None:
+    a, b, c = _table(store, "aa"), _table(store, "ab"), _table(store, "ac")
+    _enqueue(store, a)  # QUEUED, then claimed: RUNNING
+    assert store.operation_claim("e1", 30) is not None
+    _enqueue(store, a, "expire_snapshots")  # QUEUED
+    _enqueue(store, b)
+    op = store.operation_claim("e1", 30)
+    assert op is not None and op.table_pk == b.pk
+    assert store.operation_finish(op, "e1", Outcome(OperationState.SUCCEEDED, result={}))
+    assert store.operation_active_actions([a.pk, b.pk, c.pk]) == {
+        a.pk: {"compaction", "expire_snapshots"}}
+    assert store.operation_active_actions([]) == {}
+
+
 def test_last_succeeded_per_table_and_action(store: PostgresStore) -> None:
     a, b = _table(store, "la"), _table(store, "lb")
     ids: dict[int, list[int]] = {}

@@ -4,7 +4,7 @@ Integration tests use the real ones."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -34,6 +34,10 @@ from tms.storage.roles import EnqueueParams
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 FAKE_ROOT = "/fake-lake"  # where FakeFormat's tables live; the fake catalog allows it
+
+
+def _overlap(a: str, b: str) -> bool:
+    return a == b or a.startswith(b + "/") or b.startswith(a + "/")
 
 
 def make_access(*allowed: str) -> CatalogAccess:
@@ -99,6 +103,8 @@ class FakeStore:
     claimed_queues: list[tuple[str, ...] | None] = field(default_factory=list)
     catalogs: dict[str, Catalog] = field(default_factory=lambda: {"c": make_catalog()})
     locations: dict[int, str] = field(default_factory=dict)  # what table_set_location stored
+    location_batches: list[list[tuple[int, str]]] = field(default_factory=list)
+    enqueue_attempts: int = 0
 
     db_now: datetime = NOW  # what PostgreSQL's now() would say
 
@@ -113,11 +119,23 @@ class FakeStore:
 
     def table_set_location(self, table_pk: int, location: str) -> str | None:
         for pk, other in self.locations.items():
-            if pk != table_pk and (other == location or other.startswith(location + "/")
-                                   or location.startswith(other + "/")):
+            if pk != table_pk and _overlap(other, location):
                 return f"t{pk}"
         self.locations[table_pk] = location
         return None
+
+    def table_set_locations(self, locations: Sequence[tuple[int, str]]) -> dict[int, str]:
+        self.location_batches.append(list(locations))
+        clashes: dict[int, str] = {}
+        for i, (pk, loc) in enumerate(locations):
+            earlier = [p for p, o in locations[:i] if _overlap(o, loc)]
+            if earlier:
+                clashes[pk] = f"t{earlier[0]}"
+                continue
+            other = self.table_set_location(pk, loc)
+            if other is not None:
+                clashes[pk] = other
+        return clashes
 
     # DecisionStore --------------------------------------------------------------------------
     def decision_begin_batch(self, shards: list[int], num_shards: int, limit: int
@@ -148,7 +166,15 @@ class FakeStore:
     def commits_mark_dirty(self, pk: int, traceparent: str | None = None) -> None:
         self.dirty.add(pk)
 
+    def operation_active_actions(self, pks: Sequence[int]) -> dict[int, set[str]]:
+        out: dict[int, set[str]] = {}
+        for p, d in self.ops:  # the fake's operations never end
+            if p in pks:
+                out.setdefault(p, set()).add(d.action)
+        return out
+
     def operation_enqueue(self, params: EnqueueParams) -> int | None:
+        self.enqueue_attempts += 1
         pk = params.table.pk
         if any(p == pk and d.action == params.action for p, d in self.ops):
             return None

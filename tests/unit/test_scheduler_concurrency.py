@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.fakes import NOW, FakeCoordinator, FakeFormat, FakeStore, make_table
+from tests.unit.fakes import FAKE_ROOT, NOW, FakeCoordinator, FakeFormat, FakeStore, make_table
 from tms.scheduler.concurrency import DecisionRunner
 from tms.scheduler.decide import ZooKeeperLost
 from tms.scheduler.loop import Scheduler
@@ -229,8 +229,9 @@ def test_the_loop_records_every_decision_of_a_spread_batch_in_batch_order() -> N
 
 
 def test_the_loop_gives_marks_back_when_the_session_is_lost_on_a_thread() -> None:
-    store = FakeStore(tables={pk: make_table(pk=pk) for pk in range(1, 11)},
-                      dirty=set(range(1, 11)))
+    # locations known (a first look queues only once its batch's locations are stored)
+    store = FakeStore(tables={pk: make_table(pk=pk, location=f"{FAKE_ROOT}/t{pk}")
+                              for pk in range(1, 11)}, dirty=set(range(1, 11)))
     coord = FakeCoordinator()
     s = _scheduler(store, coord, FakeFormat())
 

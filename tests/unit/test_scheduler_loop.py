@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from tests.unit.fakes import (
@@ -145,8 +147,8 @@ def test_shards_not_settled_means_no_decisions() -> None:
 
 
 def test_session_lost_mid_batch_keeps_the_rest_of_the_marks() -> None:
-    store = FakeStore(tables={1: make_table(), 2: make_table(pk=2), 3: make_table(pk=3)},
-                      dirty={1, 2, 3})
+    store = FakeStore(tables={pk: make_table(pk=pk, location=f"{FAKE_ROOT}/t{pk}")
+                              for pk in (1, 2, 3)}, dirty={1, 2, 3})
     coord = FakeCoordinator()
 
     class LosesSessionAfterOne(FakeFormat):
@@ -160,6 +162,24 @@ def test_session_lost_mid_batch_keeps_the_rest_of_the_marks() -> None:
     assert [pk for pk, _ in store.ops] == [1]  # queued while the session lived, and recorded
     assert [pk for pk, _, _ in store.decisions] == [1]
     assert store.dirty == {2, 3}
+
+
+def test_session_lost_before_first_looks_are_settled_queues_nothing() -> None:
+    """Tables seen for the first time are queued only once their batch's locations are
+    stored; a session lost before that stores none and queues nothing: every mark kept."""
+    store = FakeStore(tables={pk: make_table(pk=pk) for pk in (1, 2, 3)}, dirty={1, 2, 3})
+    coord = FakeCoordinator()
+
+    class LosesSession(FakeFormat):
+        def inspect(self, table, catalog):  # type: ignore[no-untyped-def]
+            if table.pk == 3:
+                coord.healthy = False
+            return super().inspect(table, catalog)
+
+    with pytest.raises(ZooKeeperLost):
+        scheduler(store, coord, LosesSession()).run_once()
+    assert store.ops == [] and store.decisions == [] and store.location_batches == []
+    assert store.dirty == {1, 2, 3}
 
 
 def _reasons(store: FakeStore) -> list[str]:
@@ -224,3 +244,75 @@ def test_the_catalogs_default_policy_applies_under_the_tables_own() -> None:
                             {"execution.max-attempts": "2", "scheduler.pull-interval-s": "77"}]
     assert [p.max_attempts for p in store.enqueued] == [7, 2]
     assert sorted(store.finished_decisions) == [(1, 77.0), (2, 77.0)]
+
+
+def test_first_looks_store_their_locations_in_one_call_per_batch() -> None:
+    store = FakeStore(tables={pk: make_table(pk=pk) for pk in (1, 2, 3)}, dirty={1, 2, 3})
+    assert scheduler(store).run_once() == 3
+    assert store.location_batches == [[(pk, f"{FAKE_ROOT}/t{pk}") for pk in (1, 2, 3)]]
+    assert sorted(pk for pk, _ in store.ops) == [1, 2, 3]
+    store.tables = {pk: replace(t, location=store.locations[pk])
+                    for pk, t in store.tables.items()}
+    store.dirty = {1, 2, 3}
+    scheduler(store).run_once()  # known locations: nothing to store again
+    assert len(store.location_batches) == 1
+
+
+def test_overlap_within_one_batch_refuses_the_later_table() -> None:
+    """Two tables of one batch whose new locations nest: the first in the batch gets its
+    location and its operations; the second neither, and its decisions say whose."""
+    store = FakeStore(tables={1: make_table(base_path=f"{FAKE_ROOT}/shared"),
+                              2: make_table(pk=2, base_path=f"{FAKE_ROOT}/shared/inner")},
+                      dirty={1, 2})
+    scheduler(store).run_once()
+    assert [pk for pk, _ in store.ops] == [1]
+    assert store.locations == {1: f"{FAKE_ROOT}/shared"}
+    refused = [d for pk, d, _ in store.decisions if pk == 2]
+    assert refused and all("overlaps tables/t1" in d.reason and not d.should_run
+                           and not d.metrics for d in refused)
+
+
+def test_another_tenants_location_is_refused_in_a_batch() -> None:
+    """The attacker's table: its catalog names (inside the allowed locations) the location
+    of another tenant's table. Inspected in its batch like the others, but nothing queued,
+    nothing stored, and its decisions carry no metrics of the other tenant's table."""
+    store = FakeStore(tables={1: make_table(), 3: make_table(pk=3),
+                              2: make_table(pk=2, base_path=f"{FAKE_ROOT}/victim/data")},
+                      dirty={1, 2, 3}, locations={9: f"{FAKE_ROOT}/victim"})
+    scheduler(store).run_once()
+    assert sorted(pk for pk, _ in store.ops) == [1, 3]
+    assert 2 not in store.locations and store.locations[9] == f"{FAKE_ROOT}/victim"
+    refused = [d for pk, d, _ in store.decisions if pk == 2]
+    assert refused and all("overlaps tables/t9" in d.reason and not d.metrics
+                           for d in refused)
+    assert (2, INSPECT_FAILURE_RETRY_S) in store.finished_decisions  # looked at again soon
+
+
+def test_an_action_already_active_is_not_asked_to_queue_again() -> None:
+    """The batch learns which actions have an operation QUEUED or RUNNING in one query; a
+    decision that calls for one of them says so without an INSERT that could only fail."""
+    store = FakeStore(tables={1: make_table(location=f"{FAKE_ROOT}/t1")}, dirty={1})
+    s = scheduler(store)
+    s.run_once()
+    assert len(store.ops) == 1 and store.enqueue_attempts == 1
+    store.dirty.add(1)
+    s.run_once()
+    assert len(store.ops) == 1 and store.enqueue_attempts == 1  # not tried again
+    last = [d for pk, d, _ in store.decisions if pk == 1][-1]
+    assert not last.should_run and "an operation is already active" in last.reason
+
+
+def test_a_failed_queueing_after_the_batch_write_fails_that_table_only() -> None:
+    store = FakeStore(tables={pk: make_table(pk=pk) for pk in (1, 2)}, dirty={1, 2})
+    real = store.operation_enqueue
+
+    def enqueue(params):  # type: ignore[no-untyped-def]
+        if params.table.pk == 1:
+            raise RuntimeError("database hiccup")
+        return real(params)
+
+    store.operation_enqueue = enqueue  # type: ignore[method-assign]
+    assert scheduler(store).run_once() == 2
+    assert [pk for pk, _ in store.ops] == [2]
+    assert (1, INSPECT_FAILURE_RETRY_S) in store.finished_decisions
+    assert store.locations == {1: f"{FAKE_ROOT}/t1", 2: f"{FAKE_ROOT}/t2"}

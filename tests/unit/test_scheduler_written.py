@@ -123,3 +123,20 @@ def test_a_quiet_decision_span_continues_the_commit_trace(monkeypatch: Any) -> N
     assert inside is not None and inside.split("-")[1] == parent.split("-")[1]
     assert inside.split("-")[2] != parent.split("-")[2]
     assert tracing.current_traceparent() != inside  # ended with the decision
+
+
+def test_without_tracing_a_decision_span_passes_the_commit_trace_on(monkeypatch: Any) -> None:
+    """No SDK installed (the API's no-op spans): the decision keeps the commit's context as
+    the no-op span did, and none when the table had no commit's; nothing left current."""
+    from tms import tracing
+    from tms.scheduler.decide import decision_span
+
+    monkeypatch.setitem(tracing._mode, "tracing", "unconfigured")
+    parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    with decision_span(make_table(), parent):
+        assert tracing.current_traceparent() == parent
+    with decision_span(make_table(), None):
+        assert tracing.current_traceparent() is None
+    with decision_span(make_table(), "00-zz-malformed"):
+        assert tracing.current_traceparent() is None
+    assert tracing.current_traceparent() is None

@@ -309,7 +309,7 @@ class IcebergFormat(TableFormatPlugin):
     def evaluate(self, table: Table, metrics: Mapping[str, Any],
                  last_runs: Mapping[str, Operation | None], now: datetime
                  ) -> list[Decision]:
-        measured = Measured(metrics)
+        measured = metrics if isinstance(metrics, Measured) else Measured(metrics)
         return [rule(table.policy, measured, last_runs.get(action), now)
                 for action, rule in RULES.items()]
 

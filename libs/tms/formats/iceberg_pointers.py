@@ -8,7 +8,8 @@ per table. A batch of the scheduler's decisions holds up to a few hundred tables
 them of a few catalogs, so the pointers are asked for once per catalog and batch:
 
 - SQL and JDBC catalogs: one query for every table of the batch (the same row pyiceberg
-  reads, tables only where the catalog keeps views too);
+  reads, tables only where the catalog keeps views too; on PostgreSQL the batch's names as
+  two array parameters);
 - Hive: ``get_table_objects_by_name`` once per database (the metastore's batch call);
 - Glue, REST and Hadoop tables: no batch here (Glue has no batch get of tables by name, a
   REST catalog's load is the metadata itself, a Hadoop table's pointer is a file of its own),
@@ -44,32 +45,62 @@ Ident = tuple[str, ...]
 Key = tuple[str, Ident]  # (catalog fingerprint, identifier), as iceberg_unchanged.Key
 
 
-@functools.lru_cache(maxsize=2)
-def _batch_stmt(v1_schema: bool) -> Any:
-    """One query for many tables of a SQL catalog: (namespace, name) pairs as one expanding
-    parameter, built once."""
+@functools.lru_cache(maxsize=4)
+def _batch_stmt(v1_schema: bool, arrays: bool) -> Any:
+    """One query for many tables of a SQL catalog, built once. On PostgreSQL the
+    (namespace, name) pairs are two array parameters (``unnest``), each looked up by the
+    catalog's primary key through a LATERAL subquery (a plain join let the planner
+    scan the whole catalog per batch: 13 ms at 20,000 tables): one statement text whatever
+    the batch, nothing rendered per batch, the driver's statement cache holds it; elsewhere
+    the pairs are one expanding parameter (rendered per batch size)."""
     from pyiceberg.catalog.sql import ICEBERG_TABLE_TYPE, IcebergTables
-    from sqlalchemy import bindparam, select, tuple_
+    from sqlalchemy import ARRAY, String, bindparam, func, select, true, tuple_
 
-    stmt = select(IcebergTables.table_namespace, IcebergTables.table_name,
-                  IcebergTables.metadata_location).where(
-        IcebergTables.catalog_name == bindparam("catalog"),
+    def held(stmt: Any) -> Any:
+        stmt = stmt.where(IcebergTables.catalog_name == bindparam("catalog"))
+        if v1_schema:
+            stmt = stmt.where((IcebergTables.iceberg_type == ICEBERG_TABLE_TYPE)
+                              | IcebergTables.iceberg_type.is_(None))
+        return stmt
+
+    if arrays:
+        given = func.unnest(bindparam("namespaces", type_=ARRAY(String)),
+                            bindparam("names", type_=ARRAY(String))
+                            ).table_valued("namespace", "name").render_derived()
+        row = held(select(IcebergTables.metadata_location).where(
+            IcebergTables.table_namespace == given.c.namespace,
+            IcebergTables.table_name == given.c.name)).limit(1).lateral()  # a fence:
+        # without it the subquery is pulled up into the same semi-join (a row per key anyway)
+        return select(given.c.namespace, given.c.name, row.c.metadata_location).select_from(
+            given.join(row, true()))
+    return held(select(IcebergTables.table_namespace, IcebergTables.table_name,
+                       IcebergTables.metadata_location).where(
         tuple_(IcebergTables.table_namespace, IcebergTables.table_name).in_(
-            bindparam("pairs", expanding=True)))
-    if v1_schema:
-        stmt = stmt.where((IcebergTables.iceberg_type == ICEBERG_TABLE_TYPE)
-                          | IcebergTables.iceberg_type.is_(None))
-    return stmt
+            bindparam("pairs", expanding=True))))
+
+
+@functools.lru_cache(maxsize=MAX_PREFETCHED)
+def _row_key(ident: Ident) -> tuple[str, str]:
+    """(namespace, name) as the SQL catalog's row holds them, pyiceberg's own conversion
+    (kept: a few microseconds a table at every batch)."""
+    from pyiceberg.catalog import Catalog
+
+    return Catalog.namespace_to_string(Catalog.namespace_from(ident)), \
+        Catalog.table_name_from(ident)
 
 
 def _sql(client: Any, idents: Sequence[Ident]) -> dict[Ident, str | None]:
-    from pyiceberg.catalog import Catalog
-
-    pairs = {(Catalog.namespace_to_string(Catalog.namespace_from(i)),
-              Catalog.table_name_from(i)): i for i in idents}
-    stmt = _batch_stmt(client._iceberg_type_filter() is not None)
+    pairs = {_row_key(i): i for i in idents}
+    arrays = client.engine.dialect.name == "postgresql"
+    stmt = _batch_stmt(client._iceberg_type_filter() is not None, arrays)
+    params: dict[str, Any] = {"catalog": client.name}
+    if arrays:
+        params["namespaces"] = [ns for ns, _ in pairs]
+        params["names"] = [name for _, name in pairs]
+    else:
+        params["pairs"] = list(pairs)
     with client.engine.connect() as conn:
-        rows = conn.execute(stmt, {"catalog": client.name, "pairs": list(pairs)}).all()
+        rows = conn.execute(stmt, params).all()
     out: dict[Ident, str | None] = {}
     for namespace, name, location in rows:
         held = pairs.get((namespace, name))

@@ -123,9 +123,12 @@ class Measured(dict[str, Any]):
     """Metrics whose public part is worked out once for all the rules of one evaluation
     (six rules each took a copy without the "_" keys)."""
 
-    def __init__(self, m: Mapping[str, Any]) -> None:
+    def __init__(self, m: Mapping[str, Any], public: Mapping[str, Any] | None = None) -> None:
+        """``public``: that part already worked out (an unchanged table's, kept with its
+        metrics); never changed here, the rules take copies."""
         super().__init__(m)
-        self.public = {k: v for k, v in m.items() if not k.startswith("_")}
+        self.public = public if public is not None else {
+            k: v for k, v in m.items() if not k.startswith("_")}
 
 
 def public(m: Mapping[str, Any]) -> dict[str, Any]:

@@ -23,6 +23,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tms.formats.iceberg_policy import Measured
+
 MAX_UNCHANGED_ENTRIES = 100_000
 VALID_UNTIL = "_valid_until_s"
 
@@ -40,6 +42,7 @@ class Seen:
     policy: str  # policy_digest of the policy in force then
     metrics: dict[str, Any]
     valid_until_s: float | None
+    public: Mapping[str, Any]  # the metrics without their "_" keys, worked out once
 
 
 class UnchangedTables:
@@ -73,8 +76,8 @@ class UnchangedTables:
 
     def metrics(self, key: Key, metadata_location: str, policy: Mapping[str, str]
                 ) -> dict[str, Any] | None:
-        """The last metrics (a copy) if the table and its policy are unchanged and they have
-        not expired; else None."""
+        """The last metrics (a copy, with their public part as the rules see it) if the
+        table and its policy are unchanged and they have not expired; else None."""
         seen = self._get(key, metadata_location)
         if seen is None or seen.policy != policy_digest(policy):
             return None
@@ -82,7 +85,7 @@ class UnchangedTables:
             return None
         with self._lock:
             self.hits += 1
-        return dict(seen.metrics)
+        return Measured(seen.metrics, seen.public)
 
     def remember(self, key: Key, metadata_location: str, table_location: str,
                  policy: Mapping[str, str], metrics: Mapping[str, Any]) -> None:
@@ -90,7 +93,8 @@ class UnchangedTables:
             return
         until = metrics.get(VALID_UNTIL)
         seen = Seen(metadata_location, table_location, policy_digest(policy), dict(metrics),
-                    float(until) if until is not None else None)
+                    float(until) if until is not None else None,
+                    {k: v for k, v in metrics.items() if not k.startswith("_")})
         with self._lock:
             self._seen[key] = seen
             self._seen.move_to_end(key)

@@ -12,7 +12,8 @@ where it is used)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -28,9 +29,17 @@ from tms.formats.base import CatalogUnreachable, TableFormatPlugin, TableNotInCa
 from tms.jobs import locations
 from tms.policy import DEFAULT_MAX_ATTEMPTS, in_force, max_attempts, pull_interval_s
 from tms.scheduler.checked import CheckedLocations
+from tms.scheduler.located import NewLocation, Unsettled, overlap_reason
 from tms.storage.roles import DecisionStore, EnqueueParams
 from tms.telemetry import instruments
-from tms.tracing import context_from, current_traceparent, quiet, quiet_span, tracer
+from tms.tracing import (
+    context_from,
+    current_traceparent,
+    quiet,
+    quiet_span,
+    tracer,
+    unconfigured,
+)
 
 INSPECT_FAILURE_RETRY_S = 60.0
 
@@ -44,6 +53,10 @@ def decision_span(table: Table, traceparent: str | None) -> Any:
     fraction of the SDK span's cost at every decision of every unchanged table."""
     if quiet():
         return trace.use_span(quiet_span(context_from(traceparent)), end_on_exit=True)
+    if unconfigured():  # no SDK: the API's no-op span would be the parent's, or none
+        parent = context_from(traceparent)
+        return nullcontext() if parent is None else trace.use_span(
+            trace.get_current_span(parent), end_on_exit=False)
     return tracer().start_as_current_span(
         "decide", context=context_from(traceparent),
         attributes={"tms.table": table.table_id, "tms.table_format": table.format})
@@ -80,11 +93,13 @@ class DecisionMaker:
     # the catalogs prepare_batch opened for the batch: (catalog as cached, its access)
     _opened: Mapping[str, tuple[Catalog, CatalogAccess]] = {}
 
-    def _located(self, table: Table, plugin: TableFormatPlugin
-                 ) -> tuple[Table, CatalogAccess]:
+    def _located(self, table: Table, plugin: TableFormatPlugin, defer: bool = False
+                 ) -> tuple[Table, CatalogAccess, NewLocation | None]:
         """The table with its location read anew from its catalog and checked, and the
         catalog opened. NotUsable says why not; CatalogUnreachable passes (a transient
-        failure, retried as a failed inspection)."""
+        failure, retried as a failed inspection). A location that differs from the stored
+        one is stored (and compared with every other table's) here, or with ``defer``
+        returned as a :class:`NewLocation` for the batch to store (``settle``)."""
         catalog = self.catalogs.get(table.catalog)
         if catalog is None:
             raise NotUsable(f"catalogs/{table.catalog} does not exist")
@@ -103,23 +118,24 @@ class DecisionMaker:
         state = plugin.located_state(table, access)
         if self.checked.get(table.pk, state, raw, access.allowed_locations,
                             table.location) is not None:
-            return table, access  # checked from this same state, stored as it is
+            return table, access, None  # checked from this same state, stored as it is
         self.checked.forget(table.pk)
         try:
             where = str(locations.check(raw, access.allowed_locations))
         except locations.LocationError as e:
             raise NotUsable(f"location refused for {catalog.name}: {access.scrub(str(e))}"
                             ) from None
+        new = NewLocation(state, raw, tuple(access.allowed_locations), where, table.location)
         if where != table.location:
+            table = replace(table, location=where)
+            if defer:
+                return table, access, new
             other = self.store.table_set_location(table.pk, where)
             if other is not None:
-                raise NotUsable(f"location {where} overlaps tables/{other}'s: two "
-                                "registrations of one physical table; deregister one")
-            log.info("table location checked", table=table.table_id, location=where,
-                     previous=table.location or None)
-            table = replace(table, location=where)
+                raise NotUsable(overlap_reason(where, other))
+            new.stored(table)
         self.checked.put(table.pk, state, raw, access.allowed_locations, where)
-        return table, access
+        return table, access, None
 
     def prepare_batch(self, tables: Sequence[Table]) -> set[int]:
         """Let each plugin look a batch's tables up per catalog in one call (``prepare``)
@@ -155,17 +171,21 @@ class DecisionMaker:
         return [(Decision(a, False, reason[:2000]), None) for a in plugin.actions]
 
     def _evaluate(self, table: Table, now: datetime,
-                  last_runs: Mapping[str, Operation]
-                  ) -> tuple[list[tuple[Decision, int | None]], float]:
+                  last_runs: Mapping[str, Operation], defer: bool = False,
+                  active: Collection[str] = ()
+                  ) -> tuple[list[tuple[Decision, int | None]], float] | Unsettled:
         """Inspect, evaluate, queue what should run: (decisions with the operation each
-        queued, seconds until the next check). Queues nothing once ZooKeeper is lost."""
-        bound = log.bind(table=table.table_id)
+        queued, seconds until the next check). Queues nothing once ZooKeeper is lost. With
+        ``defer``, a table whose location is new comes back :class:`Unsettled`: judged,
+        nothing queued until its batch's new locations are stored (:meth:`settle`).
+        ``active``: the table's actions with an operation QUEUED or RUNNING when the batch
+        began: not asked to queue again (the answer would be no)."""
         plugin = self.formats.get(table.format)
         if plugin is None:
-            bound.error("no plugin for format", format=table.format)
+            log.error("no plugin for format", table=table.table_id, format=table.format)
             return [], INSPECT_FAILURE_RETRY_S
         try:
-            table, catalog = self._located(table, plugin)
+            table, catalog, new = self._located(table, plugin, defer)
             # from here on the table's policy is the one in force: its catalog's default
             # policy under its own (inspection, evaluation, attempts, next check)
             policy = in_force(plugin.policy_keys, table.policy, catalog.default_policy)
@@ -173,24 +193,36 @@ class DecisionMaker:
                 table = replace(table, policy=policy)
             metrics = plugin.inspect(table, catalog)
         except NotUsable as e:
-            bound.warning("table not usable", reason=str(e))
+            log.warning("table not usable", table=table.table_id, reason=str(e))
             return (self._no_operations(plugin, f"no operations: {e}", "not_usable"),
                     INSPECT_FAILURE_RETRY_S)
         except Exception as e:  # CatalogUnreachable (scrubbed) or a metadata read
-            bound.warning("inspection failed", error=str(e))
+            log.warning("inspection failed", table=table.table_id, error=str(e))
             return (self._no_operations(plugin, f"inspection failed: {e}", "inspection_failed"),
                     INSPECT_FAILURE_RETRY_S)
         try:
             decisions = plugin.evaluate(table, metrics, dict(last_runs), now)
         except Exception as e:  # e.g. a stored policy value that no longer parses
-            bound.warning("policy evaluation failed", error=str(e))
+            log.warning("policy evaluation failed", table=table.table_id, error=str(e))
             seen = {k: v for k, v in metrics.items() if not k.startswith("_")}
             failed = Decision("", False, f"policy evaluation failed: {e}"[:2000], seen)
             return [(replace(failed, action=a), None) for a in plugin.actions], \
                 INSPECT_FAILURE_RETRY_S
-        taken: list[tuple[Decision, int | None]] = []
+        judged = self._judge(table, plugin, metrics, decisions, last_runs)
+        if new is not None:
+            return Unsettled(table, plugin, new, judged, self.pull_interval(table),
+                             current_traceparent(), active)
+        return self._queue(table, plugin, judged, current_traceparent(), active), \
+            self.pull_interval(table)
+
+    def _judge(self, table: Table, plugin: TableFormatPlugin, metrics: dict[str, Any],
+               decisions: Sequence[Decision], last_runs: Mapping[str, Operation]
+               ) -> list[tuple[Decision, str]]:
+        """The plugin's decisions as they will be recorded, each with its outcome so far:
+        parameters the job would refuse, or a run that changed nothing last time, turn
+        "run" into "not queued" and say why."""
+        judged: list[tuple[Decision, str]] = []
         for decision in decisions:
-            op_id = None
             outcome = "not_needed"
             if decision.benefit is not None:
                 decision = replace(decision, benefit=usable_benefit(decision.benefit))
@@ -207,26 +239,73 @@ class DecisionMaker:
                 outcome = "unchanged"
                 decision = replace(decision, should_run=False,
                                    reason=f"{decision.reason}; not queued: {held}"[:2000])
+            judged.append((decision, outcome))
+        return judged
+
+    def _queue(self, table: Table, plugin: TableFormatPlugin,
+               judged: Sequence[tuple[Decision, str]], traceparent: str | None,
+               active: Collection[str] = ()) -> list[tuple[Decision, int | None]]:
+        """Queue what the judged decisions call for: the decisions with the operation each
+        queued. Raises ZooKeeperLost (nothing queued) once the session is lost."""
+        taken: list[tuple[Decision, int | None]] = []
+        for decision, outcome in judged:
+            op_id = None
             if decision.should_run:
                 if not self.coordinator.healthy:
                     raise ZooKeeperLost("session lost mid-decision; not queueing")
-                op_id = self.store.operation_enqueue(EnqueueParams(
-                    table, decision.action, "policy", decision.reason,
-                    self.max_attempts(table, decision.action), self.priority(table),
-                    params=decision.params, metrics=decision.metrics,
-                    traceparent=current_traceparent(), benefit=decision.benefit,
-                    waits_for=tuple(plugin.waits_for.get(decision.action, ()))))
+                if decision.action not in active:  # else the INSERT would find it active
+                    op_id = self.store.operation_enqueue(EnqueueParams(
+                        table, decision.action, "policy", decision.reason,
+                        self.max_attempts(table, decision.action), self.priority(table),
+                        params=decision.params, metrics=decision.metrics,
+                        traceparent=traceparent, benefit=decision.benefit,
+                        waits_for=tuple(plugin.waits_for.get(decision.action, ()))))
                 if op_id is None:
                     outcome = "already_active"
                     decision = replace(decision, should_run=False, reason=f"{decision.reason}; "
                                        "an operation is already active")
                 else:
                     outcome = "queued"
-                    bound.info("operation queued", action=decision.action, operation=op_id,
-                               reason=decision.reason)
+                    log.info("operation queued", table=table.table_id,
+                             action=decision.action, operation=op_id, reason=decision.reason)
             taken.append((decision, op_id))
             instruments().decisions.add(1, {"action": decision.action, "outcome": outcome})
-        return taken, self.pull_interval(table)
+        return taken
+
+    def settle(self, pending: Sequence[Unsettled]
+               ) -> list[tuple[list[tuple[Decision, int | None]], float] | BaseException]:
+        """Store a batch's new locations in one statement (each compared with every other
+        table's and with the batch's earlier ones), then queue what each table whose
+        location was stored calls for; a refused one gets no operations and says whose
+        location it overlaps. In ``pending``'s order; an exception (ZooKeeperLost) in place
+        of the result of a table it stopped."""
+        if not pending:
+            return []
+        if not self.coordinator.healthy:  # our shards may be another's by now: not a write
+            lost = ZooKeeperLost("session lost mid-decision; not storing locations")
+            return [lost for _ in pending]
+        clashes = self.store.table_set_locations([(u.table.pk, u.new.where) for u in pending])
+        out: list[tuple[list[tuple[Decision, int | None]], float] | BaseException] = []
+        for u in pending:
+            other = clashes.get(u.table.pk)
+            if other is not None:
+                self.checked.forget(u.table.pk)
+                reason = overlap_reason(u.new.where, other)
+                log.warning("table not usable", table=u.table.table_id, reason=reason)
+                out.append((self._no_operations(u.plugin, f"no operations: {reason}",
+                                                "not_usable"), INSPECT_FAILURE_RETRY_S))
+                continue
+            u.new.stored(u.table)
+            self.checked.put(u.table.pk, u.new.state, u.new.raw, u.new.allowed, u.new.where)
+            try:
+                out.append((self._queue(u.table, u.plugin, u.judged, u.traceparent,
+                                        u.active), u.next_s))
+            except ZooKeeperLost as e:
+                out.append(e)
+            except Exception:  # one table's fault must not stop its batch
+                log.exception("decision failed", table=u.table.table_id)
+                out.append(([], INSPECT_FAILURE_RETRY_S))
+        return out
 
     def priority(self, table: Table) -> int:
         """An operation's priority: its table's, raised or lowered by its queue's."""

@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 import structlog
 
@@ -26,13 +27,14 @@ from tms.domain import Decision, DueTable, TableState
 from tms.formats.base import TableFormatPlugin
 from tms.policy import DEFAULT_PULL_INTERVAL_S
 from tms.scheduler.checked import CheckedLocations
-from tms.scheduler.concurrency import CATALOG_READS_IN_FLIGHT, DecisionRunner
+from tms.scheduler.concurrency import CATALOG_READS_IN_FLIGHT, DecisionRunner, Outcome
 from tms.scheduler.decide import (
     INSPECT_FAILURE_RETRY_S,
     DecisionMaker,
     ZooKeeperLost,
     decision_span,
 )
+from tms.scheduler.located import Unsettled
 from tms.scheduler.retention import PRUNE_INTERVAL_S, Retention
 from tms.scheduler.written import WrittenDecisions
 from tms.storage.roles import SchedulerStore
@@ -118,15 +120,18 @@ class Scheduler(DecisionMaker):
         if not batch:
             return 0
         now = self._now()
-        last = self.store.operation_last_succeeded([due.table.pk for due in batch])
+        pks = [due.table.pk for due in batch]
+        last = self.store.operation_last_succeeded(pks)
+        busy = self.store.operation_active_actions(pks)
         active = [due for due in batch if due.table.state is TableState.ACTIVE]
         quick = self.prepare_batch([due.table for due in active])
 
-        def decide(due: DueTable) -> tuple[list[tuple[Decision, int | None]], float]:
+        def decide(due: DueTable) -> tuple[list[tuple[Decision, int | None]], float] | Unsettled:
             table = due.table
             try:
                 with decision_span(table, due.traceparent):
-                    return self._evaluate(table, now, last.get(table.pk, {}))
+                    return self._evaluate(table, now, last.get(table.pk, {}), defer=True,
+                                          active=busy.get(table.pk, ()))
             except ZooKeeperLost:
                 raise
             except Exception:  # one table's fault must not stop its batch
@@ -135,11 +140,12 @@ class Scheduler(DecisionMaker):
 
         outcome = self.runner.run(active, lambda due: due.table.catalog, decide,
                                   (lambda due: due.table.pk in quick) if quick else None)
+        self._settle_locations(outcome)
         decisions: list[tuple[int, Decision, int | None]] = []
         checks: list[tuple[int, float]] = []
         for i, due in enumerate(active):  # in batch order, whatever order they finished in
             if i in outcome.results:
-                taken, next_s = outcome.results[i]
+                taken, next_s = outcome.results[i]  # type: ignore[misc]  # settled
                 decisions += [(due.table.pk, d, op) for d, op in taken]
                 checks.append((due.table.pk, next_s))
             elif i in outcome.failures and not isinstance(outcome.failures[i], ZooKeeperLost):
@@ -162,6 +168,30 @@ class Scheduler(DecisionMaker):
             raise outcome.stopped
         self.decided.set()
         return len(checks)
+
+    def _settle_locations(self, outcome: Outcome[Any]) -> None:
+        """The batch's tables whose location is new (first looks, moves) get it stored in
+        one statement, in batch order, and only then what they call for queued (``settle``);
+        if that fails, nothing is queued for them: decisions that failed, looked at again
+        after INSPECT_FAILURE_RETRY_S like any other."""
+        pending = sorted(i for i, r in outcome.results.items() if isinstance(r, Unsettled))
+        if not pending:
+            return
+        try:
+            settled = self.settle([outcome.results[i] for i in pending])
+        except Exception:  # the statement failed: no location stored, nothing queued
+            log.exception("storing the batch's new locations failed", tables=len(pending))
+            for i in pending:
+                outcome.results[i] = ([], INSPECT_FAILURE_RETRY_S)
+            return
+        for i, result in zip(pending, settled, strict=True):
+            if isinstance(result, BaseException):
+                del outcome.results[i]
+                outcome.failures[i] = result
+                if outcome.stopped is None:
+                    outcome.stopped = result
+            else:
+                outcome.results[i] = result
 
     def _leader_duties(self) -> None:
         """The reaper often, retention pruning now and then: only on the elected leader."""

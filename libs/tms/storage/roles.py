@@ -206,10 +206,20 @@ class DecisionStore(Protocol):
         """Store the location read anew from the table's catalog; the id of another table
         whose location overlaps it (nothing stored then), else None."""
 
+    def table_set_locations(self, locations: Sequence[tuple[int, str]]) -> dict[int, str]:
+        """Store a batch's locations read anew from their catalogs, (table pk, location) in
+        the batch's order, in one statement; for each refused one, the id of the table whose
+        location it overlaps: another table's stored location, or one earlier in the batch
+        (nothing stored for the refused ones)."""
+
     def operation_last_succeeded(self, table_pks: Sequence[int]
                                  ) -> dict[int, dict[str, Operation]]:
         """For each table, the last operation of each action that ran its job to the end:
         SUCCEEDED, or SKIPPED with a result naming the job's "no plan" (``no_plan``)."""
+
+    def operation_active_actions(self, table_pks: Sequence[int]) -> dict[int, set[str]]:
+        """For each table, the actions with an operation QUEUED or RUNNING now (a table with
+        none is absent)."""
 
     def operation_enqueue(self, params: EnqueueParams) -> int | None: ...
 

@@ -72,6 +72,12 @@ class OperationsMixin(Db):
             out.setdefault(op.table_pk, {})[op.action] = op
         return out
 
+    def operation_active_actions(self, table_pks: Sequence[int]) -> dict[int, set[str]]:
+        out: dict[int, set[str]] = {}
+        for pk, action in self._tuples("operation_active_actions", {"pks": list(table_pks)}):
+            out.setdefault(pk, set()).add(action)
+        return out
+
     # decisions ------------------------------------------------------------------------------
     def decision_begin_batch(self, shards: Sequence[int], num_shards: int, limit: int
                              ) -> list[DueTable]:

@@ -35,7 +35,8 @@ class TablesMixin(Db):
         found = self._one("table_get_by_pk", {"pk": row["id"]})
         return rows.table_view(found) if found else None
 
-    def _after_location_lock(self, name: str, params: dict[str, Any]) -> dict[str, Any]:
+    def _after_location_lock(self, name: str, params: dict[str, Any]
+                             ) -> list[dict[str, Any]]:
         """Run ``name`` in a transaction that first takes the location lock, so its
         comparison with the other tables sees every registration committed before it.
 
@@ -47,22 +48,33 @@ class TablesMixin(Db):
             with conn.pipeline(), conn.transaction():
                 conn.execute(q("table_lock_locations"), {"key": LOCATION_LOCK_KEY})
                 cur = conn.execute(q(name), params)
-            row: dict[str, Any] = cur.fetchone()  # type: ignore[assignment]
-        return row
+            found: list[dict[str, Any]] = cur.fetchall()  # type: ignore[assignment]
+        return found
 
     def table_register(self, spec: TableSpec, location: str = "",
                        discovered: bool = False) -> TableView | None:
         params = asdict(spec)
         params.update(policy=Jsonb(spec.policy), location=location, discovered=discovered)
-        row = self._after_location_lock("table_insert", params)
+        row = self._after_location_lock("table_insert", params)[0]
         if row["clash_table"] is not None:
             raise DuplicateTable(row["clash_table"], row["clash_what"])
         return self._view_of(row if row["id"] is not None else None)
 
     def table_set_location(self, table_pk: int, location: str) -> str | None:
         row = self._after_location_lock("table_set_location",
-                                        {"pk": table_pk, "location": location})
+                                        {"pk": table_pk, "location": location})[0]
         return row["clash_table"]  # type: ignore[no-any-return]
+
+    def table_set_locations(self, locations: Sequence[tuple[int, str]]) -> dict[int, str]:
+        """A batch's new locations in one statement (one lock, one transaction, one round
+        trip) instead of one transaction per table: at a first look at many tables that
+        was a third of the scheduler's and PostgreSQL's CPU per table."""
+        if not locations:
+            return {}
+        pks, where = zip(*locations, strict=True)
+        found = self._after_location_lock("table_set_locations",
+                                          {"pks": list(pks), "locations": list(where)})
+        return {r["pk"]: r["clash_table"] for r in found}
 
     def table_get(self, table_id: str) -> TableView | None:
         row = self._one("table_get", {"table_id": table_id})

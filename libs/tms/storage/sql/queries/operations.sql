@@ -67,6 +67,12 @@ WHERE o.table_pk = ANY(%(pks)s::bigint[])
   AND (o.state = 'SUCCEEDED' OR (o.state = 'SKIPPED' AND o.result ? 'no_plan'))
 ORDER BY o.table_pk, o.action, o.finished_at DESC;
 
+-- name: operation_active_actions
+-- For each table, the actions with an operation QUEUED or RUNNING (the one-active index), so a
+-- batch's decisions need not try to queue them again one INSERT at a time.
+SELECT table_pk, action FROM tms_operations
+WHERE table_pk = ANY(%(pks)s::bigint[]) AND state IN ('QUEUED', 'RUNNING');
+
 -- name: operation_cancel_queued
 -- QUEUED -> CANCELLED (no attempt is running, so no attempt record to end).
 UPDATE tms_operations

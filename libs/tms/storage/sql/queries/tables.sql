@@ -104,6 +104,58 @@ WITH ancestors AS (
 )
 SELECT (SELECT id FROM upd) AS id, (SELECT table_id FROM clash) AS clash_table;
 
+-- name: table_set_locations
+-- A batch's locations read anew from their catalogs (and checked), in one statement: each
+-- one refused, with the other table named, when it overlaps another table's stored location
+-- or an earlier one of the same batch (by its position in the arrays; refused even when that
+-- earlier one is refused itself: the next decision tries again alone). After
+-- table_lock_locations. Candidates through indexes only, as in table_insert, per location
+-- (the subqueries are correlated, so each probes the indexes with its own location).
+WITH new AS (
+    SELECT n.pk, n.location, n.ord
+    FROM unnest(%(pks)s::bigint[], %(locations)s::text[]) WITH ORDINALITY AS n(pk, location, ord)
+), checked AS (
+    SELECT new.pk, new.location,
+           (SELECT c.table_id FROM (
+                SELECT t.id, t.table_id, t.location FROM tms_tables t
+                WHERE t.location <> '' AND t.location = new.location
+                UNION ALL
+                SELECT t.id, t.table_id, t.location FROM tms_tables t
+                WHERE t.location <> ''
+                  AND (t.location COLLATE "C") >= (rtrim(new.location, '/') || '/')
+                  AND (t.location COLLATE "C") < (rtrim(new.location, '/') || '0')
+                UNION ALL
+                SELECT t.id, t.table_id, t.location FROM tms_tables t
+                WHERE t.location <> '' AND rtrim(t.location, '/') IN (
+                    SELECT substr(new.location, 1, i - 1)
+                    FROM generate_series(1, length(new.location)) AS i
+                    WHERE substr(new.location, i, 1) = '/')
+            ) c
+            WHERE c.id <> new.pk
+              AND (c.location = new.location
+                   OR starts_with(c.location, rtrim(new.location, '/') || '/')
+                   OR starts_with(new.location, rtrim(c.location, '/') || '/'))
+            ORDER BY c.table_id
+            LIMIT 1) AS stored_clash,
+           (SELECT t.table_id FROM new e JOIN tms_tables t ON t.id = e.pk
+            WHERE e.ord < new.ord
+              AND (e.location = new.location
+                   OR starts_with(e.location, rtrim(new.location, '/') || '/')
+                   OR starts_with(new.location, rtrim(e.location, '/') || '/'))
+            ORDER BY e.ord
+            LIMIT 1) AS batch_clash
+    FROM new
+    WHERE new.location <> ''
+), upd AS (
+    UPDATE tms_tables t SET location = c.location, updated_at = now()
+    FROM checked c
+    WHERE t.id = c.pk AND c.stored_clash IS NULL AND c.batch_clash IS NULL
+    RETURNING t.id
+)
+SELECT c.pk, coalesce(c.stored_clash, c.batch_clash) AS clash_table
+FROM checked c
+WHERE c.stored_clash IS NOT NULL OR c.batch_clash IS NOT NULL;
+
 -- name: table_get
 SELECT * FROM tms_tables_view WHERE table_id = %(table_id)s;
 
