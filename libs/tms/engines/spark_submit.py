@@ -75,11 +75,16 @@ class SparkSubmitEngine:
         if job.kind == "pyspark":  # only the jars this job's catalog and storage need
             settings = replace(settings, jars=jar_check.jars_for(job.spec, settings.jars))
         sub = build(settings, job, workdir, dict(os.environ), self.jvm_jar)
-        return replace(sub, env=cold_jvm.launcher_env(settings, sub.env))
+        return replace(sub, env=cold_jvm.launcher_env(self.settings, sub.env))
 
     def lease(self, job: JobSpec) -> Lease | None:
-        """This job's use of the class-data archive: a PySpark job on a local master whose
-        driver's JVM options are TMS's; None otherwise (or without a cache)."""
+        """This job's use of the class-data archive (``cold_cds``); None when it has none."""
+        key = self.cds_key(job)
+        return self.cds.lease(key) if self.cds is not None and key is not None else None
+
+    def cds_key(self, job: JobSpec) -> str | None:
+        """The key of this job's class-data archive: a PySpark job on a local master whose
+        driver's JVM options are TMS's, with a cache; None otherwise."""
         if self.cds is None or job.kind != "pyspark" or not cold_jvm.applies(self.settings):
             return None
         env = self.settings.submit_env(os.environ)
@@ -90,7 +95,7 @@ class SparkSubmitEngine:
         classpath = [spark_home() / "jars", *(Path(j) for j in jars if "://" not in j)]
         extra = self.settings.conf.get("spark.driver.extraClassPath", "")
         classpath += [Path(p) for p in extra.split(os.pathsep) if p]
-        return self.cds.lease(archive_key(java, classpath))
+        return archive_key(java, classpath)
 
     def argv(self, job: JobSpec, workdir: Path) -> list[str]:
         return self.submission(job, workdir).argv
