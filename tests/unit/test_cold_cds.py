@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import stat
 import threading
+import time
 from pathlib import Path
 
 from tms.domain import JobSpec
@@ -189,3 +190,19 @@ def test_concurrent_jobs_dump_once(tmp_path: Path) -> None:
     for t in threads:
         t.join()
     assert sum(lease.dumping is not None for lease in leases) == 1
+
+
+def test_archives_unused_for_a_month_go_when_another_is_installed(tmp_path: Path) -> None:
+    now = [time.time()]
+    cache = ArchiveCache(tmp_path / "cds", clock=lambda: now[0])
+    _dumped(cache).finish(succeeded=True)
+    old = cache.directory / f"{KEY}.json"
+    os.utime(old, (now[0], now[0]))
+    now[0] += cold_cds.UNUSED_ARCHIVE_S + 1
+    other = "o" * 32
+    lease = cache.lease(other)
+    assert lease.dumping is not None
+    lease.dumping.write_bytes(b"another jar set's archive")
+    lease.finish(succeeded=True)
+    assert sorted(p.name for p in cache.directory.iterdir()) == [f"{other}.json",
+                                                                 f"{other}.jsa"]

@@ -46,6 +46,9 @@ LOCK_SUFFIX = ".lock"
 TMP_SUFFIX = ".tmp"
 # a dump lock older than this is a dead dumper's: another job may dump
 DUMP_LOCK_STALE_S = 1800.0
+# an archive no job has used for this long belongs to a jar set gone (an upgrade): removed
+# when another archive is installed
+UNUSED_ARCHIVE_S = 30 * 86400.0
 # the JVM died at start: its fatal-error banner, and no sign that Spark ever started
 JVM_FATAL_MARK = "A fatal error has been detected by the Java Runtime Environment"
 SPARK_STARTED_MARK = "SparkContext"
@@ -123,6 +126,7 @@ class ArchiveCache:
             private_dir(self.directory)
             archive = self._path(key, ARCHIVE_SUFFIX)
             if self._sound(key, archive):
+                os.utime(self._path(key, RECORD_SUFFIX))  # last used: see UNUSED_ARCHIVE_S
                 return Lease(self, key, (f"-XX:SharedArchiveFile={archive}",), using=archive)
             lock = self._lock(key)
             if lock is None:
@@ -142,6 +146,10 @@ class ArchiveCache:
         st = os.lstat(archive)
         write_private(self._path(key, RECORD_SUFFIX),
                       json.dumps({"size": st.st_size, "mtime_ns": st.st_mtime_ns}).encode())
+        for record in self.directory.glob(f"*{RECORD_SUFFIX}"):
+            other = record.name[: -len(RECORD_SUFFIX)]
+            if other != key and self._now() - os.lstat(record).st_mtime > UNUSED_ARCHIVE_S:
+                self.discard(other)
 
     def discard(self, key: str) -> None:
         for suffix in (RECORD_SUFFIX, ARCHIVE_SUFFIX):
