@@ -204,5 +204,4 @@ def test_archives_unused_for_a_month_go_when_another_is_installed(tmp_path: Path
     assert lease.dumping is not None
     lease.dumping.write_bytes(b"another jar set's archive")
     lease.finish(succeeded=True)
-    assert sorted(p.name for p in cache.directory.iterdir()) == [f"{other}.json",
-                                                                 f"{other}.jsa"]
+    assert {p.name for p in cache.directory.iterdir()} == {f"{other}.json", f"{other}.jsa"}
