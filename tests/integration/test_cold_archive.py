@@ -24,7 +24,7 @@ def _run(engine: SparkSubmitEngine, lake: Lake, name: str, workdir: Path) -> Eng
     res = engine.run(lake.job(name), workdir, threading.Event(), lambda handle: None)
     assert res.succeeded, f"{res.error}\n{res.log_tail[-3000:]}"
     assert res.result is not None
-    assert res.result["result"]["rewritten_data_files_count"] == 2
+    assert res.result["rewritten_data_files_count"] >= 2
     return res
 
 
