@@ -9,6 +9,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from tms.domain import JobSpec
 from tms.engines import cold_cds, cold_jvm
 from tms.engines.cold_cds import ArchiveCache
@@ -138,7 +140,10 @@ def test_an_archive_that_crashed_the_jvm_before_spark_started_is_dropped(
     assert archive.exists()  # Spark ran: the job's own failure, not the archive's
     assert lease.crashed_at_start(134, banner)
     assert not archive.exists() and not (cache.directory / f"{KEY}.json").exists()
-    assert not cache.lease(KEY).crashed_at_start(134, banner)  # a dumping JVM: not the archive
+    again = cache.lease(KEY)  # the jar set gets no archive again: no dump, crash, dump loop
+    assert again.java_options == () and not again.crashed_at_start(134, banner)
+    other = ArchiveCache(tmp_path / "other").lease(KEY)
+    assert other.dumping is not None and not other.crashed_at_start(134, banner)  # a dumper's
 
 
 def _job() -> JobSpec:
@@ -170,6 +175,14 @@ def test_no_archive_where_the_operator_owns_the_jvm_options_or_without_a_cache(
     assert SparkSubmitEngine(SparkSettings(master="local[2]"), cds_dir=tmp_path).lease(
         hudi) is None
     assert not list(tmp_path.iterdir())
+
+
+def test_no_archive_when_the_environment_carries_jvm_options(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = SparkSubmitEngine(SparkSettings(master="local[2]"), cds_dir=tmp_path)
+    assert engine.cds_key(_job()) is not None
+    monkeypatch.setenv("JAVA_TOOL_OPTIONS", "-XX:StartFlightRecording")
+    assert engine.cds_key(_job()) is None and engine.lease(_job()) is None
 
 
 def test_the_key_does_not_depend_on_what_a_table_owner_sets(tmp_path: Path) -> None:

@@ -16,9 +16,12 @@ others, whose size and mtime match the record.
 
 A corrupt archive must never fail a job, and JDK 17 does not ignore every corrupt archive:
 a mismatched class path or a damaged region is ignored (a warning), but a truncated file or a
-damaged header crashes the JVM at start (SIGBUS, exit 134; measured). Hence the atomic rename,
-the record check, and the engine's fallback: a JVM that died before Spark started while using an
-archive gets the archive removed and the job run again without it (nothing ran yet).
+damaged header crashes the JVM at start (SIGBUS, exit 134; measured), and so does a sound
+archive in a JVM with Java Flight Recorder on (SIGSEGV in the class-file load hook; measured).
+Hence the atomic rename, the record check, no archive when the environment carries JVM options
+(``JAVA_TOOL_OPTIONS``, ...: an agent), and the engine's fallback: a JVM that died before Spark
+started while using an archive gets the archive removed, its key marked (no archive for that
+jar set again: no dump-crash loop), and the job run again without it (nothing ran yet).
 """
 
 from __future__ import annotations
@@ -43,6 +46,11 @@ CDS_DIR_NAME = "cds"  # under the executor's state directory
 ARCHIVE_SUFFIX = ".jsa"
 RECORD_SUFFIX = ".json"
 LOCK_SUFFIX = ".lock"
+# an archive of this key crashed a JVM: the key gets no archive again (no dump, crash, dump loop)
+CRASHED_SUFFIX = ".crashed"
+# JVM options from the environment reach every JVM; an agent among them (JFR's class-file hook
+# measured here) crashes JDK 17 mapping a dynamic archive: no archive then
+ENV_JVM_OPTIONS = ("JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS")
 TMP_SUFFIX = ".tmp"
 # a dump lock older than this is a dead dumper's: another job may dump
 DUMP_LOCK_STALE_S = 1800.0
@@ -108,7 +116,11 @@ class Lease:
         if JVM_FATAL_MARK not in log_text or SPARK_STARTED_MARK in log_text:
             return False
         log.warning("cds_archive_crashed_jvm", key=self.key, archive=str(self.using))
-        self.cache.discard(self.key)
+        try:
+            self.cache.discard(self.key)
+            write_private(self.cache.directory / f"{self.key}{CRASHED_SUFFIX}", b"")
+        except OSError as e:
+            log.warning("cds_archive_not_removed", key=self.key, error=str(e))
         return True
 
 
@@ -124,6 +136,8 @@ class ArchiveCache:
         else nothing. Never raises: a cache that cannot be used costs only the speed-up."""
         try:
             private_dir(self.directory)
+            if os.path.lexists(self._path(key, CRASHED_SUFFIX)):
+                return Lease(self, key)
             archive = self._path(key, ARCHIVE_SUFFIX)
             if self._sound(key, archive):
                 os.utime(self._path(key, RECORD_SUFFIX))  # last used: see UNUSED_ARCHIVE_S

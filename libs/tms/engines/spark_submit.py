@@ -27,7 +27,13 @@ from tms.domain import JobSpec
 from tms.engines import cluster_run, cold_jvm, hudi_submit
 from tms.engines.base import EngineResult, ProgressCallback, read_tail
 from tms.engines.children import die_with_parent, kill_group
-from tms.engines.cold_cds import CDS_DIR_NAME, ArchiveCache, Lease, archive_key
+from tms.engines.cold_cds import (
+    CDS_DIR_NAME,
+    ENV_JVM_OPTIONS,
+    ArchiveCache,
+    Lease,
+    archive_key,
+)
 from tms.engines.results import error_from_log, read_result, result_from_payload
 from tms.engines.submission import Submission, SubmissionError, build
 from tms.engines.workdir import HUDI_PROPERTIES_FILE_NAME, private_dir
@@ -87,6 +93,8 @@ class SparkSubmitEngine:
         driver's JVM options are TMS's, with a cache; None otherwise."""
         if self.cds is None or job.kind != "pyspark" or not cold_jvm.applies(self.settings):
             return None
+        if any(os.environ.get(name, "").strip() for name in ENV_JVM_OPTIONS):
+            return None  # an agent there may crash a JVM mapping an archive
         env = self.settings.submit_env(os.environ)
         java = Path(env["JAVA_HOME"]) / "bin" / "java" if env.get("JAVA_HOME") else None
         if java is None or not java.is_file():
