@@ -137,6 +137,7 @@ def test_an_archive_that_crashed_the_jvm_before_spark_started_is_dropped(
     banner = f"#\n# {cold_cds.JVM_FATAL_MARK}:\n#  SIGBUS (0x7)\n"
     assert not lease.crashed_at_start(0, banner)
     assert not lease.crashed_at_start(1, "INFO SparkContext: Running Spark\n" + banner)
+    assert not lease.crashed_at_start(1, "[tms-job] Py4JNetworkError: ...\n" + banner)
     assert archive.exists()  # Spark ran: the job's own failure, not the archive's
     assert lease.crashed_at_start(134, banner)
     assert not archive.exists() and not (cache.directory / f"{KEY}.json").exists()

@@ -59,7 +59,9 @@ DUMP_LOCK_STALE_S = 1800.0
 UNUSED_ARCHIVE_S = 30 * 86400.0
 # the JVM died at start: its fatal-error banner, and no sign that Spark ever started
 JVM_FATAL_MARK = "A fatal error has been detected by the Java Runtime Environment"
-SPARK_STARTED_MARK = "SparkContext"
+# (the job's Python prints "[tms-job]" lines; a JVM that maps a bad archive dies before its
+# Python starts: measured at 0.5-2.5 s, PythonRunner comes at ~4.5 s)
+STARTED_MARKS = ("SparkContext", "[tms-job]")
 
 
 def archive_key(java: Path, classpath: Iterable[Path]) -> str:
@@ -113,7 +115,7 @@ class Lease:
         is removed (the caller runs the job again without it)."""
         if self.using is None or exit_code in (0, None):
             return False
-        if JVM_FATAL_MARK not in log_text or SPARK_STARTED_MARK in log_text:
+        if JVM_FATAL_MARK not in log_text or any(m in log_text for m in STARTED_MARKS):
             return False
         log.warning("cds_archive_crashed_jvm", key=self.key, archive=str(self.using))
         try:
