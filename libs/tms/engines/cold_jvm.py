@@ -7,6 +7,9 @@ job's tasks ran ~2x slower than the warm driver's). Measured with ``bench/compac
 compaction's CPU by about 30 % (a 46 MB and a 1 MB table, 2 cores); the warm driver, which
 lives on, keeps C2.
 
+The class-data archive's options (``cold_cds``) join these; the launcher JVM spark-submit
+starts first gets C1 too (``SPARK_LAUNCHER_OPTS``, unless set).
+
 Only on a local master (on a cluster the tasks run in executors that live as long as their
 cluster manager lets them), and only when the operator has not set the driver's Java options
 (``spark.driver.extraJavaOptions`` in ``TMS_SPARK_CONF`` or a queue's conf): theirs win whole.
