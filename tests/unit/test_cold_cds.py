@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tms.domain import JobSpec
-from tms.engines import cold_cds, cold_jvm
+from tms.engines import cold_cds, cold_jvm, spark_submit
 from tms.engines.cold_cds import ArchiveCache
 from tms.engines.spark_submit import SparkSubmitEngine
 from tms.spark.settings import SparkSettings
@@ -152,7 +152,9 @@ def _job() -> JobSpec:
                                          "action": "compaction"})
 
 
-def test_the_executor_keeps_archives_in_its_state_directory(tmp_path: Path) -> None:
+def test_the_executor_keeps_archives_in_its_state_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(spark_submit.ENV_CDS_DIR, raising=False)
     engine = SparkSubmitEngine.from_settings(SparkSettings(master="local[2]"), tmp_path)
     assert engine.cds is not None and engine.cds.directory == tmp_path / cold_cds.CDS_DIR_NAME
     lease = engine.lease(_job())
@@ -163,6 +165,16 @@ def test_the_executor_keeps_archives_in_its_state_directory(tmp_path: Path) -> N
     assert sub.argv[sub.argv.index(option) - 1] == "--conf"
     assert sub.env[cold_jvm.ENV_LAUNCHER_OPTS] == "-XX:TieredStopAtLevel=1"
     lease.finish(succeeded=False)
+
+
+def test_the_archives_directory_may_be_shared_or_off(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    local = SparkSettings(master="local[2]")
+    monkeypatch.setenv(spark_submit.ENV_CDS_DIR, str(tmp_path / "home" / "cds"))
+    engine = SparkSubmitEngine.from_settings(local, tmp_path / "work" / "executor-1")
+    assert engine.cds is not None and engine.cds.directory == tmp_path / "home" / "cds"
+    monkeypatch.setenv(spark_submit.ENV_CDS_DIR, spark_submit.CDS_OFF)
+    assert SparkSubmitEngine.from_settings(local, tmp_path).cds is None
 
 
 def test_no_archive_where_the_operator_owns_the_jvm_options_or_without_a_cache(

@@ -46,6 +46,8 @@ __all__ = ["SparkSubmitEngine", "die_with_parent", "error_from_log", "find_handl
 POLL_INTERVAL_S = 0.5
 LOG_HEAD_BYTES = 65536  # a JVM that died at start wrote little more than its fatal banner
 ENV_HUDI_UTILITIES_JAR = "TMS_HUDI_UTILITIES_JAR"
+ENV_CDS_DIR = "TMS_COLD_CDS_DIR"  # the cold driver's class-data archives (cold_cds)
+CDS_OFF = "off"
 _APP_ID_RE = re.compile(
     rb"\b(local-\d{10,}|application_\d+_\d+|app-\d{14}-\d{4}|spark-[0-9a-f]{32})\b")
 
@@ -65,9 +67,13 @@ class SparkSubmitEngine:
 
     @classmethod
     def from_settings(cls, settings: SparkSettings, state_dir: Path) -> SparkSubmitEngine:
-        """The entry point's constructor; a cold engine keeps only its class-data archives in
-        ``state_dir`` (every job has its own work directory)."""
-        return cls(settings, cds_dir=state_dir / CDS_DIR_NAME)
+        """The entry point's constructor; a cold engine keeps only its class-data archives:
+        in ``TMS_COLD_CDS_DIR`` (the executor sets ``$TMS_HOME/cds``: shared by the host's
+        executors and kept across restarts; ``off``: none), else in ``state_dir``."""
+        raw = os.environ.get(ENV_CDS_DIR, "").strip()
+        if raw == CDS_OFF:
+            return cls(settings)
+        return cls(settings, cds_dir=Path(raw) if raw else state_dir / CDS_DIR_NAME)
 
     def close(self) -> None:
         """Nothing to stop: each job's spark-submit ends (or is killed) within ``run``."""
