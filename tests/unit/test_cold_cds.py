@@ -134,7 +134,7 @@ def test_an_archive_that_crashed_the_jvm_before_spark_started_is_dropped(
         tmp_path: Path) -> None:
     cache, archive = _installed(tmp_path)
     lease = cache.lease(KEY)
-    banner = f"#\n# {cold_cds.JVM_FATAL_MARK}:\n#  SIGBUS (0x7)\n"
+    banner = f"#\n# {cold_cds.JVM_FATAL_MARKS[0]}:\n#  SIGBUS (0x7)\n"
     assert not lease.crashed_at_start(0, banner)
     assert not lease.crashed_at_start(1, "INFO SparkContext: Running Spark\n" + banner)
     assert not lease.crashed_at_start(1, "[tms-job] Py4JNetworkError: ...\n" + banner)
@@ -143,8 +143,19 @@ def test_an_archive_that_crashed_the_jvm_before_spark_started_is_dropped(
     assert not archive.exists() and not (cache.directory / f"{KEY}.json").exists()
     again = cache.lease(KEY)  # the jar set gets no archive again: no dump, crash, dump loop
     assert again.java_options == () and not again.crashed_at_start(134, banner)
-    other = ArchiveCache(tmp_path / "other").lease(KEY)
-    assert other.dumping is not None and not other.crashed_at_start(134, banner)  # a dumper's
+
+
+def test_a_jdk_that_cannot_dump_gets_no_archive_again(tmp_path: Path) -> None:
+    # dumping needs the JDK's base archive; without it the JVM refuses to start (exit 1)
+    cache = ArchiveCache(tmp_path / "cds")
+    lease = cache.lease(KEY)
+    assert lease.dumping is not None
+    refusal = ("Error occurred during initialization of VM\n"
+               "DynamicDumpSharedSpaces is unsupported when base CDS archive is not loaded\n")
+    assert lease.crashed_at_start(1, refusal)
+    lease.finish(succeeded=True)  # the job's second run, without the archive's options
+    again = cache.lease(KEY)
+    assert again.java_options == () and not (cache.directory / f"{KEY}.jsa").exists()
 
 
 def _job() -> JobSpec:

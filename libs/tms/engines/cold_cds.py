@@ -57,8 +57,12 @@ DUMP_LOCK_STALE_S = 1800.0
 # an archive no job has used for this long belongs to a jar set gone (an upgrade): removed
 # when another archive is installed
 UNUSED_ARCHIVE_S = 30 * 86400.0
-# the JVM died at start: its fatal-error banner, and no sign that Spark ever started
-JVM_FATAL_MARK = "A fatal error has been detected by the Java Runtime Environment"
+# the JVM died at start: its fatal-error banner (a crash mapping an archive) or its refusal
+# to start (dumping needs the JDK's own base archive: "DynamicDumpSharedSpaces is unsupported
+# when base CDS archive is not loaded", exit 1; measured with -Xshare:off), and no sign that
+# Spark ever started
+JVM_FATAL_MARKS = ("A fatal error has been detected by the Java Runtime Environment",
+                   "Error occurred during initialization of VM")
 # (the job's Python prints "[tms-job]" lines; a JVM that maps a bad archive dies before its
 # Python starts: measured at 0.5-2.5 s, PythonRunner comes at ~4.5 s)
 STARTED_MARKS = ("SparkContext", "[tms-job]")
@@ -111,13 +115,15 @@ class Lease:
                 self.lock.unlink(missing_ok=True)
 
     def crashed_at_start(self, exit_code: int | None, log_text: str) -> bool:
-        """True when this JVM mapped an archive and died before Spark started: the archive
-        is removed (the caller runs the job again without it)."""
-        if self.using is None or exit_code in (0, None):
+        """True when this JVM mapped or was to dump an archive and died before Spark started:
+        the archive is removed and the key marked (the caller runs the job again without)."""
+        if (self.using is None and self.dumping is None) or exit_code in (0, None):
             return False
-        if JVM_FATAL_MARK not in log_text or any(m in log_text for m in STARTED_MARKS):
+        if (not any(m in log_text for m in JVM_FATAL_MARKS)
+                or any(m in log_text for m in STARTED_MARKS)):
             return False
-        log.warning("cds_archive_crashed_jvm", key=self.key, archive=str(self.using))
+        log.warning("cds_archive_crashed_jvm", key=self.key, archive=str(self.using),
+                    dumping=self.dumping is not None)
         try:
             self.cache.discard(self.key)
             write_private(self.cache.directory / f"{self.key}{CRASHED_SUFFIX}", b"")
