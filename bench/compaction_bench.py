@@ -20,6 +20,10 @@ read back: rows and a checksum of every value must equal the base's (else the ex
 (``ceil(output bytes / target)``). Everything it starts is stopped at the end, on error, on
 Ctrl-C and on SIGTERM; the temporary directory is removed (``--keep`` keeps it).
 
+TMS cold runs with its class-data archive, dumped first by one cold job on a small table of
+its own (as an executor's first cold job of a jar set would; its time is printed apart);
+``--methods ...,tms-cold-noarchive`` adds the cold job without it, for the before/after.
+
     .venv/bin/python -m bench.compaction_bench                        # ~10 minutes on 2 cores
     .venv/bin/python -m bench.compaction_bench --files 40 --rows 1000000 --tiny-commits 60 \
         --repeat 1                                                     # quick look
@@ -49,7 +53,8 @@ CATALOG = "bench_compaction"
 CATALOG_DB = "iceberg_catalog"
 MIB = 1024 * 1024
 METHODS = ("pyarrow-1t", "pyarrow-2t", "tms-warm", "tms-cold", "iceberg-compaction",
-           "iceberg-zamboni")
+           "iceberg-zamboni", "tms-cold-noarchive")
+DEFAULT_METHODS = METHODS[:-1]  # tms-cold-noarchive: asked for (before/after of the archive)
 EXTERNAL = ("iceberg-compaction", "iceberg-zamboni")
 
 
@@ -207,9 +212,15 @@ def _run(args: argparse.Namespace, tmp: Path, children: Children) -> dict[str, A
             args.jfr.mkdir(parents=True, exist_ok=True)
         if "iceberg-compaction" in methods:
             cm.start_rest(env, tmp / "rest", children)
-        if "tms-cold" in methods or "tms-warm" in methods:
-            env.cold = SparkSubmitEngine(settings)
-        start_s = first_s = None
+        if any(m.startswith("tms") for m in methods):
+            env.cold = SparkSubmitEngine(settings, cds_dir=tmp / "cds")
+            env.cold_plain = SparkSubmitEngine(settings)
+        start_s = first_s = archive_s = None
+        if "tms-cold" in methods:  # what an executor's first cold job of a jar set does
+            say("cold engine: a first cold job (on its own small table) dumps the archive")
+            data.write_table(catalog, "base.prime", 12, 100)
+            archive_s = cm.time_it(lambda: cm.run_tms(env, "tms-cold", "base.prime",
+                                                      tmp / "prime"))
         if "tms-warm" in methods:
             env.warm = warm = WarmSparkEngine(settings, env.cold, tmp / "warm")
             say("warm driver: start and a first operation (on its own small table)")
@@ -237,6 +248,7 @@ def _run(args: argparse.Namespace, tmp: Path, children: Children) -> dict[str, A
                 "methods": methods, "skipped": skipped, "target_bytes": env.target_bytes,
                 "table_properties": props_set,
                 "warm_start_and_first_op_s": start_s, "warm_first_op_s": first_s,
+                "cold_archive_dump_s": archive_s,
                 "runs": [asdict(o) for o in outcomes]}
     finally:
         if warm is not None:
@@ -254,7 +266,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--repeat", type=int, default=3, help="rounds of every method")
     p.add_argument("--threads", type=int, default=2,
                    help="threads the other compactors may use (TMS: its Spark master)")
-    p.add_argument("--methods", default=",".join(METHODS),
+    p.add_argument("--methods", default=",".join(DEFAULT_METHODS),
                    help=f"comma-separated subset of {','.join(METHODS)}")
     p.add_argument("--venv-cache", type=Path, default=TMS_HOME / "bench-venvs",
                    help="where the other compactors' virtualenvs are made and kept")

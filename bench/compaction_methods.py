@@ -3,7 +3,9 @@ CPU of every process that does its work (``bench.engine_bench.CpuMeter``):
 
 * ``tms-warm``: the executor's warm engine (``WarmSparkEngine``, one long-lived PySpark
   driver), started once before the first measured run; its driver's process group counts;
-* ``tms-cold``: ``SparkSubmitEngine``, one spark-submit per run (a reaped child: counts);
+* ``tms-cold``: ``SparkSubmitEngine``, one spark-submit per run (a reaped child: counts),
+  with its class-data archive (dumped by a first cold job before the measured runs);
+* ``tms-cold-noarchive``: the same without the archive (what a cold job cost before it);
 * ``pyarrow-1t`` / ``pyarrow-2t``: ``bench/compaction_pyarrow.py`` (read + rewrite, no commit);
 * ``iceberg-compaction`` / ``iceberg-zamboni``: ``bench/compaction_ext.py`` in each package's
   own virtualenv; iceberg-compaction through ``bench/compaction_rest.py`` (its CPU counts).
@@ -57,7 +59,8 @@ class Env:
     threads: int
     meter_postgres: Callable[[], list[int]]
     warm: Any = None  # WarmSparkEngine
-    cold: Any = None  # SparkSubmitEngine
+    cold: Any = None  # SparkSubmitEngine, with a class-data archive
+    cold_plain: Any = None  # SparkSubmitEngine without one
     pythons: dict[str, Path | None] | None = None
     rest_uri: str | None = None
     rest_pid: int | None = None
@@ -163,7 +166,8 @@ def run_tms(env: Env, method: str, identifier: str, workdir: Path) -> Run:
             raise BenchError("the warm driver was replaced during a run (the fallback ran it "
                              f"cold); see {env.warm.log_path}")
         return run
-    cold = _cold_engine(env, recording) if recording else env.cold
+    engine = env.cold_plain if method == "tms-cold-noarchive" else env.cold
+    cold = _cold_engine(env, recording) if recording else engine
     return _measure(env, lambda: [], lambda: _engine_run(cold, job, workdir))
 
 

@@ -78,6 +78,9 @@ def render(r: dict[str, Any]) -> tuple[str, bool]:
     if r.get("warm_start_and_first_op_s") is not None:
         lines.append(f"warm driver start + first operation (a 12-file table; once per "
                      f"executor, not above): {r['warm_start_and_first_op_s']:.1f} s")
+    if r.get("cold_archive_dump_s") is not None:
+        lines.append(f"cold engine's first job, dumping its class-data archive (a 12-file "
+                     f"table; once per jar set, not above): {r['cold_archive_dump_s']:.1f} s")
     for m, why in r.get("skipped", {}).items():
         lines.append(f"skipped {m}: {why}")
     loads = [o["loadavg"] for o in r["runs"]]

@@ -7,7 +7,9 @@ import os
 from pathlib import Path
 
 from tms.domain.jobs import ApiEndpoint
+from tms.engines.cold_cds import CDS_DIR_NAME
 from tms.engines.profiles import ENGINE_COLD, EngineRouter, QueueProfile, load_profiles
+from tms.engines.spark_submit import ENV_CDS_DIR
 from tms.executor.loop import (
     HEARTBEAT_INTERVAL_S,
     LEASE_TIMEOUT_S,
@@ -107,6 +109,9 @@ def main(argv: list[str] | None = None) -> None:
     start_metrics("tms-executor", parser, args.metrics_listen)
     home = Path(args.home).resolve()
     workdir = Path(args.workdir) if args.workdir else home / "work" / args.id
+    # the cold driver's class-data archives: one per jar set for all of this home's executors
+    # (an executor's id, hence its work directory, changes with every start)
+    os.environ.setdefault(ENV_CDS_DIR, str(home / CDS_DIR_NAME))
     queues = [q.strip() for q in args.queues.split(",") if q.strip()]
     try:
         retry = RetryPolicy(args.retry_base_delay_s, args.retry_max_delay_s)
