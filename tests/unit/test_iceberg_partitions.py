@@ -512,6 +512,10 @@ def test_a_filled_tier_merges_without_rewriting_larger_files() -> None:
     assert not compact(four, **{"compaction.min-small-files": "5"}).should_run  # fanout 5
     assert compact(four, **{"compaction.min-small-files": "5",
                             "compaction.tier-fanout": "4"}).should_run
+    # files of one size class count as of its mean size: two files a byte apart merge (an
+    # odd total must not leave the mean above what the files add up to)
+    d = compact(table(sized(DAY0, 1, 1 + 1 / MIB)))
+    assert d.should_run and d.params["min-file-size-bytes"] == str(2 * MIB)
     # the default fanout, 8, with the default min-small-files (12, counted table-wide)
     pol12 = {"compaction.min-small-files": "12"}
     d = compact(table(sized(DAY0, *[1] * 8), sized(DAY0 + 1, *[1] * 4)), **pol12)

@@ -231,7 +231,8 @@ def size_classes(st: PartitionStats, rewrite_bytes: int
         return [(st.rewrite_files, st.rewrite_bytes, st.rewrite_max_bytes, 0, rewrite_bytes)]
     out = []
     for c, (n, b) in tiers:  # files of one class (within 2x) count as of its mean size
-        out.append((n, b, -(-b // max(n, 1)), (1 << c) >> 1, min(1 << c, rewrite_bytes)))
+        # the mean rounded down: n files of one class fill a tier of fanout n, whatever bytes
+        out.append((n, b, b // max(n, 1), (1 << c) >> 1, min(1 << c, rewrite_bytes)))
     return out
 
 
