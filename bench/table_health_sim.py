@@ -202,6 +202,8 @@ def simulate(args: argparse.Namespace, pol: dict[str, str]) -> dict[str, Any]:
               "bytes_merging": 0, "bytes_applying_deletes": 0, "delete_files_written": 0,
               "delete_files_removed": 0, "delete_bytes_removed": 0}
     most = 0
+    marks = {max(1, int(args.commits * f)) for f in (0.25, 0.5, 0.75)}
+    checkpoints = []  # data files per partition holding data (the bench's files / ideal)
     for i, step in enumerate(plan(args.commits, args.partitions, 10, 50)):
         part = parts.setdefault(step.part, Part())
         if step.kind == "delete":
@@ -217,6 +219,9 @@ def simulate(args: argparse.Namespace, pol: dict[str, str]) -> dict[str, Any]:
         if (i + 1) % args.decide_every == 0:
             rewritten += decide(parts, pol, 0, counts)[0]
         most = max(most, max(len(p.files) for p in parts.values()))
+        if i + 1 in marks:
+            held = [len(p.files) for p in parts.values() if p.files]
+            checkpoints.append(round(sum(held) / len(held), 2))
     stream_wa = rewritten / (written + written_deletes)
     for _ in range(100):  # quiet: tidy up
         got, ran = decide(parts, {**pol, "compaction.quiet-s": "10"}, QUIET_S, counts)
@@ -235,7 +240,8 @@ def simulate(args: argparse.Namespace, pol: dict[str, str]) -> dict[str, Any]:
                                                                  for p in parts.values()),
             "delete_files_left": sum(p.stats(0, 0).position_delete_files
                                      for p in parts.values()),
-            "most_files_in_a_partition_mid_stream": most, **shown}
+            "most_files_in_a_partition_mid_stream": most,
+            "files_per_partition_at_25_50_75_percent": checkpoints, **shown}
 
 
 def main() -> None:
