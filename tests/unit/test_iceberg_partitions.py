@@ -500,6 +500,7 @@ def test_a_filled_tier_merges_without_rewriting_larger_files() -> None:
     assert d.params["min-file-size-bytes"] == str(2 * MIB)
     assert d.metrics["plan"][0]["rewrite_bytes"] == 4 * MIB
     assert "4194304 bytes to rewrite" in d.reason
+    assert "files below 2097152 bytes (a size tier: larger files wait)" in d.reason
     # three are not a filled tier
     assert not compact(table(sized(DAY0, 10, 1, 1, 1)), **POL4).should_run
     # a larger file joins once the smaller ones add up to the fanout x its size

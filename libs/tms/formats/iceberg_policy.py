@@ -257,10 +257,13 @@ def _partitioned_compaction(pol: Mapping[str, str], m: Mapping[str, Any],
     applied = sum(c.deletes_applied for c in p.chosen)
     waiting = (f"; {p.waiting} more wait for the next run (cap {lim.max_bytes} bytes, or a "
                f"size tier of their own)" if p.waiting else "")
+    rewrite_bytes = int(lim.min_file_ratio * lim.target_bytes)
+    tier = (f", files below {p.min_file_bytes} bytes (a size tier: larger files wait)"
+            if p.min_file_bytes is not None and p.min_file_bytes < rewrite_bytes else "")
     if p.partitioned:
         reason = (f"compaction of {len(p.chosen)} of {p.partitions} partitions, {p.names()}: "
                   f"{merged} small files to merge, {applied} delete files to apply, "
-                  f"{p.cost_bytes} bytes to rewrite through {how}{waiting}")
+                  f"{p.cost_bytes} bytes to rewrite through {how}{tier}{waiting}")
     else:
         reason = (f"{small} of {m['data_files']} data files are smaller than "
                   f"{m['small_file_bytes']} bytes (threshold {min_small} small files), "
