@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tms.domain import Decision, Operation
-from tms.formats import iceberg_deletes, iceberg_plan
+from tms.formats import iceberg_deletes, iceberg_plan, iceberg_tiers
 from tms.jobs import write_format
 from tms.policy_types import Kind, PolicyKey, boolean, by_key, choice, decimal, integer, text
 
@@ -63,7 +63,7 @@ K = by_key((
     decimal("compaction.min-file-ratio", 0.75, 0.05, 1.0,
             "a data file of at least this share of the target size is not rewritten by a "
             "merge (only deletes call for it)", FORMAT),
-    PolicyKey("compaction.tier-fanout", Kind.DECIMAL, iceberg_plan.TIER_FANOUT,
+    PolicyKey("compaction.tier-fanout", Kind.DECIMAL, iceberg_tiers.TIER_FANOUT,
               "size tiers: a merge takes a partition's smaller files only once they add up to "
               "this many times the mean size of the largest power-of-two size class taken (at "
               "most min-small-files); larger files wait, so a byte is rewritten about "
@@ -240,7 +240,7 @@ def _partitioned_compaction(pol: Mapping[str, str], m: Mapping[str, Any],
             why = (f"{mergeable} small data files in partitions holding two or more, but in "
                    f"none do a partition's smaller files add up to {lim.fanout:g} times "
                    f"the largest of them (compaction.tier-fanout) and none holds "
-                   f"{iceberg_plan.READERS_FACTOR * min_small} small files: merging now would "
+                   f"{iceberg_tiers.READERS_FACTOR * min_small} small files: merging now would "
                    f"mostly rewrite files merged before")
         elif mergeable and spread:
             why = (f"{mergeable} small data files in partitions holding two or more (of {small} "

@@ -5,7 +5,7 @@ twelve partitions are twelve files no rewrite can merge. So inspection sums, per
 each partition spec, the live data files (all, small, and those below the rewrite size), their
 bytes and records, and the position and equality delete files that apply to them; and, for
 the files below the rewrite size, how many and how many bytes fall in each power-of-two size
-class (``size_tiers``): size-tiered planning (``iceberg_plan``) merges the smaller classes
+class (``size_tiers``): size-tiered planning (``iceberg_tiers``) merges the smaller classes
 without rewriting the larger ones.
 
 Manifests are immutable: the statistics of one manifest, keyed by its path (and the size
