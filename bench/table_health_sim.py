@@ -9,8 +9,13 @@ decides every ``--decide-every`` commits and an operation's effect is immediate.
 hides 2 % of one partition's rows and, like Spark's file-scoped deletes (Iceberg's default
 granularity), leaves one delete file per data file of the partition (Spark folds a data file's
 earlier deletes into the new one: still one). A compaction of a partition rewrites the files
-below the rewrite size into one (their deleted rows dropped); the delete files of the files it
-merged stay, dangling, unless it applies deletes (then they go). A position-delete rewrite of
+it selects into one (their deleted rows dropped); the delete files of the files it
+merged stay, dangling, unless it applies deletes (then they go). The replay plans with the
+scheduler's own code: a partition's statistics come from inspection's ``manifest_stats`` (over
+fake manifest entries of its files) and the rules are ``iceberg_policy.RULES``; a compaction
+rewrites what the job would select with the decision's parameters (files below
+``min-file-size-bytes``, which size-tiered merges lower, and with ``delete-file-threshold`` 1
+every file a delete names). A position-delete rewrite of
 a partition writes one delete file per data file named and drops dangling ones. Write
 amplification is given for data bytes and with delete-file bytes (rewritten or removed by
 maintenance; written by the DELETEs), both over all bytes writers wrote. After the stream the
@@ -31,7 +36,7 @@ from bench.table_health_partitioned import POLICY_PARTITIONED
 from bench.table_health_stream import plan
 from tms.formats import iceberg_stats
 from tms.formats.iceberg_policy import RULES, K
-from tms.formats.iceberg_stats import PartitionStats
+from tms.formats.iceberg_stats import PartitionKey, PartitionStats
 
 ROWS = 500
 FILE_OVERHEAD_BYTES = 1800  # a small Parquet file's footer and headers: merges shed it
@@ -56,27 +61,38 @@ class Part:
     dangling: list[int] = field(default_factory=list)  # sizes
 
     def stats(self, small: int, rewrite: int) -> PartitionStats:
-        st = PartitionStats(max_sequence=1)
-        for f in self.files:
-            st.data_files += 1
-            st.bytes += f.size
-            st.records += f.rows
-            if f.size < small:
-                st.small_files += 1
-                st.small_bytes += f.size
-            if f.size < rewrite:
-                st.rewrite_files += 1
-                st.rewrite_bytes += f.size
-                st.rewrite_max_bytes = max(st.rewrite_max_bytes, f.size)
-            st.position_delete_files += len(f.deletes)
-            st.position_delete_bytes += sum(f.deletes)
-            st.deleted_rows += f.deleted
-        st.position_delete_files += len(self.dangling)
-        st.position_delete_bytes += sum(self.dangling)
+        """The partition's statistics as inspection computes them (``manifest_stats`` over
+        its live files), so the replay plans with the scheduler's own code."""
+        entries = [_Entry(_File(f.size, f.rows, 0)) for f in self.files]
+        entries += [_Entry(_File(d, f.deleted, 1)) for f in self.files for d in f.deletes]
+        entries += [_Entry(_File(d, 1, 1)) for d in self.dangling]
+        got = iceberg_stats.manifest_stats(entries, 0, iceberg_stats.Limits(small, rewrite))
+        st = got.get((0, ()), PartitionStats())
+        st.max_sequence = 1
+        # the rows deletes name: per data file, not per delete file (a file's later delete
+        # file carries its earlier positions too)
+        st.deleted_rows = sum(f.deleted for f in self.files)
         return st
 
     def delete_bytes(self) -> int:
         return sum(sum(f.deletes) for f in self.files) + sum(self.dangling)
+
+
+@dataclass(frozen=True)
+class _File:
+    """What ``manifest_stats`` reads of a manifest entry's file."""
+
+    file_size_in_bytes: int
+    record_count: int
+    content: int
+    partition: tuple[()] = ()
+    spec_id: int = 0
+
+
+@dataclass(frozen=True)
+class _Entry:
+    data_file: _File
+    sequence_number: int = 1
 
 
 @dataclass
@@ -91,7 +107,8 @@ def metrics(parts: dict[int, Part], pol: dict[str, str], idle_s: float) -> dict[
     small = K["compaction.small-file-bytes"].as_int(pol)
     rewrite = int(float(K["compaction.min-file-ratio"].get(pol))
                   * K["compaction.target-file-size-bytes"].as_int(pol))
-    stats = {(0, (p,)): part.stats(small, rewrite) for p, part in parts.items()}
+    stats: dict[PartitionKey, PartitionStats] = {
+        (0, (p,)): part.stats(small, rewrite) for p, part in parts.items()}
     pos = sum(s.position_delete_files for s in stats.values())
     return {"small_files": sum(s.small_files for s in stats.values()),
             "data_files": sum(s.data_files for s in stats.values()),
@@ -113,12 +130,14 @@ def delete_size(positions: int) -> int:
     return int(DELETE_OVERHEAD_BYTES + POSITION_BYTES * positions)
 
 
-def compact(part: Part, rewrite: int, deletes: bool, counts: dict[str, int]) -> int:
-    """Rewrite the partition's files below ``rewrite`` bytes (all of them when deletes are
-    applied; their deleted rows are dropped either way); the data bytes rewritten. Applying
-    deletes also removes the partition's delete files (``remove-dangling-deletes``); a merge
-    leaves the rewritten files' delete files dangling."""
-    chosen = [f for f in part.files if deletes or f.size < rewrite]
+def compact(part: Part, below: int, deletes: bool, counts: dict[str, int]) -> int:
+    """What the job does with the decision's parameters: rewrite the partition's files below
+    ``below`` bytes (``min-file-size-bytes``) and, when deletes are applied
+    (``delete-file-threshold`` 1), every file a delete names; their deleted rows are dropped
+    either way; the data bytes rewritten. Applying deletes also removes the partition's
+    delete files (``remove-dangling-deletes``); a merge leaves the rewritten files' delete
+    files dangling."""
+    chosen = [f for f in part.files if f.size < below or (deletes and f.deletes)]
     if len(chosen) < 2 and not deletes:
         return 0
     total = sum(f.size for f in chosen)
@@ -156,16 +175,15 @@ def decide(parts: dict[int, Part], pol: dict[str, str], idle_s: float,
            counts: dict[str, int]) -> tuple[int, bool]:
     """Run the rules once: (data bytes rewritten, whether anything ran)."""
     m = metrics(parts, pol, idle_s)
-    rewrite = int(float(K["compaction.min-file-ratio"].get(pol))
-                  * K["compaction.target-file-size-bytes"].as_int(pol))
     rewritten, ran = 0, False
     d = RULES["compaction"](pol, m, None, NOW)
     if d.should_run:
         ran = True
         counts["compaction"] += 1
         deletes = d.params.get("delete-file-threshold") == "1"
+        below = int(d.params["min-file-size-bytes"])
         for _, values in json.loads(d.params["partitions"]):
-            got = compact(parts[values[0]], rewrite, deletes, counts)
+            got = compact(parts[values[0]], below, deletes, counts)
             rewritten += got
             counts["bytes_applying_deletes" if deletes else "bytes_merging"] += got
     d = RULES["rewrite_position_deletes"](pol, metrics(parts, pol, idle_s), None, NOW)
@@ -184,6 +202,8 @@ def simulate(args: argparse.Namespace, pol: dict[str, str]) -> dict[str, Any]:
               "bytes_merging": 0, "bytes_applying_deletes": 0, "delete_files_written": 0,
               "delete_files_removed": 0, "delete_bytes_removed": 0}
     most = 0
+    marks = {max(1, int(args.commits * f)) for f in (0.25, 0.5, 0.75)}
+    checkpoints = []  # data files per partition holding data (the bench's files / ideal)
     for i, step in enumerate(plan(args.commits, args.partitions, 10, 50)):
         part = parts.setdefault(step.part, Part())
         if step.kind == "delete":
@@ -199,6 +219,9 @@ def simulate(args: argparse.Namespace, pol: dict[str, str]) -> dict[str, Any]:
         if (i + 1) % args.decide_every == 0:
             rewritten += decide(parts, pol, 0, counts)[0]
         most = max(most, max(len(p.files) for p in parts.values()))
+        if i + 1 in marks:
+            held = [len(p.files) for p in parts.values() if p.files]
+            checkpoints.append(round(sum(held) / len(held), 2))
     stream_wa = rewritten / (written + written_deletes)
     for _ in range(100):  # quiet: tidy up
         got, ran = decide(parts, {**pol, "compaction.quiet-s": "10"}, QUIET_S, counts)
@@ -217,7 +240,8 @@ def simulate(args: argparse.Namespace, pol: dict[str, str]) -> dict[str, Any]:
                                                                  for p in parts.values()),
             "delete_files_left": sum(p.stats(0, 0).position_delete_files
                                      for p in parts.values()),
-            "most_files_in_a_partition_mid_stream": most, **shown}
+            "most_files_in_a_partition_mid_stream": most,
+            "files_per_partition_at_25_50_75_percent": checkpoints, **shown}
 
 
 def main() -> None:

@@ -439,7 +439,7 @@ def test_clustering_only_partitions_changed_since_the_last() -> None:
 
 
 def test_plan_candidate_benefit_counts_files_removed_and_deletes() -> None:
-    lim = iceberg_plan.Limits(128 * MIB, 0.75, 0.1, 10 << 30)
+    lim = iceberg_plan.Limits(128 * MIB, 0.75, 0.1, 10 << 30, min_small_files=4)
     _, st = part(DAY0, small=4)
     c = iceberg_plan.candidate((0, (DAY0,)), st, lim, True)
     assert c is not None and c.files_removed == 3 and c.cost_bytes == 4 * MIB
@@ -447,62 +447,153 @@ def test_plan_candidate_benefit_counts_files_removed_and_deletes() -> None:
     assert iceberg_plan.candidate((0, (DAY0,)), st, lim, False) is None
 
 
+def sized(day: int, *sizes_mib: float) -> tuple[PartitionKey, PartitionStats]:
+    """A partition of data files of these sizes, its statistics as inspection counts them
+    (``manifest_stats``: size classes included)."""
+    files = [FakeFile((day,), int(s * MIB)) for s in sizes_mib]
+    stats = iceberg_stats.manifest_stats([FakeEntry(f) for f in files], 0, LIMITS)
+    return (0, (day,)), stats[(0, (day,))]
+
+
+def test_stats_count_size_classes_below_the_rewrite_size() -> None:
+    _, st = sized(DAY0, 1, 1, 1.5, 3, 100)
+    # 1 MiB and 1.5 MiB are in [1, 2) MiB (class 21), 3 MiB in [2, 4) MiB; 100 MiB is above
+    assert st.size_tiers == {21: [3, int(3.5 * MIB)], 22: [1, 3 * MIB]}
+    # they travel through the stored metrics and add up over manifests
+    back = iceberg_stats.decode(iceberg_stats.encode({(0, (DAY0,)): st}))[(0, (DAY0,))]
+    assert back == st
+    back.add(st)
+    assert back.size_tiers == {21: [6, 7 * MIB], 22: [2, 6 * MIB]}
+    assert st.size_tiers == {21: [3, int(3.5 * MIB)], 22: [1, 3 * MIB]}  # not shared
+    # rows stored before size classes existed decode without them
+    old = {k: v for k, v in iceberg_stats.encode({(0, (DAY0,)): st})[0].items()
+           if k != "size_tiers"}
+    assert iceberg_stats.decode([old])[(0, (DAY0,))].size_tiers == {}
+
+
+POL4 = {"compaction.min-small-files": "4"}  # a tier fills at 4 files; readers' bound 8
+
+
+def test_a_merge_waits_until_new_files_are_worth_rewriting_the_last_output() -> None:
+    # an earlier merge left 10 MiB; one new 1 MiB file would rewrite 11 MiB to remove 1 file
+    stale = table(sized(DAY0, 10, 1), sized(DAY0 + 1, 10, 1))
+    d = compact(stale, **POL4)
+    assert not d.should_run
+    assert "mostly rewrite files merged before" in d.reason
+    assert "add up to 4 times the largest of them (compaction.tier-fanout)" in d.reason
+    assert "none holds 8 small files" in d.reason
+    # statistics without size classes (stored before them): the same rule over all files
+    d = compact(table(merged_output(DAY0, 10, 1), merged_output(DAY0 + 1, 10, 1)), **POL4)
+    assert not d.should_run
+    # and a quiet table is tidied up whatever a merge rewrites again
+    quiet = table(sized(DAY0, 10, 1), sized(DAY0 + 1, 10, 1), idle_s=7200)
+    d = RULES["compaction"](POL4, quiet, None, NOW)
+    assert d.should_run and len(json.loads(d.params["partitions"])) == 2
+    assert d.params["min-file-size-bytes"] == str(16 * MIB)  # every file: all below 16 MiB
+
+
+def test_a_filled_tier_merges_without_rewriting_larger_files() -> None:
+    # four 1 MiB files fill their tier: merged alone, the 10 MiB output of an earlier merge
+    # is not rewritten (the job selects below 2 MiB)
+    d = compact(table(sized(DAY0, 10, 1), sized(DAY0 + 1, 10, 1, 1, 1, 1)), **POL4)
+    assert d.should_run and d.params["partitions"] == f"[[0,[{DAY0 + 1}]]]"
+    assert d.params["min-file-size-bytes"] == str(2 * MIB)
+    assert d.metrics["plan"][0]["rewrite_bytes"] == 4 * MIB
+    assert "4194304 bytes to rewrite" in d.reason
+    assert "files below 2097152 bytes (a size tier: larger files wait)" in d.reason
+    # three are not a filled tier
+    assert not compact(table(sized(DAY0, 10, 1, 1, 1)), **POL4).should_run
+    # a larger file joins once the smaller ones add up to the fanout x its size
+    d = compact(table(sized(DAY0, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1)), **POL4)  # 12 >= 4 x 3
+    assert d.should_run and d.params["min-file-size-bytes"] == str(4 * MIB)
+    d = compact(table(sized(DAY0, 3.5, 1, 1, 1, 1, 1, 1, 1, 1)), **POL4)  # 11.5 < 4 x 3.5
+    assert d.should_run and d.params["min-file-size-bytes"] == str(2 * MIB)
+    # the fanout is a policy key, bounded by min-small-files (a tier fills by then)
+    four = table(sized(DAY0, 10, 1, 1, 1, 1))
+    assert not compact(four, **{"compaction.min-small-files": "5"}).should_run  # fanout 5
+    assert compact(four, **{"compaction.min-small-files": "5",
+                            "compaction.tier-fanout": "4"}).should_run
+    # files of one size class count as of its mean size: two files a byte apart merge (an
+    # odd total must not leave the mean above what the files add up to)
+    d = compact(table(sized(DAY0, 1, 1 + 1 / MIB)))
+    assert d.should_run and d.params["min-file-size-bytes"] == str(2 * MIB)
+    # the default fanout, 8, with the default min-small-files (12, counted table-wide)
+    pol12 = {"compaction.min-small-files": "12"}
+    d = compact(table(sized(DAY0, *[1] * 8), sized(DAY0 + 1, *[1] * 4)), **pol12)
+    assert d.should_run and d.params["partitions"] == f"[[0,[{DAY0}]]]"
+    assert not compact(table(sized(DAY0, *[1] * 7), sized(DAY0 + 1, *[1] * 5)),
+                       **pol12).should_run
+
+
+def test_readers_bound_merges_the_smallest_files_when_no_tier_fills() -> None:
+    # sizes doubling: no set of smaller files ever adds up to 4 x the largest of them
+    sizes = (0.125, 0.25, 0.5, 1, 2, 4, 8)
+    assert not compact(table(sized(DAY0, *sizes)), **POL4).should_run  # 7 small files
+    d = compact(table(sized(DAY0, *sizes, 15)), **POL4)  # 8: readers' bound
+    assert d.should_run
+    # the four smallest (0.125-1 MiB: below 2 MiB), not the larger ones
+    assert d.params["min-file-size-bytes"] == str(2 * MIB)
+    assert d.metrics["plan"][0]["rewrite_bytes"] == int(1.875 * MIB)
+
+
+def test_partitions_of_other_size_tiers_wait_for_the_next_run() -> None:
+    # one threshold per job: a partition whose tier it would cut through waits
+    a = sized(DAY0, 2.5, 1, 1, 1, 1, 1)  # 1 MiB files merge below 2 MiB; 2.5 MiB stays
+    b = sized(DAY0 + 1, 3, 3, 3, 3)  # 3 MiB files merge: below 4 MiB, the 2.5 MiB would go too
+    d = compact(table(a, b), **POL4)
+    assert d.should_run and len(json.loads(d.params["partitions"])) == 1
+    assert "1 more wait for the next run" in d.reason and "size tier of their own" in d.reason
+    # a partition that one threshold serves joins: tiny files only, below 2 MiB as well
+    c = sized(DAY0 + 2, 1, 1, 1, 1)
+    d = compact(table(a, c), **POL4)
+    assert d.should_run and len(json.loads(d.params["partitions"])) == 2
+    assert d.params["min-file-size-bytes"] == str(2 * MIB)
+
+
 def merged_output(day: int, output_mib: int, new_small: int) -> tuple[PartitionKey,
                                                                           PartitionStats]:
-    """A partition holding an earlier merge's output and ``new_small`` 1 MiB files."""
+    """A partition holding an earlier merge's output and ``new_small`` 1 MiB files, its
+    statistics without size classes."""
     files, size = 1 + new_small, (output_mib + new_small) * MIB
     return (0, (day,)), PartitionStats(
         data_files=files, small_files=files, small_bytes=size, rewrite_files=files,
         rewrite_bytes=size, rewrite_max_bytes=output_mib * MIB, bytes=size, records=files)
 
 
-def test_a_merge_waits_until_new_files_are_worth_rewriting_the_last_output() -> None:
-    pol = {"compaction.min-small-files": "4"}
-    # an earlier merge left 10 MiB; one new 1 MiB file would rewrite 11 MiB to remove 1 file
-    stale = table(merged_output(DAY0, 10, 1), merged_output(DAY0 + 1, 10, 1))
-    d = compact(stale, **pol)
-    assert not d.should_run
-    assert "mostly rewrite that file again" in d.reason
-    assert "fewer than 8 small files" in d.reason
-    # new files of 0.8 of its size at least: worth it
-    d = compact(table(merged_output(DAY0, 10, 1), merged_output(DAY0 + 1, 5, 4)), **pol)
-    assert d.should_run and d.params["partitions"] == f"[[0,[{DAY0 + 1}]]]"
-    # readers come first: twice min-small-files small files in one partition merge regardless
-    d = compact(table(merged_output(DAY0, 10, 1), merged_output(DAY0 + 1, 10, 6)), **pol)
-    assert not d.should_run  # 7 small files: not yet
-    d = compact(table(merged_output(DAY0, 10, 1), merged_output(DAY0 + 1, 10, 7)), **pol)
-    assert d.should_run and d.params["partitions"] == f"[[0,[{DAY0 + 1}]]]"
-    # and a quiet table is tidied up whatever a merge rewrites again
-    quiet = table(merged_output(DAY0, 10, 1), merged_output(DAY0 + 1, 10, 1), idle_s=7200)
-    d = RULES["compaction"](pol, quiet, None, NOW)
-    assert d.should_run and len(json.loads(d.params["partitions"])) == 2
-
-
-def _trickle(files_in: int, tiered: bool) -> tuple[float, int]:
-    """1 MiB files into one partition, the rule asked after each: (bytes rewritten / bytes
-    written, most files the partition ever held)."""
+def _trickle(files_in: int, tiered: bool) -> tuple[float, int, int]:
+    """1 MiB files into one partition, the rule asked after each and the job's selection
+    (``min-file-size-bytes``) applied: (bytes rewritten / bytes written, most files the
+    partition ever held, most times one written byte was rewritten)."""
     lim = iceberg_plan.Limits(128 * MIB, 0.75, 0.1, 10 << 30, min_small_files=12)
-    files: list[int] = []
-    rewritten, most = 0, 0
+    files: list[tuple[int, int]] = []  # (size, times its bytes were rewritten)
+    rewritten, most, deepest = 0, 0, 0
     for _ in range(files_in):
-        files.append(MIB)
-        small = sum(f < 16 * MIB for f in files)
-        st = PartitionStats(data_files=len(files), small_files=small, small_bytes=small * MIB,
-                            rewrite_files=len(files), rewrite_bytes=sum(files),
-                            rewrite_max_bytes=max(files), bytes=sum(files))
-        if iceberg_plan.candidate((0, (1,)), st, lim, True, tiered) is not None:
-            rewritten += sum(files)
-            files = [sum(files)]
+        files.append((MIB, 0))
+        entries = [FakeEntry(FakeFile((1,), size)) for size, _ in files]
+        st = iceberg_stats.manifest_stats(entries, 0, LIMITS)[(0, (1,))]
+        c = iceberg_plan.candidate((0, (1,)), st, lim, True, tiered)
+        if c is not None:
+            assert c.selection is not None
+            params = iceberg_plan.rewrite_params(
+                iceberg_plan.select([c], {}, False, lim.max_bytes, 1), lim)
+            below = int(params["min-file-size-bytes"])
+            chosen = [f for f in files if f[0] < below]
+            rewritten += sum(size for size, _ in chosen)
+            depth = max(times for _, times in chosen) + 1
+            deepest = max(deepest, depth)
+            files = [f for f in files if f[0] >= below] + [(sum(s for s, _ in chosen), depth)]
         most = max(most, len(files))
-    return rewritten / (files_in * MIB), most
+    return rewritten / (files_in * MIB), most, deepest
 
 
 def test_tiered_merges_bound_write_amplification() -> None:
-    # about 60 files per partition, like 1,000 commits into 16 partitions
-    amplification, most = _trickle(60, tiered=True)
-    untiered, _ = _trickle(60, tiered=False)
-    assert amplification < 2.0 < 15 < untiered  # measured: 1.75 against 16.55
-    assert most <= 24  # readers never see more than twice min-small-files files
+    # 500 files into one partition: without tiers each merge rewrites everything again
+    amplification, most, deepest = _trickle(500, tiered=True)
+    untiered, _, _ = _trickle(500, tiered=False)
+    assert amplification < 2.5 < 10 < untiered, (amplification, untiered)
+    # a byte is rewritten about log_8(500) times at most; readers see few files
+    assert deepest <= 3
+    assert most <= 24
 
 
 def test_clustering_of_an_unpartitioned_table_is_not_restricted() -> None:

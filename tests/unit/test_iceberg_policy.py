@@ -166,6 +166,19 @@ SPEC = TableSpec(table_id="t", format="iceberg", catalog="cat", namespace="a.b",
     ({"policy": {"compaction.enabled": "1"}}, "table.policy[compaction.enabled]"),
     ({"policy": {"clustering.sort-order": "id\nDESC"}}, "table.policy[clustering.sort-order]"),
     ({"policy": {"compaction.no-such-key": "1"}}, "table.policy[compaction.no-such-key]"),
+    # the tier fanout: a number from 1.1 to 1000, nothing else (a fanout of 1 or less would
+    # merge a partition's largest file with nothing; NaN or infinity compare false forever)
+    ({"policy": {"compaction.tier-fanout": "1"}}, "table.policy[compaction.tier-fanout]"),
+    ({"policy": {"compaction.tier-fanout": "0.5"}}, "table.policy[compaction.tier-fanout]"),
+    ({"policy": {"compaction.tier-fanout": "-8"}}, "table.policy[compaction.tier-fanout]"),
+    ({"policy": {"compaction.tier-fanout": "1001"}}, "table.policy[compaction.tier-fanout]"),
+    ({"policy": {"compaction.tier-fanout": "nan"}}, "table.policy[compaction.tier-fanout]"),
+    ({"policy": {"compaction.tier-fanout": "inf"}}, "table.policy[compaction.tier-fanout]"),
+    ({"policy": {"compaction.tier-fanout": "1e3"}}, "table.policy[compaction.tier-fanout]"),
+    ({"policy": {"compaction.tier-fanout": "8 "}}, "table.policy[compaction.tier-fanout]"),
+    ({"policy": {"compaction.tier-fanout": "\u0668"}}, "table.policy[compaction.tier-fanout]"),
+    ({"policy": {"compaction.tier-fanout": "8" * 5000}},
+     "table.policy[compaction.tier-fanout]"),
 ])
 def test_validate(change: dict, field: str) -> None:
     spec = replace(SPEC, **change)
@@ -175,7 +188,8 @@ def test_validate(change: dict, field: str) -> None:
 
 def test_validate_accepts_good_spec() -> None:
     good = replace(SPEC, policy={"clustering.sort-order": "id DESC NULLS LAST, kind",
-                                 "scheduler.pull-interval-s": "60"})
+                                 "scheduler.pull-interval-s": "60",
+                                 "compaction.tier-fanout": "4.5"})
     assert IcebergFormat().validate(good) == []
     assert IcebergFormat().check_policy(good.policy) == []
 

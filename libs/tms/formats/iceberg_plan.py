@@ -16,22 +16,9 @@ as they are); applying deletes rewrites the files they touch. Partitions are tak
 benefit first (files removed plus delete files applied, per GiB rewritten) until
 ``compaction.max-bytes-per-run``; the rest wait for the next run.
 
-Write amplification: a partition fed by a trickle of tiny files would otherwise rewrite its
-last merge's output again with every new pair of small files (each byte rewritten once per
-merge). So a merge waits until the partition's other rewritable files add up to at least
-``TIER_RATIO`` of its largest one (the output then grows geometrically, and each byte is
-rewritten about (1 + r) / r times over its life for ratio r; below 1 so that two small files
-of about the same size merge), unless the partition holds ``READERS_FACTOR`` x
-``min-small-files`` small files by itself (readers come first) or the table is quiet (no more
-data is coming: tidy up).
-
-That readers' bound was ``min-small-files`` itself. With partitions far below the target
-size it dominated: the active partition of a stream rewrote its whole content every
-``min-small-files`` commits, and a 1,000-commit stream into 16 partitions rewrote 2.25 bytes
-per byte written (goal 2.0). Twice the threshold still bounds the small files readers open
-per partition, and halves those rewrites (an offline replay of that stream,
-``bench/table_health_sim.py``, puts it at -0.6 bytes rewritten per byte written; a ratio of 1
-or 2 instead of 0.8 would gain less than 0.1 and leave two small files unmerged).
+Write amplification: merges are size-tiered (``iceberg_tiers``): the smaller files of a
+partition are merged without rewriting the larger ones, so a byte is rewritten about
+log_fanout(target / written size) times.
 """
 
 from __future__ import annotations
@@ -44,6 +31,12 @@ from typing import Any
 
 from tms.formats import iceberg_stats, output_sizing
 from tms.formats.iceberg_stats import PartitionKey, PartitionStats
+from tms.formats.iceberg_tiers import (
+    MIN_MERGE_FILES,
+    TIER_FANOUT,
+    Selection,
+    selection,
+)
 from tms.jobs import partition_filter
 from tms.jobs.partition_filter import FieldInfo, PartitionRef
 
@@ -53,9 +46,6 @@ TIB = 1 << 40
 MIN_COST_BYTES = MIB  # a rewrite costs at least this much (file opens, a commit)
 SHOWN_IN_REASON = 3
 SHOWN_IN_METRICS = 5
-MIN_MERGE_FILES = 2
-TIER_RATIO = 0.8
-READERS_FACTOR = 2  # x min-small-files: a partition merges from this many small files
 
 
 @dataclass(frozen=True)
@@ -66,6 +56,12 @@ class Limits:
     max_bytes: int
     min_small_files: int = 12  # the policy's threshold (see READERS_FACTOR)
     merges_position_deletes: bool = False  # the position-delete rewrite is on
+    tier_fanout: float = TIER_FANOUT  # a merge's output is at least this x its largest input
+
+    @property
+    def fanout(self) -> float:
+        """The tier fanout in force: a tier fills by ``min-small-files`` files at the latest."""
+        return min(self.tier_fanout, self.min_small_files)
 
 
 @dataclass(frozen=True)
@@ -77,6 +73,7 @@ class Candidate:
     cost_bytes: int
     files_removed: int
     deletes_applied: int
+    selection: Selection | None = None  # the files a merge rewrites
 
     @property
     def benefit(self) -> float:
@@ -92,6 +89,7 @@ class Plan:
     partitions: int  # partitions of the table
     specs: Mapping[int, Sequence[FieldInfo]]
     partitioned: bool
+    min_file_bytes: int | None = None  # the merges' size threshold (None: the rewrite size)
 
     @property
     def cost_bytes(self) -> int:
@@ -193,13 +191,6 @@ def name(key: PartitionKey, specs: Mapping[int, Sequence[FieldInfo]]) -> str:
     return "/".join(out)
 
 
-def worth_merging(st: PartitionStats, lim: Limits) -> bool:
-    """The size-tiered guard against write amplification (see the module's doc)."""
-    rest = st.rewrite_bytes - st.rewrite_max_bytes
-    return (rest >= TIER_RATIO * st.rewrite_max_bytes
-            or st.small_files >= READERS_FACTOR * lim.min_small_files)
-
-
 def opened_deletes(st: PartitionStats, lim: Limits) -> int:
     """The delete files readers open for the partition that only a data rewrite removes."""
     return st.equality_delete_files if lim.merges_position_deletes else st.delete_files
@@ -210,19 +201,20 @@ def candidate(key: PartitionKey, st: PartitionStats, lim: Limits, merge_small: b
     """The partition's rewrite, or None when it merges nothing and needs no deletes applied."""
     # the job rewrites only files below min-file-size (the rewrite size): with a small-file
     # threshold above it, small files the job would leave alone must not count as a merge
-    merge = merge_small and min(st.small_files, st.rewrite_files) >= MIN_MERGE_FILES and (
-        not tiered or worth_merging(st, lim))
+    sel = selection(st, int(lim.min_file_ratio * lim.target_bytes), lim.fanout,
+                    lim.min_small_files, tiered) if merge_small and min(
+        st.small_files, st.rewrite_files) >= MIN_MERGE_FILES else None
     deletes = st.data_files > 0 and st.delete_files > 0 and (
         st.delete_ratio >= lim.delete_ratio or opened_deletes(st, lim) >= lim.min_small_files)
-    if not merge and not deletes:
+    if sel is None and not deletes:
         return None
     removed = 0
-    if merge:  # the files below the rewrite size become as few target-size files as fit
-        removed = max(0, st.rewrite_files - max(1, math.ceil(st.rewrite_bytes / lim.target_bytes)))
+    if sel is not None:  # the files selected become as few target-size files as fit
+        removed = max(0, sel.files - max(1, math.ceil(sel.bytes / lim.target_bytes)))
     # applying deletes rewrites the files they touch: at most the whole partition
-    cost = st.bytes if deletes else st.rewrite_bytes
-    return Candidate(key, st, merge, deletes, cost, removed,
-                     st.delete_files if deletes else 0)
+    cost = st.bytes if deletes else (sel.bytes if sel else 0)
+    return Candidate(key, st, sel is not None, deletes, cost, removed,
+                     st.delete_files if deletes else 0, sel)
 
 
 def plan(rows: Sequence[Mapping[str, Any]], raw_specs: Mapping[Any, Sequence[Sequence[str]]],
@@ -236,16 +228,29 @@ def plan(rows: Sequence[Mapping[str, Any]], raw_specs: Mapping[Any, Sequence[Seq
                   sum(1 for p in parts.values() if p.data_files))
 
 
+def _fits(window: tuple[int, int], c: Candidate) -> tuple[int, int] | None:
+    """The thresholds (``min-file-size-bytes``) that select what every chosen merge and ``c``
+    want, or None when no one threshold does (``c`` then waits for the next run)."""
+    if c.selection is None:
+        return window
+    lo, hi = max(window[0], c.selection.below), min(window[1], c.selection.room)
+    return (lo, hi) if lo <= hi else None
+
+
 def select(cands: Sequence[Candidate], specs: Mapping[int, Sequence[FieldInfo]],
            partitioned: bool, max_bytes: int, partitions: int) -> Plan:
     """The candidates largest benefit first, within the byte cap (the first one always, else a
-    partition larger than the cap would never be rewritten) and within what the
-    ``partitions`` parameter can carry."""
+    partition larger than the cap would never be rewritten), within what the ``partitions``
+    parameter can carry, and whose merges one size threshold selects (size tiers)."""
     cands = sorted(cands, key=lambda c: (-c.benefit, -c.cost_bytes, repr(c.key)))
     chosen: list[Candidate] = []
     total = 0
+    window: tuple[int, int] | None = (0, TIB * 1024)
     for c in cands:
         if chosen and total + c.cost_bytes > max_bytes:
+            continue
+        fits = _fits(window, c) if window else None
+        if fits is None:
             continue
         if partitioned:
             if len(chosen) >= partition_filter.MAX_PARTITIONS:
@@ -257,7 +262,9 @@ def select(cands: Sequence[Candidate], specs: Mapping[int, Sequence[FieldInfo]],
                 continue
         chosen.append(c)
         total += c.cost_bytes
-    return Plan(tuple(chosen), len(cands), partitions, specs, partitioned)
+        window = fits
+    below = window[0] if window and any(c.selection for c in chosen) else None
+    return Plan(tuple(chosen), len(cands), partitions, specs, partitioned, below)
 
 
 def file_groups(p: Plan, group_bytes: int) -> int:
@@ -276,7 +283,9 @@ def rewrite_params(p: Plan, lim: Limits) -> dict[str, str]:
     a delete touches and dangling deletes dropped (the starting sequence number must not be
     reused for that). A merge of one group gets the target that leaves no remainder file
     (``output_sizing.even_target``)."""
-    min_bytes = int(lim.min_file_ratio * lim.target_bytes)
+    rewrite_bytes = int(lim.min_file_ratio * lim.target_bytes)
+    # a size-tiered merge leaves the larger files alone: a lower threshold (never higher)
+    min_bytes = min(rewrite_bytes, p.min_file_bytes or rewrite_bytes)
     group_bytes = max(MIB, min(lim.max_bytes, TIB))
     params = {
         "target-file-size-bytes": str(lim.target_bytes),
@@ -287,10 +296,11 @@ def rewrite_params(p: Plan, lim: Limits) -> dict[str, str]:
     if file_groups(p, group_bytes) > 1:
         params["partial-progress.enabled"] = "true"
     if len(p.chosen) == 1 and p.chosen[0].merge and not p.deletes:
-        st = p.chosen[0].stats
-        even = output_sizing.even_target(st.rewrite_bytes, st.rewrite_max_bytes,
-                                         lim.target_bytes, min_bytes)
-        if even is not None and st.rewrite_bytes <= int(params["max-file-group-size-bytes"]):
+        st, sel = p.chosen[0].stats, p.chosen[0].selection
+        size, largest = (sel.bytes, sel.largest) if sel else (st.rewrite_bytes,
+                                                               st.rewrite_max_bytes)
+        even = output_sizing.even_target(size, largest, lim.target_bytes, min_bytes)
+        if even is not None and size <= int(params["max-file-group-size-bytes"]):
             # the files selected stay the same: both thresholds named in bytes
             params["target-file-size-bytes"] = str(even)
             params["max-file-size-bytes"] = str(output_sizing.max_file_bytes(lim.target_bytes))

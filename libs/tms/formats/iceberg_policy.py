@@ -17,9 +17,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tms.domain import Decision, Operation
-from tms.formats import iceberg_deletes, iceberg_plan
+from tms.formats import iceberg_deletes, iceberg_plan, iceberg_tiers
 from tms.jobs import write_format
-from tms.policy_types import PolicyKey, boolean, by_key, choice, decimal, integer, text
+from tms.policy_types import Kind, PolicyKey, boolean, by_key, choice, decimal, integer, text
 
 KIB = 1024
 MIB = 1024 * 1024
@@ -53,8 +53,9 @@ K = by_key((
     _int("compaction.small-file-bytes", 16 * MIB, KIB, MAX_FILE_BYTES, "bytes",
          "a data file below this size counts as small"),
     _int("compaction.min-small-files", 12, 2, MAX_COUNT, "count",
-         "small files that trigger a compaction; a partition's are merged once the others add "
-         "up to 0.8 of its largest rewritable file, or from twice this many"),
+         "small files that trigger a compaction; a partition's smaller files are merged once "
+         "they fill a size tier (compaction.tier-fanout, at most this many), or from twice "
+         "this many"),
     _int("compaction.min-interval-s", 60, 0, MAX_INTERVAL_S, "s",
          "least time between two compactions"),
     _int("compaction.quiet-s", 3600, 0, MAX_INTERVAL_S, "s",
@@ -62,6 +63,12 @@ K = by_key((
     decimal("compaction.min-file-ratio", 0.75, 0.05, 1.0,
             "a data file of at least this share of the target size is not rewritten by a "
             "merge (only deletes call for it)", FORMAT),
+    PolicyKey("compaction.tier-fanout", Kind.DECIMAL, iceberg_tiers.TIER_FANOUT,
+              "size tiers: a merge takes a partition's smaller files only once they add up to "
+              "this many times the mean size of the largest power-of-two size class taken (at "
+              "most min-small-files); larger files wait, so a byte is rewritten about "
+              "log-base-this of (target / written size) times",
+              "times", 1.1, 1000.0, formats=FORMAT),
     decimal("compaction.delete-ratio", 0.1, 0.001, 1.0,
             "share of a partition's rows hidden by deletes (equality deletes: one row per "
             "key) that calls for applying them; min-small-files delete files always do "
@@ -210,7 +217,8 @@ def _limits(pol: Mapping[str, str]) -> iceberg_plan.Limits:
         float(K["compaction.delete-ratio"].get(pol)),
         K["compaction.max-bytes-per-run"].as_int(pol),
         K["compaction.min-small-files"].as_int(pol),
-        K["position-deletes.enabled"].as_bool(pol))
+        K["position-deletes.enabled"].as_bool(pol),
+        float(K["compaction.tier-fanout"].get(pol)))
 
 
 def _partitioned_compaction(pol: Mapping[str, str], m: Mapping[str, Any],
@@ -233,10 +241,10 @@ def _partitioned_compaction(pol: Mapping[str, str], m: Mapping[str, Any],
                    f"small file")
         elif mergeable and merge_due:
             why = (f"{mergeable} small data files in partitions holding two or more, but in "
-                   f"each the other files add less than {iceberg_plan.TIER_RATIO:g} of its "
-                   f"largest rewritable file and there are fewer than "
-                   f"{iceberg_plan.READERS_FACTOR * min_small} small files: merging now would "
-                   f"mostly rewrite that file again")
+                   f"none do a partition's smaller files add up to {lim.fanout:g} times "
+                   f"the largest of them (compaction.tier-fanout) and none holds "
+                   f"{iceberg_tiers.READERS_FACTOR * min_small} small files: merging now would "
+                   f"mostly rewrite files merged before")
         elif mergeable and spread:
             why = (f"{mergeable} small data files in partitions holding two or more (of {small} "
                    f"small files); compaction starts at {min_small}")
@@ -250,12 +258,15 @@ def _partitioned_compaction(pol: Mapping[str, str], m: Mapping[str, Any],
     because = f"{p.eligible} partitions to compact"
     merged = sum(c.stats.small_files for c in p.chosen if c.merge)
     applied = sum(c.deletes_applied for c in p.chosen)
-    waiting = (f"; {p.waiting} more wait for the next run (cap {lim.max_bytes} bytes)"
-               if p.waiting else "")
+    waiting = (f"; {p.waiting} more wait for the next run (cap {lim.max_bytes} bytes, or a "
+               f"size tier of their own)" if p.waiting else "")
+    rewrite_bytes = int(lim.min_file_ratio * lim.target_bytes)
+    tier = (f", files below {p.min_file_bytes} bytes (a size tier: larger files wait)"
+            if p.min_file_bytes is not None and p.min_file_bytes < rewrite_bytes else "")
     if p.partitioned:
         reason = (f"compaction of {len(p.chosen)} of {p.partitions} partitions, {p.names()}: "
                   f"{merged} small files to merge, {applied} delete files to apply, "
-                  f"{p.cost_bytes} bytes to rewrite through {how}{waiting}")
+                  f"{p.cost_bytes} bytes to rewrite through {how}{tier}{waiting}")
     else:
         reason = (f"{small} of {m['data_files']} data files are smaller than "
                   f"{m['small_file_bytes']} bytes (threshold {min_small} small files), "

@@ -3,7 +3,10 @@
 Table-wide counts cannot tell whether a compaction merges anything: twelve small files in
 twelve partitions are twelve files no rewrite can merge. So inspection sums, per partition of
 each partition spec, the live data files (all, small, and those below the rewrite size), their
-bytes and records, and the position and equality delete files that apply to them.
+bytes and records, and the position and equality delete files that apply to them; and, for
+the files below the rewrite size, how many and how many bytes fall in each power-of-two size
+class (``size_tiers``): size-tiered planning (``iceberg_tiers``) merges the smaller classes
+without rewriting the larger ones.
 
 Manifests are immutable: the statistics of one manifest, keyed by its path (and the size
 limits they were counted with), are cached, so inspecting a table again reads only the
@@ -16,7 +19,7 @@ import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
@@ -51,10 +54,18 @@ class PartitionStats:
     deleted_rows: int = 0  # rows named by position deletes (an upper bound: some may dangle)
     equality_deleted_rows: int = 0  # keys in equality deletes (an estimate: one row per key)
     max_sequence: int = 0  # of its live files: tells which partitions changed since a time
+    # files below the rewrite size by size class: {size.bit_length(): [files, bytes]} (a class
+    # holds sizes in [2^(c-1), 2^c)); empty when unknown (then one class: all of them)
+    size_tiers: dict[int, list[int]] = field(default_factory=dict)
 
     def add(self, other: PartitionStats) -> None:
         for f in fields(self):
-            if f.name in _MAXIMA:
+            if f.name == "size_tiers":
+                for c, (n, b) in other.size_tiers.items():
+                    mine = self.size_tiers.setdefault(c, [0, 0])
+                    mine[0] += n
+                    mine[1] += b
+            elif f.name in _MAXIMA:
                 setattr(self, f.name, max(getattr(self, f.name), getattr(other, f.name)))
             else:
                 setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
@@ -71,8 +82,12 @@ class PartitionStats:
         hidden = self.deleted_rows + self.equality_deleted_rows
         return min(1.0, hidden / self.records) if self.records else 0.0
 
-    def to_json(self) -> dict[str, int]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)
+                               if f.name != "size_tiers"}
+        if self.size_tiers:
+            out["size_tiers"] = [[c, n, b] for c, (n, b) in sorted(self.size_tiers.items())]
+        return out
 
 
 _MAXIMA = ("max_sequence", "rewrite_max_bytes")
@@ -129,6 +144,9 @@ def manifest_stats(entries: Iterable[Any], spec_id: int, limits: Limits
                 st.rewrite_files += 1
                 st.rewrite_bytes += size
                 st.rewrite_max_bytes = max(st.rewrite_max_bytes, size)
+                tier = st.size_tiers.setdefault(size.bit_length(), [0, 0])
+                tier[0] += 1
+                tier[1] += size
         elif content == POSITION_DELETES:
             st.position_delete_files += 1
             st.position_delete_bytes += size
@@ -217,6 +235,9 @@ def encode(parts: Mapping[PartitionKey, PartitionStats]) -> list[dict[str, Any]]
 
 
 def decode(rows: Iterable[Mapping[str, Any]]) -> dict[PartitionKey, PartitionStats]:
-    names = {f.name for f in fields(PartitionStats)}
+    names = {f.name for f in fields(PartitionStats)} - {"size_tiers"}
     return {(int(r["spec"]), tuple(r["values"])):
-            PartitionStats(**{k: int(v) for k, v in r.items() if k in names}) for r in rows}
+            PartitionStats(**{k: int(v) for k, v in r.items() if k in names},
+                           size_tiers={int(c): [int(n), int(b)]
+                                       for c, n, b in r.get("size_tiers") or ()})
+            for r in rows}
