@@ -87,7 +87,9 @@ class TimedSession:
         return getattr(self._spark, name)
 
     def sql(self, text: str) -> Any:
-        label = "sql " + text.split("(", 1)[0].split(".")[-1][:40]
+        head = text.split("(", 1)[0]
+        label = "sql " + (head.rsplit(".", 1)[-1] if head.startswith("CALL")
+                          else head.split()[0])
         return self._timings.wrap(label, self._spark.sql)(text)
 
 
