@@ -8,8 +8,10 @@ a writer's: ``WARMUP_FILES`` appends of zstd parquet (``WARMUP_ROWS`` rows of lo
 double and timestamp columns), then ``rewrite_manifests`` (what a rewrite runs first when a
 writer left many small manifests: ``manifest_prep``), then ``rewrite_data_files`` (vectorized
 read, row conversion, parquet write, a commit), then the table is dropped with its files.
-Without the manifest merge the first compaction of a table with 100 writer commits spent
-11-16 s of CPU in it against 1.5-2.5 s later (issue 17, docs/figures.md).
+Without it the first merge of a driver's life (the ``rewrite_manifests`` procedure, which
+``manifest_prep`` still runs for merges larger than one manifest) spent 11-16 s of CPU against
+1.5-2.5 s later (issue 17, docs/figures.md); it also warms the Avro manifest reads and writes
+of the driver's own merge and of every commit.
 
 The table lives in a Hadoop catalog of its own (``WARMUP_CATALOG``) in a temporary directory
 on the driver's local disk: nothing of a user's catalog or storage is touched. A failure is
