@@ -235,6 +235,8 @@ def test_the_commit_after_many_tiny_commits_writes_few_manifests(lake: Lake) -> 
     # the manifests were merged first, in a commit of their own; the outcome still names the
     # rewrite's partitions
     assert result["manifests_first"]["rewritten"] == TINY_COMMITS
+    # in the driver (Iceberg's core API), not as a Spark job: they fit in one manifest
+    assert result["manifests_first"]["merged_in"] == "driver"
     out = result["outcome"]
     assert out["snapshots_added"] == 2 and out["partitions_touched"] == 1
     assert out["data_files_removed"] == TINY_COMMITS and out["data_files_added"] == 1

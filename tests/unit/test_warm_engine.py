@@ -25,6 +25,7 @@ from tms.engines.profiles import ENGINE_COLD, ENGINE_WARM, EngineRouter, QueuePr
 from tms.engines.spark_submit import result_from_payload
 from tms.engines.warm import (
     MAX_CONSECUTIVE_FAILURES,
+    WARM_DRIVER_CONF,
     CatalogRegistry,
     DriverHealth,
     WarmSparkEngine,
@@ -295,11 +296,20 @@ def test_launch_hands_spark_submit_options_to_pyspark() -> None:
     settings = SparkSettings(conf={"spark.x": "a b"})
     argv, env = driver_launch(settings)
     assert argv[1].endswith("warm_driver.py") and argv[0] == env["PYSPARK_DRIVER_PYTHON"]
-    submit = settings.submit_argv(argv[1], [])
+    submit = settings.submit_argv(argv[1], [], extra_conf=WARM_DRIVER_CONF)
     assert shlex.split(env["PYSPARK_SUBMIT_ARGS"]) == [*submit[1:-1], "pyspark-shell"]
     assert "PYSPARK_GATEWAY_PORT" not in env
     assert env[ENV_PROGRESS_INTERVAL_S] == str(PROGRESS_INTERVAL_S)
     assert driver_launch(settings, 0.25)[1][ENV_PROGRESS_INTERVAL_S] == "0.25"
+
+
+def test_warm_driver_has_no_console_progress_bar_unless_the_operator_wants_one() -> None:
+    args = shlex.split(driver_launch(SparkSettings())[1]["PYSPARK_SUBMIT_ARGS"])
+    assert "spark.ui.showConsoleProgress=false" in args
+    mine = SparkSettings(conf={"spark.ui.showConsoleProgress": "true"})
+    args = shlex.split(driver_launch(mine)[1]["PYSPARK_SUBMIT_ARGS"])
+    assert "spark.ui.showConsoleProgress=true" in args
+    assert "spark.ui.showConsoleProgress=false" not in args
 
 
 @pytest.mark.parametrize("j, settings", [

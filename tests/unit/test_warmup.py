@@ -50,14 +50,18 @@ def test_rows_from_env_default_off_and_bad_values() -> None:
         assert warmup.rows_from_env({warmup.ENV_WARMUP_ROWS: bad}) == warmup.WARMUP_ROWS
 
 
-def test_statements_append_files_then_rewrite_then_drop() -> None:
+def test_statements_append_files_merge_manifests_rewrite_then_drop() -> None:
     sql = warmup.statements(1000, files=4)
     assert sql[0].startswith(f"CREATE TABLE {warmup.WARMUP_TABLE}")
     assert "'write.parquet.compression-codec'='zstd'" in sql[0]
-    inserts = sql[1:-2]
+    inserts = sql[1:-3]
     assert len(inserts) == 4
     ranges = [s.rsplit("FROM range(", 1)[1] for s in inserts]
     assert ranges == ["0, 250, 1, 1)", "250, 500, 1, 1)", "500, 750, 1, 1)", "750, 1000, 1, 1)"]
+    # the merge a rewrite runs first on a table of many small manifests (manifest_prep),
+    # then the rewrite: both code paths compiled before the first real compaction
+    assert sql[-3] == (f"CALL {warmup.WARMUP_CATALOG}.system.rewrite_manifests("
+                       "table => 'warmup.events')")
     assert sql[-2].startswith(f"CALL {warmup.WARMUP_CATALOG}.system.rewrite_data_files(")
     assert sql[-1] == f"DROP TABLE {warmup.WARMUP_TABLE} PURGE"
 

@@ -72,6 +72,11 @@ DRIVER_LOG_PREFIX = "warm-driver"
 STATE_SUBDIR = "warm"  # of the executor's state directory: the driver logs
 WARM_DEFAULT_CORES_MAX = 2  # a standalone cluster's cores a warm driver takes when not set
 _GATEWAY_ENV = ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET")
+# Conf of the warm driver only, unless the operator's settings name the key. pyspark starts the
+# driver as a shell (``pyspark-shell``), for which spark-submit turns Spark's console progress
+# bar on: a thread redrawing a bar into the driver log every 200 ms while a stage runs, which
+# fills the log tails an operation reports; the driver reports progress itself.
+WARM_DRIVER_CONF = {"spark.ui.showConsoleProgress": "false"}
 
 log = structlog.get_logger("tms.engines.warm")
 _engine_numbers = itertools.count(1)  # engines of one process may share a state directory
@@ -83,9 +88,12 @@ def driver_launch(settings: SparkSettings, progress_interval_s: float = PROGRESS
                   ) -> tuple[list[str], dict[str, str]]:
     """(argv, env) of the driver: the venv's Python runs the driver file, and pyspark launches
     the JVM through spark-submit with exactly the options ``submit_argv`` builds, passed in
-    ``PYSPARK_SUBMIT_ARGS`` (split with shlex by pyspark, so ``shlex.join`` round-trips)."""
+    ``PYSPARK_SUBMIT_ARGS`` (split with shlex by pyspark, so ``shlex.join`` round-trips),
+    plus ``WARM_DRIVER_CONF`` where the settings' own conf does not name the key."""
     app = str(WARM_DRIVER_APP)
-    argv = settings.submit_argv(app, [])
+    own = settings.effective_conf()
+    argv = settings.submit_argv(app, [], extra_conf={
+        k: v for k, v in WARM_DRIVER_CONF.items() if k not in own})
     assert argv[-1] == app
     env = settings.submit_env(dict(os.environ))
     for name in _GATEWAY_ENV:  # would make pyspark attach to some other JVM
