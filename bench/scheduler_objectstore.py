@@ -118,8 +118,10 @@ def _sequential_class() -> Any:
                     if table.state is TableState.ACTIVE:
                         try:
                             with decision_span(table, due.traceparent):
-                                taken, next_s = self._evaluate(table, now,
-                                                               last.get(table.pk, {}))
+                                result = self._evaluate(table, now, last.get(table.pk, {}))
+                            # without ``defer`` a table is never left Unsettled
+                            assert isinstance(result, tuple)
+                            taken, next_s = result
                         except ZooKeeperLost:
                             raise
                         except Exception:
