@@ -50,32 +50,75 @@ def test_rows_from_env_default_off_and_bad_values() -> None:
         assert warmup.rows_from_env({warmup.ENV_WARMUP_ROWS: bad}) == warmup.WARMUP_ROWS
 
 
-def test_statements_append_files_merge_manifests_rewrite_then_drop() -> None:
-    sql = warmup.statements(1000, files=4)
+def test_spark_written_fallback_appends_files_then_merges_manifests() -> None:
+    sql = warmup.setup_statements(1000, None, files=4)
     assert sql[0].startswith(f"CREATE TABLE {warmup.WARMUP_TABLE}")
     assert "'write.parquet.compression-codec'='zstd'" in sql[0]
-    inserts = sql[1:-3]
+    inserts = sql[1:-1]
     assert len(inserts) == 4
     ranges = [s.rsplit("FROM range(", 1)[1] for s in inserts]
     assert ranges == ["0, 250, 1, 1)", "250, 500, 1, 1)", "500, 750, 1, 1)", "750, 1000, 1, 1)"]
-    # the merge a rewrite runs first on a table of many small manifests (manifest_prep),
-    # then the rewrite: both code paths compiled before the first real compaction
-    assert sql[-3] == (f"CALL {warmup.WARMUP_CATALOG}.system.rewrite_manifests("
+    # the merge a rewrite runs first on a table of many small manifests (manifest_prep)
+    assert sql[-1] == (f"CALL {warmup.WARMUP_CATALOG}.system.rewrite_manifests("
                        "table => 'warmup.events')")
-    assert sql[-2].startswith(f"CALL {warmup.WARMUP_CATALOG}.system.rewrite_data_files(")
-    assert sql[-1] == f"DROP TABLE {warmup.WARMUP_TABLE} PURGE"
+    assert warmup.REWRITE_SQL.startswith(
+        f"CALL {warmup.WARMUP_CATALOG}.system.rewrite_data_files(")
+    assert warmup.DROP_SQL == f"DROP TABLE {warmup.WARMUP_TABLE} PURGE"
 
 
-def test_warm_up_registers_its_own_catalog_runs_everything_and_cleans_up() -> None:
-    spark = FakeSpark()
-    took = warmup.warm_up(spark, 1000)
+def test_files_are_written_as_pyiceberg_writes_them(tmp_path: Path) -> None:
+    """zstd, dictionary pages, decimals as integers, Iceberg field ids, every column type of
+    the table: the decoders a real compaction's inputs need are the ones the warm-up trains."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    dirs = warmup.write_files(tmp_path, 4000, files=4, commits=2)
+    assert dirs is not None and len(dirs) == 2
+    files = sorted(p for d in dirs for p in d.iterdir())
+    assert len(files) == 4
+    meta = pq.ParquetFile(files[0]).metadata
+    assert meta.num_rows == 1000
+    schema = meta.schema.to_arrow_schema()
+    assert [f.name for f in schema] == ["id", "kind", "amount", "user_id", "ts", "price",
+                                        "label"]
+    assert [f.metadata[b"PARQUET:field_id"] for f in schema] == [
+        str(i).encode() for i in range(1, 8)]
+    assert str(schema.field("price").type) == "decimal128(12, 2)"
+    assert meta.schema.column(5).physical_type == "INT64"  # store_decimal_as_integer
+    for c in range(meta.num_columns):
+        col = meta.row_group(0).column(c)
+        assert col.compression == "ZSTD" and "RLE_DICTIONARY" in col.encodings
+    table = pq.read_table(files[0])
+    assert len(set(table.column("kind").to_pylist())) == 4
+    assert len(set(table.column("label").to_pylist())) > 500  # strings of many values too
+    sql = warmup.setup_statements(4000, dirs)
+    assert "compression-codec" not in sql[0]  # as pyiceberg: the data says zstd
+    assert sql[1:3] == [f"CALL {warmup.WARMUP_CATALOG}.system.add_files(table => "
+                        f"'warmup.events', source_table => '`parquet`.`{d.as_uri()}`')"
+                        for d in dirs]
+
+
+def test_warm_up_compacts_through_the_request_path_and_cleans_up() -> None:
+    spark, specs = FakeSpark(), []
+    took = warmup.warm_up(spark, 1000, compact=specs.append)
     assert took is not None and took >= 0
     prefix = f"spark.sql.catalog.{warmup.WARMUP_CATALOG}"
     assert spark.conf.values[prefix] == warmup.HADOOP_CATALOG
     assert spark.conf.values[f"{prefix}.type"] == "hadoop"
     warehouse = Path(spark.conf.values[f"{prefix}.warehouse"].removeprefix("file://"))
-    assert not warehouse.exists()  # the temporary warehouse is gone
-    assert spark.sql_run == warmup.statements(1000)
+    assert not warehouse.parent.exists()  # the temporary directory is gone
+    assert "rewrite_data_files" not in " ".join(spark.sql_run)  # the request path did it
+    assert spark.sql_run[-1] == warmup.DROP_SQL
+    [spec] = specs
+    parsed = im.parse_spec(spec)  # what a request's spec goes through
+    assert (parsed.catalog_name, parsed.table, parsed.action) == (
+        warmup.WARMUP_CATALOG, ("warmup", "events"), "compaction")
+    assert parsed.options == warmup.COMPACTION_OPTIONS
+    assert parsed.allowed_locations == (warehouse.parent.as_uri(),)
+
+
+def test_without_a_compact_function_the_procedure_runs() -> None:
+    spark = FakeSpark()
+    assert warmup.warm_up(spark, 1000) is not None
+    assert spark.sql_run[-2:] == [warmup.REWRITE_SQL, warmup.DROP_SQL]
 
 
 def test_a_failed_warm_up_is_logged_and_ignored(capsys: pytest.CaptureFixture[str]) -> None:
@@ -83,7 +126,7 @@ def test_a_failed_warm_up_is_logged_and_ignored(capsys: pytest.CaptureFixture[st
     assert warmup.warm_up(spark, 1000) is None
     assert "warm-up failed, serving without: RuntimeError: boom" in capsys.readouterr().err
     warehouse = spark.conf.values[f"spark.sql.catalog.{warmup.WARMUP_CATALOG}.warehouse"]
-    assert not Path(warehouse.removeprefix("file://")).exists()
+    assert not Path(warehouse.removeprefix("file://")).parent.exists()
 
 
 def test_zero_rows_runs_nothing() -> None:

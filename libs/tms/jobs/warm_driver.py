@@ -207,7 +207,10 @@ def main() -> int:
               "pid": os.getpid()})
         # after "ready", so a slow warm-up on a busy machine never counts against the start's
         # timeout; a request sent meanwhile waits in the pipe until it is done
-        took = warmup.run_from_env(spark)
+        # the warm-up's compaction runs the code a request's does (write format, manifest
+        # merge, the procedure), on a table in the warm-up's own catalog
+        took = warmup.run_from_env(
+            spark, compact=lambda spec: im.run_in_session(spark, im.parse_spec(spec)))
         if took is not None:
             _log(f"warm-up done in {took:.1f} s")
         return serve(spark, sys.stdin, send, spark_progress.interval_from_env(os.environ))
