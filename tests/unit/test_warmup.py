@@ -140,3 +140,17 @@ def test_a_job_cannot_use_the_warm_up_catalog_name() -> None:
                           "table": "ns.t", "action": "rewrite_manifests"})
     with pytest.raises(RuntimeError, match="reserved by the warm driver's warm-up"):
         warm_driver.register_catalog(FakeSpark(), spec, {})
+
+
+def test_files_are_written_a_row_group_at_a_time(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Memory stays bounded by a row group whatever the row count (TMS_WARMUP_ROWS)."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    monkeypatch.setattr(warmup, "PYICEBERG_ROW_GROUP_ROWS", 300)
+    dirs = warmup.write_files(tmp_path, 1000, files=1, commits=1)
+    assert dirs is not None
+    [path] = list(dirs[0].iterdir())
+    meta = pq.ParquetFile(path).metadata
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [300, 300, 300,
+                                                                                100]
+    assert pq.read_table(path).column("id").to_pylist() == list(range(1000))

@@ -133,8 +133,17 @@ def write_files(where: Path, rows: int, files: int = WARMUP_FILES,
     for d in dirs:
         d.mkdir(parents=True)
     for f, (start, end) in enumerate(file_ranges(rows, files)):
-        pq.write_table(pyarrow_batch(start, end, f), str(dirs[f % len(dirs)] / f"{f:05d}.parquet"),
-                       row_group_size=PYICEBERG_ROW_GROUP_ROWS, **PYICEBERG_WRITER)
+        path = dirs[f % len(dirs)] / f"{f:05d}.parquet"
+        writer = None
+        # a row group at a time: memory stays bounded whatever TMS_WARMUP_ROWS says
+        for lo in range(start, end, PYICEBERG_ROW_GROUP_ROWS):
+            hi = min(end, lo + PYICEBERG_ROW_GROUP_ROWS)
+            batch = pyarrow_batch(lo, hi, f * 1024 + (lo - start) // PYICEBERG_ROW_GROUP_ROWS)
+            if writer is None:
+                writer = pq.ParquetWriter(str(path), batch.schema, **PYICEBERG_WRITER)
+            writer.write_table(batch, row_group_size=PYICEBERG_ROW_GROUP_ROWS)
+        if writer is not None:
+            writer.close()
     return dirs
 
 
