@@ -30,7 +30,8 @@ path (``warmup.py``: a compaction of a realistic table of its own, so the JIT ha
 what the first real compaction runs); the catalog name it uses for that is reserved.
 
 Imports only pyspark, the standard library, ``iceberg_maintenance``, ``spark_progress`` and
-``warmup`` (from the ``tms.jobs`` package, or as sibling files when shipped alone).
+``warmup`` (from the ``tms.jobs`` package, or as sibling files when shipped alone); the
+warm-up writes its files with pyarrow when the driver's Python has it.
 """
 
 from __future__ import annotations
