@@ -121,6 +121,8 @@ class PolicyKey:
             return ""
         if isinstance(value, bool):
             return "true" if value else "false"
+        if isinstance(value, float) and value.is_integer():
+            return str(int(value))  # 8, not 8.0: a count-like decimal reads as the owner wrote it
         return str(value)
 
     def describe(self) -> str:
