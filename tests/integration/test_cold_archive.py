@@ -37,17 +37,19 @@ def _foreign_archive(tmp_path: Path) -> Path:
     return path
 
 
-def _engine(tmp_path: Path) -> tuple[SparkSubmitEngine, Path]:
+def _setup(db_dsn: str, tmp_path: Path) -> tuple[Lake, SparkSubmitEngine, Path, str]:
+    """A lake, an engine whose archives go under tmp_path/cds, and the key of table t's job."""
+    lake = Lake(db_dsn, tmp_path / "lake")
     cds = tmp_path / "cds"
-    return SparkSubmitEngine(spark_settings(), cds_dir=cds), cds
+    engine = SparkSubmitEngine(spark_settings(), cds_dir=cds)
+    key = engine.cds_key(lake.job("t"))
+    assert key is not None
+    return lake, engine, cds, key
 
 
 def test_a_first_job_dumps_the_archive_and_the_next_job_maps_it(db_dsn: str,
                                                                  tmp_path: Path) -> None:
-    lake = Lake(db_dsn, tmp_path / "lake")
-    engine, cds = _engine(tmp_path)
-    key = engine.cds_key(lake.job("t"))
-    assert key is not None
+    lake, engine, cds, key = _setup(db_dsn, tmp_path)
 
     _run(engine, lake, "t", tmp_path / "w1")
     archive = cds / f"{key}.jsa"
@@ -63,10 +65,7 @@ def test_an_archive_that_crashes_the_jvm_is_dropped_and_the_job_still_runs(
         db_dsn: str, tmp_path: Path) -> None:
     # JDK 17 dies at start (SIGBUS) on a truncated archive; here its record was written
     # after the damage, so only the engine's fallback stands between it and the job
-    lake = Lake(db_dsn, tmp_path / "lake")
-    engine, cds = _engine(tmp_path)
-    key = engine.cds_key(lake.job("t"))
-    assert key is not None
+    lake, engine, cds, key = _setup(db_dsn, tmp_path)
     foreign = _foreign_archive(tmp_path)
     truncated = tmp_path / "truncated.jsa"
     truncated.write_bytes(foreign.read_bytes()[: foreign.stat().st_size // 2])
@@ -80,10 +79,7 @@ def test_an_archive_that_crashes_the_jvm_is_dropped_and_the_job_still_runs(
 
 def test_an_archive_of_another_class_path_is_ignored_by_the_jvm(db_dsn: str,
                                                                 tmp_path: Path) -> None:
-    lake = Lake(db_dsn, tmp_path / "lake")
-    engine, cds = _engine(tmp_path)
-    key = engine.cds_key(lake.job("t"))
-    assert key is not None
+    lake, engine, cds, key = _setup(db_dsn, tmp_path)
     os.makedirs(cds, mode=0o700)
     ArchiveCache(cds).install(key, _foreign_archive(tmp_path))
 

@@ -125,16 +125,26 @@ def test_partitioned_compaction_touches_only_partitions_that_merge(env: Env) -> 
     assert not d.should_run  # nothing left to merge
 
 
+def _merge_on_read_days(env: Env, *properties: str) -> list[str]:
+    """A format-2 merge-on-read table partitioned by day, one Spark-written file per day."""
+    t = env.spark_table
+    props = ", ".join(["'format-version'='2'", "'write.delete.mode'='merge-on-read'",
+                       *properties])
+    return [
+        f"CREATE NAMESPACE IF NOT EXISTS {CATALOG_NAME}.{env.namespace}",
+        f"CREATE TABLE {t} (id BIGINT, ts TIMESTAMP) USING iceberg PARTITIONED BY (days(ts)) "
+        f"TBLPROPERTIES ({props})",
+        f"INSERT INTO {t} SELECT id, TIMESTAMP '2026-01-01 00:00:00+00:00' + "
+        f"make_interval(0, 0, 0, CAST(id % {DAYS} AS INT)) FROM range({DAYS * ROWS_PER_FILE})",
+    ]
+
+
 def test_merge_on_read_deletes_compact_exactly_their_partitions(env: Env) -> None:
     t = env.spark_table
     # Spark writes one file per day (its writes are distributed by partition), then its
     # merge-on-read DELETE writes position delete files into the two days it touches
     env.run_sql(
-        f"CREATE NAMESPACE IF NOT EXISTS {CATALOG_NAME}.{env.namespace}",
-        f"CREATE TABLE {t} (id BIGINT, ts TIMESTAMP) USING iceberg PARTITIONED BY (days(ts)) "
-        "TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read')",
-        f"INSERT INTO {t} SELECT id, TIMESTAMP '2026-01-01 00:00:00+00:00' + "
-        f"make_interval(0, 0, 0, CAST(id % {DAYS} AS INT)) FROM range({DAYS * ROWS_PER_FILE})",
+        *_merge_on_read_days(env),
         f"DELETE FROM {t} WHERE ts < TIMESTAMP '2026-01-03 00:00:00+00:00' AND id % 5 = 0",
     )
     table = env.table()
@@ -176,12 +186,7 @@ def test_position_delete_rewrite_merges_only_partitions_holding_two(env: Env) ->
     # partition granularity: each DELETE adds one delete file per day it touches; two DELETEs
     # into day 0, one into day 1
     env.run_sql(
-        f"CREATE NAMESPACE IF NOT EXISTS {CATALOG_NAME}.{env.namespace}",
-        f"CREATE TABLE {t} (id BIGINT, ts TIMESTAMP) USING iceberg PARTITIONED BY (days(ts)) "
-        "TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read', "
-        "'write.delete.granularity'='partition')",
-        f"INSERT INTO {t} SELECT id, TIMESTAMP '2026-01-01 00:00:00+00:00' + "
-        f"make_interval(0, 0, 0, CAST(id % {DAYS} AS INT)) FROM range({DAYS * ROWS_PER_FILE})",
+        *_merge_on_read_days(env, "'write.delete.granularity'='partition'"),
         f"DELETE FROM {t} WHERE ts < TIMESTAMP '2026-01-02 00:00:00+00:00' AND id % 5 = 0",
         f"DELETE FROM {t} WHERE ts < TIMESTAMP '2026-01-02 00:00:00+00:00' AND id % 5 = 1",
         f"DELETE FROM {t} WHERE ts >= TIMESTAMP '2026-01-02 00:00:00+00:00' "
@@ -221,11 +226,7 @@ def test_file_scoped_delete_rewrite_only_where_deletes_outnumber_data_files(env:
     # one delete file; day 1: two data files, one DELETE touching both: two delete files.
     # 2 % of the rows: below the compaction's delete ratio, so a compaction merges only.
     env.run_sql(
-        f"CREATE NAMESPACE IF NOT EXISTS {CATALOG_NAME}.{env.namespace}",
-        f"CREATE TABLE {t} (id BIGINT, ts TIMESTAMP) USING iceberg PARTITIONED BY (days(ts)) "
-        "TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read')",
-        f"INSERT INTO {t} SELECT id, TIMESTAMP '2026-01-01 00:00:00+00:00' + "
-        f"make_interval(0, 0, 0, CAST(id % {DAYS} AS INT)) FROM range({DAYS * ROWS_PER_FILE})",
+        *_merge_on_read_days(env),
         f"INSERT INTO {t} SELECT id, TIMESTAMP '2026-01-02 00:00:00+00:00' "
         f"FROM range(100000, 100000 + {ROWS_PER_FILE})",
         f"DELETE FROM {t} WHERE ts < TIMESTAMP '2026-01-02 00:00:00+00:00' AND id % 50 = 0",
