@@ -142,10 +142,10 @@ def test_writer_options_follow_the_table() -> None:
 
 
 def test_switch_and_storage_rules() -> None:
-    assert arrow_eligibility.switched_off(None, {}) is None
+    assert arrow_eligibility.switched_off(None, {"TMS_ARROW_REWRITE": "1"}) is None
     assert "TMS_ARROW_REWRITE" in (arrow_eligibility.switched_off(None, {
         "TMS_ARROW_REWRITE": "0"}) or "")
-    assert "spec" in (arrow_eligibility.switched_off("spark", {}) or "")
+    assert "spec" in (arrow_eligibility.switched_off("spark", {"TMS_ARROW_REWRITE": "1"}) or "")
     assert arrow_eligibility.local_refusal("x", "file:///lake/t") is None
     assert arrow_eligibility.local_refusal("x", "/lake/t") is None
     assert "s3 storage" in (arrow_eligibility.local_refusal("x", "s3a://bucket/t") or "")
