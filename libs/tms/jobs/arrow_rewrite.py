@@ -28,7 +28,10 @@ the procedure's columns, so everything downstream reads it unchanged.
 
 from __future__ import annotations
 
+import os
+import re
 import sys
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -55,6 +58,11 @@ WRITER_PROPERTIES = {"row_group_bytes": ("write.parquet.row-group-size-bytes", 1
                      "page_row_limit": ("write.parquet.page-row-limit", 20_000),
                      "dict_size_bytes": ("write.parquet.dict-size-bytes", 2 * 1024 ** 2)}
 SPEC_SWITCH = arrow_eligibility.SPEC_SWITCH
+# Tests only: a directory where ``<table>.hold`` makes the driver stop between the tasks and
+# the commit (it writes ``<table>.written`` and waits for the hold to go), so a test can
+# commit as a concurrent writer at exactly that point. Unset in production.
+TEST_HOLD_ENV = "TMS_ARROW_TEST_HOLD_DIR"
+TEST_HOLD_MAX_S = 120
 
 
 @dataclass(frozen=True)
@@ -181,6 +189,21 @@ def remove_outputs(tasks: Sequence[Mapping[str, Any]]) -> None:
             pass
 
 
+def hold_for_tests(table_name: str, environ: Mapping[str, str] = os.environ) -> None:
+    """See ``TEST_HOLD_ENV``: nothing unless a test asked for this table."""
+    root = environ.get(TEST_HOLD_ENV)
+    if not root:
+        return
+    key = re.sub(r"[^A-Za-z0-9_.-]", "", table_name)
+    hold = Path(root) / f"{key}.hold"
+    if not hold.exists():
+        return
+    (Path(root) / f"{key}.written").write_text("")
+    deadline = time.monotonic() + TEST_HOLD_MAX_S
+    while hold.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def zero_result() -> dict[str, Any]:
     return dict.fromkeys(arrow_commit.RESULT_COLUMNS, 0)
 
@@ -230,6 +253,7 @@ def attempt(spark: Any, handle: Any, table_name: str, options: Mapping[str, str]
             raise table_guard.LocationRefused(f"compaction refused, nothing committed: "
                                               f"{refused[0]['reason']}")
         return Attempt(None, str(refused[0]["reason"]))
+    hold_for_tests(table_name)
     sequence = options.get("use-starting-sequence-number", "true") == "true"
     return Attempt(arrow_commit.commit_groups(jvm, handle, groups, int(start.snapshotId()),
                                               sequence))
