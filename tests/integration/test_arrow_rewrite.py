@@ -290,8 +290,11 @@ def test_position_deletes_fall_back_to_spark(lake: Lake, tmp_path: Path) -> None
     assert checksum(table) == before
 
 
-def test_an_input_symlinked_outside_refuses_the_rewrite(lake: Lake, tmp_path: Path) -> None:
-    table = lake.table("attacker", appends=2, partitioned=False)
+@pytest.mark.parametrize("data_path", ["auto", "spark"])
+def test_an_input_symlinked_outside_refuses_the_rewrite(lake: Lake, tmp_path: Path,
+                                                        data_path: str) -> None:
+    # on Spark's path too: its rewrite_data_files would copy the file's rows into the table
+    table = lake.table(f"attacker_{data_path}", appends=2, partitioned=False)
     secret = tmp_path / "other_tenant" / "secret.parquet"
     secret.parent.mkdir()
     pq.write_table(rows(50_000, 10).cast(SCHEMA), secret)  # no field ids: add_files takes it
@@ -302,7 +305,7 @@ def test_an_input_symlinked_outside_refuses_the_rewrite(lake: Lake, tmp_path: Pa
     snapshot, files = table.current_snapshot(), sorted(data_files(table))
     data_dir = sorted(p.name for p in link.parent.iterdir())
 
-    failed = lake.run("attacker", expect_ok=False)
+    failed = lake.run(f"attacker_{data_path}", data_path=data_path, expect_ok=False)
 
     assert "outside the allowed locations" in str(failed["error"])
     table = table.refresh()

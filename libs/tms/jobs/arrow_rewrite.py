@@ -212,10 +212,8 @@ def attempt(spark: Any, handle: Any, table_name: str, options: Mapping[str, str]
             where: str | None, codec: str | None, level: str | None,
             allowed: Sequence[str] | None, switch: str | None = None) -> Attempt:
     """The compaction on the arrow path, or why not (then nothing was written or committed).
-    ``LocationRefused`` when an input or output lies outside ``allowed``."""
-    off = arrow_eligibility.switched_off(switch)
-    if off is not None:
-        return Attempt(None, off)
+    ``LocationRefused`` when an input or output lies outside ``allowed``: the inputs are
+    planned and checked first, whatever path runs, since Spark's would read them as well."""
     jvm = spark.sparkContext._jvm
     try:
         expression = iceberg_filter(spark, table_name, where)
@@ -224,6 +222,9 @@ def attempt(spark: Any, handle: Any, table_name: str, options: Mapping[str, str]
     start = handle.currentSnapshot()
     groups = plan_groups(jvm, handle, expression, options)
     check_inputs(groups, allowed)  # before any fall-back: Spark's path would read them too
+    off = arrow_eligibility.switched_off(switch)
+    if off is not None:
+        return Attempt(None, off)
     props = {str(k): str(v) for k, v in handle.properties().items()}
     why = arrow_eligibility.table_refusal(handle, jvm, props, codec)
     if why is not None:
