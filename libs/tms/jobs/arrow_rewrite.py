@@ -220,7 +220,10 @@ def attempt(spark: Any, handle: Any, table_name: str, options: Mapping[str, str]
     except Exception as e:  # the procedure would convert it the same way, or fail itself
         return Attempt(None, f"the where filter was not converted ({type(e).__name__})")
     start = handle.currentSnapshot()
-    groups = plan_groups(jvm, handle, expression, options)
+    try:
+        groups = plan_groups(jvm, handle, expression, options)
+    except Exception as e:  # Spark's path plans again, and says what went wrong
+        return Attempt(None, f"Iceberg's planner failed here ({type(e).__name__})")
     check_inputs(groups, allowed)  # before any fall-back: Spark's path would read them too
     off = arrow_eligibility.switched_off(switch)
     if off is not None:
