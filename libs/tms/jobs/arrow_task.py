@@ -165,11 +165,11 @@ def _run(task: Mapping[str, Any]) -> dict[str, Any]:
     import pyarrow.parquet as pq
 
     allowed, want = task["allowed"], output_schema(task["columns"])
-    opened = []
+    opened, handles = [], []
     try:
         for path, skip, take, rows in task["inputs"]:
-            fd = open_checked(path, allowed, os.O_RDONLY)
-            pf = pq.ParquetFile(os.fdopen(fd, "rb"))
+            handles.append(os.fdopen(open_checked(path, allowed, os.O_RDONLY), "rb"))
+            pf = pq.ParquetFile(handles[-1])
             opened.append((pf, skip, take))
             why = schema_refusal(pf.schema_arrow, want)
             if why is not None:
@@ -209,8 +209,8 @@ def _run(task: Mapping[str, Any]) -> dict[str, Any]:
             os.unlink(local)
             raise
     finally:
-        for pf, _, _ in opened:
-            pf.close()
+        for handle in handles:
+            handle.close()
     offsets = [_start(meta.row_group(i)) for i in range(meta.num_row_groups)]
     return {"output": task["output"], "rows": written, "group": task["group"],
             "size": os.path.getsize(local),
