@@ -79,6 +79,7 @@ def test_task_rewrites_slices_with_ids_types_and_codec(tmp_path: Path) -> None:
     assert schema.field("ts").type == pa.timestamp("us", tz="UTC")
     assert schema.field("local_ts").type == pa.timestamp("us")
     assert schema.field("amount").type == pa.decimal128(10, 2)
+    assert schema.field("name").type == pa.large_string()  # the inputs' variant, kept
     assert got["size"] == os.path.getsize(tmp_path / "out" / "o.parquet")
     assert got["offsets"][0] == 4 and len(got["offsets"]) == out.metadata.num_row_groups
     stored = {out.schema.column(i).name: json.loads(out.schema.column(i).logical_type.to_json())

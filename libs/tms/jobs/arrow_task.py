@@ -105,6 +105,21 @@ def schema_refusal(file_schema: Any, want: Any) -> str | None:
     return None
 
 
+def adopt_variants(want: Any, file_schema: Any) -> Any:
+    """``want`` with the string and binary variants (large or not) of ``file_schema``: the
+    same Parquet type either way, and keeping the reader's saves a copy of every value."""
+    import pyarrow as pa
+
+    by_id = {(f.metadata or {}).get(FIELD_ID_KEY): f.type for f in file_schema}
+    fields = []
+    for f in want:
+        got = by_id.get(f.metadata[FIELD_ID_KEY])
+        if got is not None and got in (pa.large_string(), pa.large_binary()):
+            f = f.with_type(got)
+        fields.append(f)
+    return pa.schema(fields)
+
+
 def open_checked(raw: str, allowed: Sequence[str], flags: int) -> int:
     """A descriptor for ``raw`` once its resolved path passed the location check."""
     try:
@@ -177,6 +192,8 @@ def _run(task: Mapping[str, Any]) -> dict[str, Any]:
             if pf.metadata.num_rows != rows:
                 raise ValueError(f"{path[:300]}: {pf.metadata.num_rows} rows in the file, "
                                  f"{rows} in the table's manifest")
+        if opened:
+            want = adopt_variants(want, opened[0][0].schema_arrow)
         fmt = task["format"]
         per_group = rows_per_group([pf for pf, _, _ in opened], int(fmt["row_group_bytes"]))
         try:  # checked before a directory is made for it
