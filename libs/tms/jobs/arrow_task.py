@@ -129,6 +129,21 @@ def open_checked(raw: str, allowed: Sequence[str], flags: int) -> int:
     return os.open(real.path, flags | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o644)
 
 
+def native(fd: int, mode: str) -> Any:
+    """A pyarrow file on the descriptor ``fd`` (checked and opened with O_NOFOLLOW): through
+    ``/proc/self/fd``, which names the open file itself (no path is looked up again), so reads
+    and writes stay in C++; a Python file object where there is no /proc. Closes ``fd``."""
+    import pyarrow as pa
+
+    proc = f"/proc/self/fd/{fd}"
+    if not os.path.exists(proc):
+        return os.fdopen(fd, mode)
+    try:
+        return pa.OSFile(proc, mode="r" if mode == "rb" else "w")
+    finally:
+        os.close(fd)
+
+
 def _slices(pf: Any, skip: int, take: int) -> Iterator[Any]:
     """The rows ``[skip, skip + take)`` of an open ParquetFile, one row group at a time."""
     start = 0
@@ -183,7 +198,7 @@ def _run(task: Mapping[str, Any]) -> dict[str, Any]:
     opened, handles = [], []
     try:
         for path, skip, take, rows in task["inputs"]:
-            handles.append(os.fdopen(open_checked(path, allowed, os.O_RDONLY), "rb"))
+            handles.append(native(open_checked(path, allowed, os.O_RDONLY), "rb"))
             pf = pq.ParquetFile(handles[-1])
             opened.append((pf, skip, take))
             why = schema_refusal(pf.schema_arrow, want)
@@ -204,7 +219,7 @@ def _run(task: Mapping[str, Any]) -> dict[str, Any]:
         fd = open_checked(task["output"], allowed, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
         written = 0
         try:
-            with os.fdopen(fd, "wb") as sink, \
+            with native(fd, "wb") as sink, \
                     pq.ParquetWriter(sink, want, **writer_options(fmt)) as writer:
                 pending: list[Any] = []
                 buffered = 0
