@@ -135,7 +135,8 @@ class Lake:
 def holds(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     path = tmp_path_factory.mktemp("holds")
     old = {k: os.environ.get(k) for k in (ENV_SWITCH, TEST_HOLD_ENV)}
-    os.environ[ENV_SWITCH], os.environ[TEST_HOLD_ENV] = "1", str(path)
+    os.environ.pop(ENV_SWITCH, None)  # the default: on
+    os.environ[TEST_HOLD_ENV] = str(path)
     yield path
     for k, v in old.items():
         if v is None:
@@ -258,13 +259,12 @@ def test_schema_evolution_falls_back_to_spark(lake: Lake) -> None:
 
 
 def test_sort_order_falls_back_to_spark(lake: Lake) -> None:
-    from pyiceberg.table.sorting import SortField, SortOrder
     from pyiceberg.transforms import IdentityTransform
 
-    lake.catalog.create_namespace_if_not_exists(lake.namespace)
-    order = SortOrder(SortField(source_id=1, transform=IdentityTransform()))
-    table = lake.catalog.create_table(f"{lake.namespace}.sorted", schema=SCHEMA,
-                                      sort_order=order)
+    table = lake.table("sorted", appends=0, partitioned=False)
+    with table.update_sort_order() as update:
+        update.asc("id", IdentityTransform())
+    table = table.refresh()
     for a in range(3):
         table.append(rows(a * 100, 100))
     before = checksum(table)

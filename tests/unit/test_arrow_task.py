@@ -143,7 +143,8 @@ def test_writer_options_follow_the_table() -> None:
 
 
 def test_switch_and_storage_rules() -> None:
-    assert arrow_eligibility.switched_off(None, {"TMS_ARROW_REWRITE": "1"}) is None
+    assert arrow_eligibility.switched_off(None, {}) is None  # on unless an operator says
+    assert arrow_eligibility.switched_off("auto", {"TMS_ARROW_REWRITE": "1"}) is None
     assert "TMS_ARROW_REWRITE" in (arrow_eligibility.switched_off(None, {
         "TMS_ARROW_REWRITE": "0"}) or "")
     assert "spec" in (arrow_eligibility.switched_off("spark", {"TMS_ARROW_REWRITE": "1"}) or "")

@@ -26,7 +26,7 @@ except ImportError:  # shipped alone, next to its siblings
     from locations import LocationError, parse  # type: ignore[no-redef]
 
 ENV_SWITCH = "TMS_ARROW_REWRITE"  # operators: "0" forces Spark's path for every compaction
-DEFAULT_SWITCH = "0"  # off until it has run on real Spark in this tree's tests
+DEFAULT_SWITCH = "1"
 SPEC_SWITCH = "data_path"  # the spec's field (set by the executor or a bench, not an owner)
 FORMAT_VERSIONS = (1, 2)  # v3 adds row lineage, which this writer does not carry
 TESTED_TYPES = frozenset({"long", "int", "string", "double", "float", "boolean", "date",
