@@ -83,6 +83,7 @@ class Outcome:
     ok: bool
     problems: list[str] = field(default_factory=list)
     data_path: str = ""  # a TMS compaction's: arrow or spark (and why not arrow)
+    arrow_phases_s: dict[str, float] = field(default_factory=dict)  # the arrow path's phases
 
 
 @dataclass
@@ -148,7 +149,8 @@ def check(method: str, base: Base, rnd: int, run: cm.Run, env: cm.Env, copy: str
         path += f" ({result['arrow_refused']})"
     return Outcome(method, base.name, rnd, run.wall_s, run.cpu_s, run.postgres_cpu_s,
                    loadavg(), rows, checksum, out.files + untouched, out.bytes, ideal,
-                   list(out.codecs), untouched, manifests, out.smallest, ok, problems, path)
+                   list(out.codecs), untouched, manifests, out.smallest, ok, problems, path,
+                   dict(result.get("arrow_phases_s") or {}))
 
 
 def run_one(env: cm.Env, method: str, base: Base, rnd: int, work: Path) -> Outcome:
@@ -247,6 +249,7 @@ def _run(args: argparse.Namespace, tmp: Path, children: Children) -> dict[str, A
                         f"{o.wall_s:7.2f} s  cpu {o.cpu_s:7.2f} s  {o.output_files} files  "
                         f"{'/'.join(o.codecs)}  load {o.loadavg}"
                         + (f"  path {o.data_path}" if o.data_path else "")
+                        + (f"  {o.arrow_phases_s}" if o.arrow_phases_s else "")
                         + ("" if o.ok else f"  WRONG: {'; '.join(o.problems)}"))
         return {"args": {k: str(v) for k, v in vars(args).items()},
                 "tables": {b.name: {"files": b.content.files, "bytes": b.content.bytes,

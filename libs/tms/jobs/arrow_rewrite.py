@@ -204,6 +204,19 @@ def hold_for_tests(table_name: str, environ: Mapping[str, str] = os.environ) -> 
         time.sleep(0.05)
 
 
+class Clock:
+    """Seconds per phase of the arrow path, for the result (where a compaction's time went)."""
+
+    def __init__(self) -> None:
+        self.laps: dict[str, float] = {}
+        self.last = time.monotonic()
+
+    def lap(self, name: str) -> None:
+        now = time.monotonic()
+        self.laps[name] = round(now - self.last, 3)
+        self.last = now
+
+
 def zero_result() -> dict[str, Any]:
     return dict.fromkeys(arrow_commit.RESULT_COLUMNS, 0)
 
@@ -214,7 +227,7 @@ def attempt(spark: Any, handle: Any, table_name: str, options: Mapping[str, str]
     """The compaction on the arrow path, or why not (then nothing was written or committed).
     ``LocationRefused`` when an input or output lies outside ``allowed``: the inputs are
     planned and checked first, whatever path runs, since Spark's would read them as well."""
-    jvm = spark.sparkContext._jvm
+    jvm, clock = spark.sparkContext._jvm, Clock()
     try:
         expression = iceberg_filter(spark, table_name, where)
     except Exception as e:  # the procedure would convert it the same way, or fail itself
@@ -224,7 +237,9 @@ def attempt(spark: Any, handle: Any, table_name: str, options: Mapping[str, str]
         groups = plan_groups(jvm, handle, expression, options)
     except Exception as e:  # Spark's path plans again, and says what went wrong
         return Attempt(None, f"Iceberg's planner failed here ({type(e).__name__})")
+    clock.lap("plan")
     check_inputs(groups, allowed)  # before any fall-back: Spark's path would read them too
+    clock.lap("check_inputs")
     off = arrow_eligibility.switched_off(switch)
     if off is not None:
         return Attempt(None, off)
@@ -241,11 +256,14 @@ def attempt(spark: Any, handle: Any, table_name: str, options: Mapping[str, str]
             return Attempt(None, why)
     assert codec is not None  # table_refusal refuses a table without one
     tasks = describe(handle, groups, writer_format(props, codec, level), allowed)
+    clock.lap("eligibility_and_tasks")
     try:
         written = run_tasks(spark, tasks)
+        clock.lap("spark_tasks")
         refused = [w for w in written if "refused" in w]
         if not refused:
             arrow_commit.build(spark.sparkContext._gateway, handle, groups, written)
+            clock.lap("data_files")
     except Exception as e:
         remove_outputs(tasks)
         if "No module named 'pyarrow'" in str(e):
@@ -259,5 +277,6 @@ def attempt(spark: Any, handle: Any, table_name: str, options: Mapping[str, str]
         return Attempt(None, str(refused[0]["reason"]))
     hold_for_tests(table_name)
     sequence = options.get("use-starting-sequence-number", "true") == "true"
-    return Attempt(arrow_commit.commit_groups(jvm, handle, groups, int(start.snapshotId()),
-                                              sequence))
+    result = arrow_commit.commit_groups(jvm, handle, groups, int(start.snapshotId()), sequence)
+    clock.lap("commit")
+    return Attempt({**result, "arrow_phases_s": clock.laps, "arrow_tasks": len(tasks)})
