@@ -6,6 +6,9 @@ CPU of every process that does its work (``bench.engine_bench.CpuMeter``):
 * ``tms-cold``: ``SparkSubmitEngine``, one spark-submit per run (a reaped child: counts),
   with its class-data archive (dumped by a first cold job before the measured runs);
 * ``tms-cold-noarchive``: the same without the archive (what a cold job cost before it);
+* ``tms-warm-spark`` / ``tms-cold-spark``: the same engines with the job's data path forced to
+  Spark's (``data_path: spark`` in the spec: what an operator's switch does), against the
+  arrow path (``tms.jobs.arrow_rewrite``) that ``tms-warm`` / ``tms-cold`` take when eligible;
 * ``pyarrow-1t`` / ``pyarrow-2t``: ``bench/compaction_pyarrow.py`` (read + rewrite, no commit);
 * ``iceberg-compaction`` / ``iceberg-zamboni``: ``bench/compaction_ext.py`` in each package's
   own virtualenv; iceberg-compaction through ``bench/compaction_rest.py`` (its CPU counts).
@@ -97,7 +100,7 @@ def tms_options(env: Env, identifier: str) -> dict[str, str]:
     return {k: str(v) for k, v in decision.params.items()}
 
 
-def tms_job(env: Env, identifier: str) -> Any:
+def tms_job(env: Env, identifier: str, data_path: str = "auto") -> Any:
     from tms.domain import JobSpec
     from tms.jobs import ICEBERG_MAINTENANCE_APP
 
@@ -105,7 +108,7 @@ def tms_job(env: Env, identifier: str) -> Any:
         "catalog_name": env.catalog_name, "catalog_properties": env.props,
         "table": identifier, "action": "compaction",
         "options": {**tms_options(env, identifier), **(env.tms_options or {})},
-        "allowed_locations": [str(env.warehouse)]})
+        "allowed_locations": [str(env.warehouse)], "data_path": data_path})
 
 
 def _engine_run(engine: Any, job: Any, workdir: Path) -> dict[str, Any]:
@@ -151,9 +154,10 @@ def _cold_engine(env: Env, recording: Path) -> Any:
 
 
 def run_tms(env: Env, method: str, identifier: str, workdir: Path) -> Run:
-    job = tms_job(env, identifier)  # planning is the scheduler's, not the run's
+    job = tms_job(env, identifier,  # planning is the scheduler's, not the run's
+                  "spark" if method.endswith("-spark") else "auto")
     recording = env.jfr_dir / f"{workdir.name}.jfr" if env.jfr_dir else None
-    if method == "tms-warm":
+    if method.startswith("tms-warm"):
         pid = env.warm.driver.pid if env.warm.driver else None
         java = _java_pid(warm_group(env)) if recording else None
         if java:
