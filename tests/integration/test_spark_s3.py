@@ -124,6 +124,8 @@ def test_compaction_on_s3_in_a_sql_catalog(pg: Any, moto: MotoServer, tms_home: 
 
     assert res.succeeded, f"{res.error}\n{res.log_tail[-4000:]}"
     assert res.result["rewritten_data_files_count"] == COMMITS
+    # pyarrow in the Spark tasks, on S3 with the catalog's endpoint and referenced keys
+    assert res.result["data_path"] == "arrow", res.result.get("arrow_refused")
     after = iceberg_data.stats(table)
     assert after["data_files"] < before["data_files"]
     assert after["data_files"] == res.result["added_data_files_count"]
@@ -217,4 +219,5 @@ def test_hadoop_catalog_compaction_on_s3(moto: MotoServer, tms_home: Path,
 
     assert res.succeeded, f"{res.error}\n{res.log_tail[-4000:]}"
     assert res.result["rewritten_data_files_count"] == before[0][2]
+    assert res.result["data_path"] == "arrow", res.result.get("arrow_refused")
     assert _spark_sql(settings, tmp_path, job.spec, check) == [[12, 630, 1]]

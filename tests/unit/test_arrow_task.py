@@ -148,10 +148,15 @@ def test_switch_and_storage_rules() -> None:
     assert "TMS_ARROW_REWRITE" in (arrow_eligibility.switched_off(None, {
         "TMS_ARROW_REWRITE": "0"}) or "")
     assert "spec" in (arrow_eligibility.switched_off("spark", {"TMS_ARROW_REWRITE": "1"}) or "")
-    assert arrow_eligibility.local_refusal("x", "file:///lake/t") is None
-    assert arrow_eligibility.local_refusal("x", "/lake/t") is None
-    assert "s3 storage" in (arrow_eligibility.local_refusal("x", "s3a://bucket/t") or "")
-    assert "gs storage" in (arrow_eligibility.local_refusal("x", "gs://bucket/t") or "")
+    no_s3 = "no static S3 keys"
+    assert arrow_eligibility.storage_refusal("x", "file:///lake/t", no_s3) is None
+    assert arrow_eligibility.storage_refusal("x", "/lake/t", no_s3) is None
+    # S3 only when the catalog's storage mapped onto pyarrow (arrow_s3), with its reason
+    assert arrow_eligibility.storage_refusal("x", "s3a://bucket/t", None) is None
+    assert "x on S3: no static S3 keys" == arrow_eligibility.storage_refusal(
+        "x", "s3a://bucket/t", no_s3)
+    assert "gs storage" in (arrow_eligibility.storage_refusal("x", "gs://bucket/t", None) or "")
+    assert "hdfs storage" in (arrow_eligibility.storage_refusal("x", "hdfs://nn/t", None) or "")
     assert arrow_eligibility.type_refusal("decimal(38, 10)") is None
     assert arrow_eligibility.type_refusal("struct<1: a: long>") is not None
     assert arrow_eligibility.type_refusal("timestamp_ns") is not None
@@ -177,20 +182,22 @@ def _fake_table(location: str = "file:///lake/t", sorted_: bool = False,
 
 def test_table_refusals() -> None:
     ok, jvm = _fake_table()
-    assert arrow_eligibility.table_refusal(ok, jvm, {}, "zstd") is None
+    assert arrow_eligibility.table_refusal(ok, jvm, {}, "zstd", "no keys") is None
     s3, jvm = _fake_table("s3a://bucket/t")
-    assert "s3 storage" in (arrow_eligibility.table_refusal(s3, jvm, {}, "zstd") or "")
-    assert "write.data.path on s3" in (arrow_eligibility.table_refusal(
-        ok, jvm, {"write.data.path": "s3://b/d"}, "zstd") or "")
+    assert "table location on S3: no keys" in (arrow_eligibility.table_refusal(
+        s3, jvm, {}, "zstd", "no keys") or "")
+    assert arrow_eligibility.table_refusal(s3, jvm, {}, "zstd", None) is None
+    assert "write.data.path on S3" in (arrow_eligibility.table_refusal(
+        ok, jvm, {"write.data.path": "s3://b/d"}, "zstd", "no keys") or "")
     sorted_table, jvm = _fake_table(sorted_=True)
-    assert "sort order" in (arrow_eligibility.table_refusal(sorted_table, jvm, {}, "zstd")
+    assert "sort order" in (arrow_eligibility.table_refusal(sorted_table, jvm, {}, "zstd", None)
                             or "")
     v3, jvm3 = _fake_table(version=3)
-    assert "format version 3" in (arrow_eligibility.table_refusal(v3, jvm3, {}, "zstd") or "")
-    assert "lz4" in (arrow_eligibility.table_refusal(ok, jvm, {}, "lz4") or "")
+    assert "format version 3" in (arrow_eligibility.table_refusal(v3, jvm3, {}, "zstd", None) or "")
+    assert "lz4" in (arrow_eligibility.table_refusal(ok, jvm, {}, "lz4", None) or "")
     assert "orc" in (arrow_eligibility.table_refusal(
-        ok, jvm, {"write.format.default": "orc"}, "zstd") or "")
+        ok, jvm, {"write.format.default": "orc"}, "zstd", None) or "")
     assert "bloom" in (arrow_eligibility.table_refusal(
-        ok, jvm, {"write.parquet.bloom-filter-enabled.column.c0": "true"}, "zstd") or "")
+        ok, jvm, {"write.parquet.bloom-filter-enabled.column.c0": "true"}, "zstd", None) or "")
     nested, jvm = _fake_table(types=("long", "list<string>"))
-    assert "list<string>" in (arrow_eligibility.table_refusal(nested, jvm, {}, "zstd") or "")
+    assert "list<string>" in (arrow_eligibility.table_refusal(nested, jvm, {}, "zstd", None) or "")

@@ -4,8 +4,8 @@ path (``rewrite_data_files``), and the result says why (``arrow_refused``).
 
 Two stages: the table (``table_refusal``: format version, file format, codec, properties that
 ask the writer for more than data, sort order, column types, storage) before planning, and the
-planned file groups (``group_refusal``: deletes, spec, format, whole files) after. The field
-ids, names and types inside each file are checked by the task itself before it writes
+planned file groups (``group_refusal``: deletes, spec, format, whole files, storage) after.
+The field ids, names and types inside each file are checked by the task itself before it writes
 (``arrow_task.schema_refusal``). Standard library only; the JVM objects come in.
 """
 
@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 try:
-    from tms.jobs import arrow_task
+    from tms.jobs import arrow_s3, arrow_task
     from tms.jobs.locations import LocationError, parse
 except ImportError:  # shipped alone, next to its siblings
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import arrow_s3  # type: ignore[no-redef]
     import arrow_task  # type: ignore[no-redef]
     from locations import LocationError, parse  # type: ignore[no-redef]
 
@@ -59,13 +60,19 @@ def type_refusal(type_name: str) -> str | None:
     return f"column type {type_name} (only flat columns of tested types take the arrow path)"
 
 
-def local_refusal(what: str, raw: str) -> str | None:
-    """Object stores (and anything not a local path) are Spark's, for now."""
+def storage_refusal(what: str, raw: str, s3_refusal: str | None) -> str | None:
+    """Local files take the arrow path, and S3 when the catalog's storage maps onto pyarrow
+    faithfully (``s3_refusal`` None: ``arrow_s3.options`` accepted it); other stores are
+    Spark's."""
     try:
         where = parse(raw, literal=True)
     except LocationError as e:
         return f"{what}: {e}"
-    return None if where.local else f"{what} on {where.scheme} storage (not local files)"
+    if where.local:
+        return None
+    if where.scheme == "s3" and arrow_s3.is_s3(raw):
+        return None if s3_refusal is None else f"{what} on S3: {s3_refusal}"
+    return f"{what} on {where.scheme} storage (local files and S3 take the arrow path)"
 
 
 def columns(handle: Any) -> list[tuple[int, str, str, bool]]:
@@ -74,8 +81,8 @@ def columns(handle: Any) -> list[tuple[int, str, str, bool]]:
             for f in handle.schema().columns()]
 
 
-def table_refusal(handle: Any, jvm: Any, props: Mapping[str, str], codec: str | None
-                  ) -> str | None:
+def table_refusal(handle: Any, jvm: Any, props: Mapping[str, str], codec: str | None,
+                  s3_refusal: str | None) -> str | None:
     """Why this table cannot take the arrow path (None: it may)."""
     version = int(jvm.org.apache.iceberg.TableUtil.formatVersion(handle))
     if version not in FORMAT_VERSIONS:
@@ -95,13 +102,13 @@ def table_refusal(handle: Any, jvm: Any, props: Mapping[str, str], codec: str | 
             return f"column {name}: {why}"
     for what, raw in (("table location", str(handle.location())),
                       ("write.data.path", props.get("write.data.path"))):
-        why = local_refusal(what, raw) if raw else None
+        why = storage_refusal(what, raw, s3_refusal) if raw else None
         if why:
             return why
     return pyarrow_refusal()
 
 
-def group_refusal(group: Any, spec_id: int) -> str | None:
+def group_refusal(group: Any, spec_id: int, s3_refusal: str | None) -> str | None:
     """Why a planned file group cannot be rewritten here (None: it can)."""
     it = group.fileScanTasks().iterator()
     while it.hasNext():
@@ -115,7 +122,7 @@ def group_refusal(group: Any, spec_id: int) -> str | None:
             return "a file of an older partition spec"
         if int(task.start()) != 0 or int(task.length()) != int(f.fileSizeInBytes()):
             return "a split input file"
-        why = local_refusal("input file", str(f.location()))
+        why = storage_refusal("input file", str(f.location()), s3_refusal)
         if why:
             return why
     return None

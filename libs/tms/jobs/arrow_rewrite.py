@@ -39,11 +39,19 @@ from pathlib import Path
 from typing import Any
 
 try:
-    from tms.jobs import arrow_commit, arrow_eligibility, arrow_task, locations, table_guard
+    from tms.jobs import (
+        arrow_commit,
+        arrow_eligibility,
+        arrow_s3,
+        arrow_task,
+        locations,
+        table_guard,
+    )
 except ImportError:  # shipped alone, next to its siblings
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import arrow_commit  # type: ignore[no-redef]
     import arrow_eligibility  # type: ignore[no-redef]
+    import arrow_s3  # type: ignore[no-redef]
     import arrow_task  # type: ignore[no-redef]
     import locations  # type: ignore[no-redef]
     import table_guard  # type: ignore[no-redef]
@@ -139,7 +147,8 @@ def split_rows(counts: Sequence[int], outputs: int) -> list[list[tuple[int, int,
 
 
 def describe(handle: Any, groups: Sequence[Any], fmt: Mapping[str, Any],
-             allowed: Sequence[str] | None) -> list[dict[str, Any]]:
+             allowed: Sequence[str] | None, s3: arrow_s3.S3Options | None = None
+             ) -> list[dict[str, Any]]:
     """One task descriptor per output file (plain data: it is pickled to the workers)."""
     cols, spec = arrow_eligibility.columns(handle), handle.spec()
     provider, op = handle.locationProvider(), uuid.uuid4().hex
@@ -158,7 +167,7 @@ def describe(handle: Any, groups: Sequence[Any], fmt: Mapping[str, Any],
             except locations.LocationError as e:
                 raise table_guard.LocationRefused(f"compaction refused: output {e}") from None
             tasks.append({"group": g, "output": out, "allowed": allow, "columns": cols,
-                          "format": dict(fmt),
+                          "format": dict(fmt), "s3": s3,
                           "inputs": [(str(files[i].location()), skip, take, counts[i])
                                      for i, skip, take in part]})
     return tasks
@@ -169,7 +178,7 @@ def run_tasks(spark: Any, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     worker needs pyarrow, not TMS."""
     from pyspark import cloudpickle
 
-    for module in (arrow_task, locations):
+    for module in (arrow_task, arrow_s3, locations):
         cloudpickle.register_pickle_by_value(module)
     sc = spark.sparkContext
     sc.setJobDescription(f"tms arrow rewrite: {len(tasks)} output file(s)")
@@ -181,11 +190,16 @@ def run_tasks(spark: Any, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def remove_outputs(tasks: Sequence[Mapping[str, Any]]) -> None:
     """Delete what the tasks may have written (a name only this rewrite used)."""
+    fs: Any = None
     for t in tasks:
         try:
             where = locations.check(t["output"], t["allowed"], literal=True)
-            table_guard.unlink_no_follow(where.path)
-        except locations.LocationError:
+            if arrow_s3.is_s3(t["output"]) and t.get("s3") is not None:
+                fs = fs or t["s3"].filesystem()
+                fs.delete_file(arrow_s3.object_path(t["output"]))
+            elif where.local:
+                table_guard.unlink_no_follow(where.path)
+        except (locations.LocationError, arrow_s3.S3Unsupported, OSError):
             pass
 
 
@@ -217,13 +231,22 @@ class Clock:
         self.last = now
 
 
+def s3_storage(storage: Mapping[str, str]) -> tuple[arrow_s3.S3Options | None, str | None]:
+    """The catalog's S3 options for the tasks, or why S3 files stay on Spark's path."""
+    try:
+        return arrow_s3.options(storage), None
+    except arrow_s3.S3Unsupported as e:
+        return None, str(e)
+
+
 def zero_result() -> dict[str, Any]:
     return dict.fromkeys(arrow_commit.RESULT_COLUMNS, 0)
 
 
 def attempt(spark: Any, handle: Any, table_name: str, options: Mapping[str, str],
             where: str | None, codec: str | None, level: str | None,
-            allowed: Sequence[str] | None, switch: str | None = None) -> Attempt:
+            allowed: Sequence[str] | None, switch: str | None = None,
+            storage: Mapping[str, str] | None = None) -> Attempt:
     """The compaction on the arrow path, or why not (then nothing was written or committed).
     ``LocationRefused`` when an input or output lies outside ``allowed``: the inputs are
     planned and checked first, whatever path runs, since Spark's would read them as well."""
@@ -244,18 +267,19 @@ def attempt(spark: Any, handle: Any, table_name: str, options: Mapping[str, str]
     if off is not None:
         return Attempt(None, off)
     props = {str(k): str(v) for k, v in handle.properties().items()}
-    why = arrow_eligibility.table_refusal(handle, jvm, props, codec)
+    s3, s3_refusal = s3_storage(storage or {})
+    why = arrow_eligibility.table_refusal(handle, jvm, props, codec, s3_refusal)
     if why is not None:
         return Attempt(None, why)
     if not groups:
         return Attempt(zero_result())
     spec_id = int(handle.spec().specId())
     for group in groups:
-        why = arrow_eligibility.group_refusal(group, spec_id)
+        why = arrow_eligibility.group_refusal(group, spec_id, s3_refusal)
         if why is not None:
             return Attempt(None, why)
     assert codec is not None  # table_refusal refuses a table without one
-    tasks = describe(handle, groups, writer_format(props, codec, level), allowed)
+    tasks = describe(handle, groups, writer_format(props, codec, level), allowed, s3)
     clock.lap("eligibility_and_tasks")
     try:
         written = run_tasks(spark, tasks)

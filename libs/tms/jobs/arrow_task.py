@@ -9,7 +9,9 @@ the executor owns) and leaves planning and commit to Iceberg in the driver.
 The task trusts nothing it was not given by the driver, and checks again what it opens:
 every input path is resolved (symlinks followed) and must lie inside ``allowed`` before it is
 opened, and it is opened by its resolved path with ``O_NOFOLLOW``; the output path likewise,
-created with ``O_EXCL`` (never overwrites). Before it writes a byte it checks that every input
+created with ``O_EXCL`` (never overwrites). Files on S3 are reached with the catalog's own
+endpoint and keys (``arrow_s3``, given by the driver only when they map faithfully), after the
+same check on their literal URI. Before it writes a byte it checks that every input
 file carries exactly the table's field ids, names and types (``schema_refusal``); a mismatch is
 returned as a refusal (the driver falls back to Spark's path), not written around. Rows written
 must equal rows read; a task that fails deletes the file it wrote.
@@ -27,9 +29,11 @@ from pathlib import Path
 from typing import Any
 
 try:
+    from tms.jobs import arrow_s3
     from tms.jobs.locations import LocationError, check
 except ImportError:  # shipped alone, next to locations.py
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import arrow_s3  # type: ignore[no-redef]
     from locations import LocationError, check  # type: ignore[no-redef]
 
 FIELD_ID_KEY = b"PARQUET:field_id"
@@ -197,8 +201,9 @@ def _run(task: Mapping[str, Any]) -> dict[str, Any]:
     allowed, want = task["allowed"], output_schema(task["columns"])
     opened, handles = [], []
     try:
+        store = _Store(task.get("s3"))
         for path, skip, take, rows in task["inputs"]:
-            handles.append(native(open_checked(path, allowed, os.O_RDONLY), "rb"))
+            handles.append(store.open_input(path, allowed))
             pf = pq.ParquetFile(handles[-1])
             opened.append((pf, skip, take))
             why = schema_refusal(pf.schema_arrow, want)
@@ -211,15 +216,11 @@ def _run(task: Mapping[str, Any]) -> dict[str, Any]:
             want = adopt_variants(want, opened[0][0].schema_arrow)
         fmt = task["format"]
         per_group = rows_per_group([pf for pf, _, _ in opened], int(fmt["row_group_bytes"]))
-        try:  # checked before a directory is made for it
-            local = check(task["output"], allowed, literal=True).path
-        except LocationError as e:
-            raise TaskRefused("location", f"{task['output'][:300]}: {e}") from None
-        os.makedirs(os.path.dirname(local), exist_ok=True)
-        fd = open_checked(task["output"], allowed, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        output = task["output"]
+        sink_file = store.open_output(output, allowed)
         written = 0
         try:
-            with native(fd, "wb") as sink, \
+            with sink_file as sink, \
                     pq.ParquetWriter(sink, want, **writer_options(fmt)) as writer:
                 pending: list[Any] = []
                 buffered = 0
@@ -236,17 +237,81 @@ def _run(task: Mapping[str, Any]) -> dict[str, Any]:
             expected = sum(take for _, _, take in opened)
             if written != expected:
                 raise ValueError(f"wrote {written} rows, read {expected}")
-            meta = pq.read_metadata(local)
+            meta, size = store.written(output, allowed)
         except BaseException:
-            os.unlink(local)
+            store.remove(output, allowed)
             raise
     finally:
         for handle in handles:
             handle.close()
     offsets = [_start(meta.row_group(i)) for i in range(meta.num_row_groups)]
-    return {"output": task["output"], "rows": written, "group": task["group"],
-            "size": os.path.getsize(local),
+    return {"output": output, "rows": written, "group": task["group"], "size": size,
             "offsets": offsets}
+
+
+def _checked(raw: str, allowed: Sequence[str]) -> Any:
+    try:
+        return check(raw, allowed, literal=True)
+    except LocationError as e:
+        raise TaskRefused("location", f"{raw[:300]}: {e}") from None
+
+
+class _Store:
+    """Where the task's files are: local paths (opened by their checked, resolved path with
+    ``O_NOFOLLOW``, outputs with ``O_EXCL``), or S3 through the catalog's own endpoint and
+    keys (``arrow_s3``; no symlinks there, the location check is on the literal URI). Every
+    path is checked against the allowed locations before it is opened."""
+
+    def __init__(self, s3: Any) -> None:
+        self._s3 = s3
+        self._fs: Any = None
+
+    def _object(self, raw: str) -> str | None:
+        """The S3 object path of ``raw``, None for a local path."""
+        if not arrow_s3.is_s3(raw):
+            return None
+        if self._s3 is None:
+            raise TaskRefused("ineligible", f"{raw[:300]}: no S3 options for the arrow path")
+        if self._fs is None:
+            self._fs = self._s3.filesystem()
+        return arrow_s3.object_path(raw)
+
+    def open_input(self, raw: str, allowed: Sequence[str]) -> Any:
+        _checked(raw, allowed)
+        key = self._object(raw)
+        if key is not None:
+            return self._fs.open_input_file(key)
+        return native(open_checked(raw, allowed, os.O_RDONLY), "rb")
+
+    def open_output(self, raw: str, allowed: Sequence[str]) -> Any:
+        local = _checked(raw, allowed).path  # checked before a directory is made for it
+        key = self._object(raw)
+        if key is not None:
+            return self._fs.open_output_stream(key)
+        os.makedirs(os.path.dirname(local), exist_ok=True)
+        return native(open_checked(raw, allowed, os.O_WRONLY | os.O_CREAT | os.O_EXCL), "wb")
+
+    def written(self, raw: str, allowed: Sequence[str]) -> tuple[Any, int]:
+        """The footer and size of a file the task wrote, read back from the store."""
+        import pyarrow.parquet as pq
+
+        key = self._object(raw)
+        if key is not None:
+            with self._fs.open_input_file(key) as f:
+                return pq.read_metadata(f), int(f.size())
+        local = _checked(raw, allowed).path
+        return pq.read_metadata(local), os.path.getsize(local)
+
+    def remove(self, raw: str, allowed: Sequence[str]) -> None:
+        """Delete an output this task may have written; what is not there is fine."""
+        try:
+            key = self._object(raw)
+            if key is not None:
+                self._fs.delete_file(key)
+            else:
+                os.unlink(_checked(raw, allowed).path)
+        except (OSError, TaskRefused):  # the driver removes the outputs again
+            pass
 
 
 def _flush(writer: Any, table: Any, per_group: int) -> int:

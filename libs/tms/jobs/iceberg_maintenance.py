@@ -667,7 +667,8 @@ def run_rewrite(spark: Any, spec: MaintenanceRequest, table: table_guard.Checked
     if spec.action == "compaction":  # bin-pack: pyarrow in Spark tasks when eligible
         tried = arrow_rewrite.attempt(spark, table.handle, spec.qualified_table, call.options,
                                       call.where, fmt.codec, fmt.level,
-                                      spec.allowed_locations, spec.data_path)
+                                      spec.allowed_locations, spec.data_path,
+                                      spec.resolved_properties())
         result = tried.result
         path = {"data_path": "arrow"} if result is not None else {
             "data_path": "spark", "arrow_refused": tried.refused}
