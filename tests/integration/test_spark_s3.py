@@ -23,6 +23,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from tests.servers.moto import MotoServer, moto_server
@@ -31,7 +33,7 @@ from tms import catalogs
 from tms.domain import CatalogType, JobSpec
 from tms.engines.spark_submit import SparkSubmitEngine
 from tms.formats.iceberg import IcebergFormat
-from tms.jobs import ICEBERG_MAINTENANCE_APP, JOB_SUPPORT_FILES
+from tms.jobs import ICEBERG_MAINTENANCE_APP, JOB_SUPPORT_FILES, arrow_s3
 from tms.local import iceberg_data
 from tms.spark.jar_check import engine_refusal
 from tms.spark.provision import AWS_SDK_BUNDLE, HADOOP_AWS
@@ -132,6 +134,41 @@ def test_compaction_on_s3_in_a_sql_catalog(pg: Any, moto: MotoServer, tms_home: 
     assert _checksum(table) == (rows_before, digest_before) == (COMMITS * ROWS_PER_COMMIT,
                                                                 digest_before)
     assert moto.count_objects(bucket, "wh/") > 0
+
+
+def test_another_buckets_file_in_the_table_refuses_the_compaction(
+        pg: Any, moto: MotoServer, tms_home: Path, tmp_path: Path, s3_keys: None) -> None:
+    """A table owner adds another tenant's object (another bucket, outside the catalog's
+    allowed locations) to their table: compacting it would copy its rows into the owner's
+    table. Refused before any task reads it; nothing written, nothing committed."""
+    access, bucket = _s3_catalog(pg, moto)
+    pyiceberg = iceberg_data.load_catalog(access.catalog_id,
+                                          catalogs.pyiceberg_properties(access))
+    namespace = f"it_{uuid.uuid4().hex[:8]}"
+    table = iceberg_data.create_table(pyiceberg, namespace, "events")
+    iceberg_data.append_batches(table, 3, ROWS_PER_COMMIT)
+    other = f"tms-other-{uuid.uuid4().hex[:10]}"
+    moto.create_bucket(other)
+    fs = arrow_s3.options({"s3.endpoint": moto.endpoint, "s3.region": moto.region,
+                           "s3.path-style-access": "true", "s3.access-key-id": moto.access_key,
+                           "s3.secret-access-key": moto.secret_key}).filesystem()
+    plain = iceberg_data.batch(10_000, 25)  # no field ids: add_files takes it
+    plain = plain.cast(pa.schema([f.remove_metadata() for f in plain.schema]))
+    with fs.open_output_stream(f"{other}/secret/rows.parquet") as out:
+        pq.write_table(plain, out)
+    table.add_files([f"s3://{other}/secret/rows.parquet"])
+    table = table.refresh()
+    snapshot = table.current_snapshot().snapshot_id
+    objects = moto.count_objects(bucket, "wh/")
+
+    res = _run(SparkSubmitEngine(_settings(tms_home)), _compaction_job(access, namespace),
+               tmp_path / "work")
+
+    assert not res.succeeded
+    assert "outside the allowed locations" in f"{res.error}", res.error
+    assert table.refresh().current_snapshot().snapshot_id == snapshot
+    assert moto.count_objects(bucket, "wh/") == objects  # no data file written
+    assert moto.count_objects(other) == 1
 
 
 def test_missing_s3a_jar_fails_at_once_naming_it(pg: Any, moto: MotoServer, tms_home: Path,
