@@ -31,7 +31,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -117,12 +117,16 @@ def _start_variant(children: Children, workdir: Path, variant: str, store_ms: fl
     return target, proc
 
 
+def _pids(pid: int) -> Callable[[], list[int]]:
+    return lambda: [pid]
+
+
 def run(args: argparse.Namespace) -> dict[str, list[ab.PhaseResult]]:
     children = Children()
     tmp = Path(tempfile.mkdtemp(prefix="tms-floor-"))
     tmp.chmod(0o755)  # PostgreSQL runs as the postgres user when we are root
     out: dict[str, list[ab.PhaseResult]] = {v: [] for v in args.variants}
-    servers: dict[str, tuple[str, tuple[str, ...], dict[str, Any]]] = {}
+    servers: dict[str, tuple[str, tuple[str, ...], dict[str, Callable[[], list[int]]]]] = {}
     pg: LocalPostgres | None = None
     try:
         for v in args.variants:
@@ -139,7 +143,7 @@ def run(args: argparse.Namespace) -> dict[str, list[ab.PhaseResult]]:
             else:
                 target, proc = _start_variant(children, tmp, v, args.store_ms)
                 tables = tuple(f"tables/bench_{i:04d}" for i in range(args.tables))
-            groups = {"server": lambda p=proc: [p.pid]}
+            groups: dict[str, Callable[[], list[int]]] = {"server": _pids(proc.pid)}
             if v == "notify" and pg is not None:
                 groups["postgres"] = postgres_pids(pg.data_dir)
             servers[v] = (target, tables, groups)
@@ -161,20 +165,19 @@ def run(args: argparse.Namespace) -> dict[str, list[ab.PhaseResult]]:
 
 def render(results: dict[str, list[ab.PhaseResult]]) -> str:
     base = [p.calls_s for p in results.get("noop", [])]
-    lines = [f"{'variant':10}{'calls/s (median)':>18}{'/ no-op':>9}{'per round / no-op':>26}"
-             f"{'server ms':>11}{'postgres ms':>13}{'clients ms':>12}{'busy %':>8}"]
+    lines = [f"{'variant':10}{'calls/s':>10}{'/ no-op':>9}{'server ms':>11}{'postgres ms':>13}"
+             f"{'clients ms':>12}{'busy %':>8}  per round / no-op"]
     for v, phases in results.items():
         rates = [p.calls_s for p in phases]
-        per_round = ([f"{a / b:.2f}" for a, b in zip(rates, base, strict=False)]
-                     if base else [])
+        per_round = ", ".join(f"{a / b:.2f}" for a, b in zip(rates, base, strict=False))
         mid = sorted(phases, key=lambda p: p.calls_s)[len(phases) // 2]
         ratio = statistics.median(rates) / statistics.median(base) if base else float("nan")
         cpu = mid.cpu_ms_per_call
-        lines.append(f"{v:10}{statistics.median(rates):18,.0f}{ratio:9.2f}"
-                     f"{', '.join(per_round):>26}{cpu.get('server', 0):11.3f}"
-                     f"{cpu.get('postgres', 0):13.3f}{cpu.get('clients', 0):12.3f}"
-                     f"{mid.machine_busy_pct:8.0f}")
-    lines.append("CPU ms per call and busy %: the median round's; other load % per round: "
+        lines.append(f"{v:10}{statistics.median(rates):10,.0f}{ratio:9.2f}"
+                     f"{cpu.get('server', 0):11.3f}{cpu.get('postgres', 0):13.3f}"
+                     f"{cpu.get('clients', 0):12.3f}{mid.machine_busy_pct:8.0f}  {per_round}")
+    lines.append("calls/s: median of rounds; CPU ms per call and busy %: the median round's; "
+                 "other load % per phase: "
                  + ", ".join(f"{p.other_load_pct:.0f}" for ps in results.values() for p in ps))
     return "\n".join(lines)
 
