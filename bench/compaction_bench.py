@@ -145,6 +145,8 @@ def check(method: str, base: Base, rnd: int, run: cm.Run, env: cm.Env, copy: str
         data.remove_outputs(data.Snapshot({}, 0, 0, None), base.snapshot, [run.output_dir])
     result = run.info.get("result") or {}
     path = str(result.get("data_path", ""))
+    if run.info.get("orphans_reaped"):
+        path += f" [{run.info['orphans_reaped']} orphan(s) reaped]"
     if result.get("arrow_refused"):
         path += f" ({result['arrow_refused']})"
     return Outcome(method, base.name, rnd, run.wall_s, run.cpu_s, run.postgres_cpu_s,
@@ -199,6 +201,10 @@ def _run(args: argparse.Namespace, tmp: Path, children: Children) -> dict[str, A
             say(f"skipping {m}: {why}")
     methods = [m for m in methods if m not in skipped]
     settings = SparkSettings.from_env(args.home.resolve())
+    from bench.common.cpu import become_subreaper
+
+    if not become_subreaper():  # a cold job's worker daemon is then not counted
+        say("could not become a child subreaper: tms-cold's CPU misses its Python workers")
     pg = LocalPostgres(tmp / "pg")
     warm = None
     try:
