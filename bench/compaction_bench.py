@@ -152,7 +152,9 @@ def check(method: str, base: Base, rnd: int, run: cm.Run, env: cm.Env, copy: str
     return Outcome(method, base.name, rnd, run.wall_s, run.cpu_s, run.postgres_cpu_s,
                    loadavg(), rows, checksum, out.files + untouched, out.bytes, ideal,
                    list(out.codecs), untouched, manifests, out.smallest, ok, problems, path,
-                   dict(result.get("arrow_phases_s") or {}))
+                   {**(result.get("arrow_phases_s") or {}),
+                    **({"task_cpu": result["arrow_task_cpu_s"]}
+                       if "arrow_task_cpu_s" in result else {})})
 
 
 def run_one(env: cm.Env, method: str, base: Base, rnd: int, work: Path) -> Outcome:

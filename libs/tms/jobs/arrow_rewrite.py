@@ -279,4 +279,6 @@ def attempt(spark: Any, handle: Any, table_name: str, options: Mapping[str, str]
     sequence = options.get("use-starting-sequence-number", "true") == "true"
     result = arrow_commit.commit_groups(jvm, handle, groups, int(start.snapshotId()), sequence)
     clock.lap("commit")
-    return Attempt({**result, "arrow_phases_s": clock.laps, "arrow_tasks": len(tasks)})
+    cpu = round(sum(float(w.get("cpu_s", 0.0)) for w in written), 3)
+    return Attempt({**result, "arrow_phases_s": clock.laps, "arrow_tasks": len(tasks),
+                    "arrow_task_cpu_s": cpu})
