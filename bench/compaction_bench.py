@@ -145,6 +145,8 @@ def check(method: str, base: Base, rnd: int, run: cm.Run, env: cm.Env, copy: str
         data.remove_outputs(data.Snapshot({}, 0, 0, None), base.snapshot, [run.output_dir])
     result = run.info.get("result") or {}
     path = str(result.get("data_path", ""))
+    if run.info.get("task_cpu_added_s"):
+        path += f" [CPU: tasks' own {run.info['task_cpu_added_s']:.2f} s added]"
     if run.info.get("orphans_reaped"):
         path += f" [{run.info['orphans_reaped']} orphan(s) reaped]"
     if result.get("arrow_refused"):
