@@ -53,8 +53,10 @@ CATALOG = "bench_compaction"
 CATALOG_DB = "iceberg_catalog"
 MIB = 1024 * 1024
 METHODS = ("pyarrow-1t", "pyarrow-2t", "tms-warm", "tms-cold", "iceberg-compaction",
-           "iceberg-zamboni", "tms-cold-noarchive")
-DEFAULT_METHODS = METHODS[:-1]  # tms-cold-noarchive: asked for (before/after of the archive)
+           "iceberg-zamboni", "tms-cold-noarchive", "tms-warm-spark", "tms-cold-spark")
+# asked for: tms-cold-noarchive (before/after of the archive), tms-*-spark (Spark's data path,
+# forced with the job spec's data_path, against the arrow path in the same run)
+DEFAULT_METHODS = METHODS[:6]
 EXTERNAL = ("iceberg-compaction", "iceberg-zamboni")
 
 
@@ -80,6 +82,8 @@ class Outcome:
     smallest_file: int
     ok: bool
     problems: list[str] = field(default_factory=list)
+    data_path: str = ""  # a TMS compaction's: arrow or spark (and why not arrow)
+    arrow_phases_s: dict[str, float] = field(default_factory=dict)  # the arrow path's phases
 
 
 @dataclass
@@ -139,9 +143,20 @@ def check(method: str, base: Base, rnd: int, run: cm.Run, env: cm.Env, copy: str
         data.remove_outputs(snap, base.snapshot)
     elif run.output_dir is not None:
         data.remove_outputs(data.Snapshot({}, 0, 0, None), base.snapshot, [run.output_dir])
+    result = run.info.get("result") or {}
+    path = str(result.get("data_path", ""))
+    if run.info.get("task_cpu_added_s"):
+        path += f" [CPU: tasks' own {run.info['task_cpu_added_s']:.2f} s added]"
+    if run.info.get("orphans_reaped"):
+        path += f" [{run.info['orphans_reaped']} orphan(s) reaped]"
+    if result.get("arrow_refused"):
+        path += f" ({result['arrow_refused']})"
     return Outcome(method, base.name, rnd, run.wall_s, run.cpu_s, run.postgres_cpu_s,
                    loadavg(), rows, checksum, out.files + untouched, out.bytes, ideal,
-                   list(out.codecs), untouched, manifests, out.smallest, ok, problems)
+                   list(out.codecs), untouched, manifests, out.smallest, ok, problems, path,
+                   {**(result.get("arrow_phases_s") or {}),
+                    **({"task_cpu": result["arrow_task_cpu_s"]}
+                       if "arrow_task_cpu_s" in result else {})})
 
 
 def run_one(env: cm.Env, method: str, base: Base, rnd: int, work: Path) -> Outcome:
@@ -190,6 +205,10 @@ def _run(args: argparse.Namespace, tmp: Path, children: Children) -> dict[str, A
             say(f"skipping {m}: {why}")
     methods = [m for m in methods if m not in skipped]
     settings = SparkSettings.from_env(args.home.resolve())
+    from bench.common.cpu import become_subreaper
+
+    if not become_subreaper():  # a cold job's worker daemon is then not counted
+        say("could not become a child subreaper: tms-cold's CPU misses its Python workers")
     pg = LocalPostgres(tmp / "pg")
     warm = None
     try:
@@ -216,12 +235,12 @@ def _run(args: argparse.Namespace, tmp: Path, children: Children) -> dict[str, A
             env.cold = SparkSubmitEngine(settings, cds_dir=tmp / "cds")
             env.cold_plain = SparkSubmitEngine(settings)
         start_s = first_s = archive_s = None
-        if "tms-cold" in methods:  # what an executor's first cold job of a jar set does
+        if {"tms-cold", "tms-cold-spark"} & set(methods):  # an executor's first cold job
             say("cold engine: a first cold job (on its own small table) dumps the archive")
             data.write_table(catalog, "base.prime", 12, 100)
             archive_s = cm.time_it(lambda: cm.run_tms(env, "tms-cold", "base.prime",
                                                       tmp / "prime"))
-        if "tms-warm" in methods:
+        if {"tms-warm", "tms-warm-spark"} & set(methods):
             env.warm = warm = WarmSparkEngine(settings, env.cold, tmp / "warm")
             say("warm driver: start and a first operation (on its own small table)")
             first = data.write_table(catalog, "base.first", 12, 100)
@@ -239,6 +258,8 @@ def _run(args: argparse.Namespace, tmp: Path, children: Children) -> dict[str, A
                     say(f"round {rnd + 1}/{args.repeat} {base.name:<5} {method:<19} "
                         f"{o.wall_s:7.2f} s  cpu {o.cpu_s:7.2f} s  {o.output_files} files  "
                         f"{'/'.join(o.codecs)}  load {o.loadavg}"
+                        + (f"  path {o.data_path}" if o.data_path else "")
+                        + (f"  {o.arrow_phases_s}" if o.arrow_phases_s else "")
                         + ("" if o.ok else f"  WRONG: {'; '.join(o.problems)}"))
         return {"args": {k: str(v) for k, v in vars(args).items()},
                 "tables": {b.name: {"files": b.content.files, "bytes": b.content.bytes,

@@ -67,6 +67,13 @@ def render(r: dict[str, Any]) -> tuple[str, bool]:
                     zw = median([o["wall_s"] for o in zam])
                     goals.append(f"{name}: TMS warm / iceberg-zamboni    {wall / zw:.2f}  "
                                  f"(goal < 1){'' if wall < zw else '  MISSED'}")
+            spark_path = runs.get((name, f"{method}-spark"))
+            if method in ("tms-warm", "tms-cold") and spark_path:
+                sw = median([o["wall_s"] for o in spark_path])
+                sc = median([o["cpu_s"] for o in spark_path])
+                goals.append(f"{name}: {method}, arrow path / Spark's path  wall {wall / sw:.2f}"
+                             f"  CPU {cpu / sc:.2f}  (paths: "
+                             f"{', '.join(sorted({o.get('data_path', '') for o in os_}))})")
             if method == "tms-cold" and rx is not None:
                 goals.append(f"{name}: TMS cold / pyarrow 1 thread  {rx:.2f}  (goal <= "
                              f"{GOAL_COLD}){'' if rx <= GOAL_COLD else '  MISSED'}")

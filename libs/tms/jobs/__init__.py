@@ -16,4 +16,6 @@ JOB_SUPPORT_FILES = tuple(Path(__file__).with_name(name)
                                        "spark_catalogs.py", "jars.py", "secret_refs.py",
                                        "report.py", "partition_filter.py", "outcome.py",
                                        "parquet_footer.py", "write_format.py",
-                                       "manifest_prep.py", "warmup.py"))
+                                       "manifest_prep.py", "warmup.py", "arrow_task.py",
+                                       "arrow_eligibility.py", "arrow_commit.py",
+                                       "arrow_rewrite.py"))

@@ -55,6 +55,7 @@ from typing import Any, TypeVar
 
 try:
     from tms.jobs import (
+        arrow_rewrite,
         errors,
         manifest_prep,
         outcome,
@@ -68,6 +69,7 @@ try:
     from tms.jobs.locations import LocationError, parse
 except ImportError:  # shipped alone: the siblings are next to this file
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import arrow_rewrite  # type: ignore[no-redef]
     import errors  # type: ignore[no-redef]
     import manifest_prep  # type: ignore[no-redef]
     import outcome  # type: ignore[no-redef]
@@ -95,6 +97,7 @@ MAX_ALLOWED_LOCATIONS = 100
 _SECRET_KEY_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,199}$")  # a property's name
 MAX_SPEC_BYTES = 64 * 1024  # an inline spec is one argument: Linux allows 128 KiB
 MAX_CAUSES = 8  # of a JVM exception, read for classification
+DATA_PATHS = ("auto", "spark")  # a compaction's data path (arrow_rewrite)
 
 
 class SpecError(ValueError):
@@ -116,6 +119,9 @@ class MaintenanceRequest:
     # property -> secret reference (env:TMS_SECRET_* / file:<name>), resolved in the driver
     catalog_secrets: dict[str, str] = field(default_factory=dict)
     report: dict[str, Any] | None = None  # where to report the result (else a result file)
+    # the operator's choice of a compaction's data path: "auto" (arrow when eligible) or
+    # "spark" (always Spark's); an executor or bench setting, never a table owner's option
+    data_path: str = "auto"
 
     def resolved_properties(self) -> dict[str, str]:
         """The catalog's properties with its secrets resolved here, in the driver (the spec
@@ -182,6 +188,14 @@ def parse_allowed_locations(raw: Any) -> tuple[str, ...] | None:
     return tuple(raw)
 
 
+def parse_data_path(raw: Any) -> str:
+    if raw is None:
+        return "auto"
+    if raw not in DATA_PATHS:
+        raise SpecError(f"{arrow_rewrite.SPEC_SWITCH} must be one of {', '.join(DATA_PATHS)}")
+    return str(raw)
+
+
 def parse_spec(data: Any) -> MaintenanceRequest:
     if not isinstance(data, dict):
         raise SpecError("spec must be a JSON object")
@@ -223,6 +237,7 @@ def parse_spec(data: Any) -> MaintenanceRequest:
         allowed_locations=parse_allowed_locations(data.get("allowed_locations")),
         catalog_secrets=dict(secrets),
         report=report_to,
+        data_path=parse_data_path(data.get(arrow_rewrite.SPEC_SWITCH)),
     )
     ACTIONS[action](spec)  # validates the action's options before anything starts
     return spec
@@ -292,6 +307,7 @@ class ProcedureCall:
     # (write_format chooses then); None for actions that write no data or delete files
     write: tuple[str | None, str | None] | None = None
     manifests_first: bool = True  # a rewrite merges many small manifests first (manifest_prep)
+    where: str | None = None  # the partitions' filter (``restrict``), as the call's ``where``
 
     def sql(self, catalog_name: str) -> str:
         args = [*self.args, _options_map(self.options)] if self.options else list(self.args)
@@ -479,7 +495,7 @@ def restrict(call: ProcedureCall, specs: Mapping[int, Any]) -> ProcedureCall:
         return replace(call, options={**call.options, "min-input-files": str(least)},
                        info={**info, "partition_filter": "whole table (a partition no filter "
                                                          "can select)"})
-    return replace(call, args=(*call.args, f"where => {sql_string(where)}"),
+    return replace(call, args=(*call.args, f"where => {sql_string(where)}"), where=where,
                    info={**info, "partition_filter": where})
 
 
@@ -646,13 +662,24 @@ def run_rewrite(spark: Any, spec: MaintenanceRequest, table: table_guard.Checked
         enabled=call.manifests_first))
     before = outcome.current_snapshot(table.handle)
     fmt = write_format.plan(table.handle, *call.write, deletes=deletes)
-    with write_format.session_conf(spark, fmt.session):
-        result = call.summarize(spark.sql(call.sql(spec.catalog_name)))
+    path: dict[str, Any] = {}
+    result = None
+    if spec.action == "compaction":  # bin-pack: pyarrow in Spark tasks when eligible
+        tried = arrow_rewrite.attempt(spark, table.handle, spec.qualified_table, call.options,
+                                      call.where, fmt.codec, fmt.level,
+                                      spec.allowed_locations, spec.data_path)
+        result = tried.result
+        path = {"data_path": "arrow"} if result is not None else {
+            "data_path": "spark", "arrow_refused": tried.refused}
+    if result is None:
+        with write_format.session_conf(spark, fmt.session):
+            result = call.summarize(spark.sql(call.sql(spec.catalog_name)))
     info = fmt.info()
     table.handle.refresh()
     if outcome.current_snapshot(table.handle) != before:
         info["codec_written"] = write_format.written_codec(table.handle, deletes)
-    return {**result, **call.info, "write_format": info, "manifests_first": manifests}
+    return {**result, **call.info, **path, "write_format": info,
+            "manifests_first": manifests}
 
 
 def session_builder(app_name: str) -> Any:

@@ -1,0 +1,266 @@
+"""One Spark task of the arrow data path (``arrow_rewrite.py``): read slices of a file group's
+Parquet files with pyarrow and write one output file, in a PySpark worker.
+
+Why pyarrow in the task: Spark's rewrite spends about 3x pyarrow's CPU on the same bytes
+(Parquet dictionary decode, column-to-row conversion, Iceberg's row-wise Parquet writer; issue
+17, docs/figures.md). The task keeps Spark's scheduling (one task per output file, the cores
+the executor owns) and leaves planning and commit to Iceberg in the driver.
+
+The task trusts nothing it was not given by the driver, and checks again what it opens:
+every input path is resolved (symlinks followed) and must lie inside ``allowed`` before it is
+opened, and it is opened by its resolved path with ``O_NOFOLLOW``; the output path likewise,
+created with ``O_EXCL`` (never overwrites). Before it writes a byte it checks that every input
+file carries exactly the table's field ids, names and types (``schema_refusal``); a mismatch is
+returned as a refusal (the driver falls back to Spark's path), not written around. Rows written
+must equal rows read; a task that fails deletes the file it wrote.
+
+Standard library at import; pyarrow is imported inside the functions (workers have it when the
+driver's eligibility check found it). Ships with the job (``JOB_SUPPORT_FILES``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+try:
+    from tms.jobs.locations import LocationError, check
+except ImportError:  # shipped alone, next to locations.py
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from locations import LocationError, check  # type: ignore[no-redef]
+
+FIELD_ID_KEY = b"PARQUET:field_id"
+UTC_ZONES = frozenset({"UTC", "+00:00", "Etc/UTC", "Z", "GMT"})
+# Iceberg's codec names -> pyarrow's (only those both write the same way)
+ARROW_CODECS = {"zstd": "zstd", "snappy": "snappy", "gzip": "gzip", "uncompressed": "none"}
+# parquet-java's level when Iceberg's writer is given none (what Spark's path writes)
+JAVA_DEFAULT_LEVELS = {"zstd": 3, "gzip": 6}
+MAX_ROWS_PER_GROUP = 16 * 1024 * 1024  # however small the rows, a row group is bounded
+MIN_ROWS_PER_GROUP = 1024
+
+
+class TaskRefused(Exception):
+    """An input cannot be rewritten here: ``kind`` says whether it is a location refusal
+    (the whole rewrite is refused) or an ineligible file (Spark's path takes it)."""
+
+    def __init__(self, kind: str, reason: str) -> None:
+        super().__init__(reason)
+        self.kind, self.reason = kind, reason
+
+
+def arrow_type(type_name: str) -> Any:
+    """The Arrow type a column of Iceberg type ``type_name`` (``Type.toString()``) is written as."""
+    import pyarrow as pa
+
+    simple = {"long": pa.int64(), "int": pa.int32(), "string": pa.string(),
+              "double": pa.float64(), "float": pa.float32(), "boolean": pa.bool_(),
+              "date": pa.date32(), "binary": pa.binary(),
+              "timestamp": pa.timestamp("us"), "timestamptz": pa.timestamp("us", tz="UTC")}
+    if type_name in simple:
+        return simple[type_name]
+    if type_name.startswith("decimal(") and type_name.endswith(")"):
+        precision, scale = (int(x) for x in type_name[8:-1].split(","))
+        return pa.decimal128(precision, scale)
+    raise TaskRefused("ineligible", f"column type {type_name} is not handled by the arrow path")
+
+
+def _same_type(got: Any, want: Any) -> bool:
+    import pyarrow as pa
+
+    if got == want:
+        return True
+    if pa.types.is_timestamp(want) and pa.types.is_timestamp(got) and got.unit == want.unit:
+        return (got.tz is None) == (want.tz is None) and (got.tz is None or got.tz in UTC_ZONES)
+    return (want == pa.string() and got == pa.large_string()) or \
+        (want == pa.binary() and got == pa.large_binary())
+
+
+def output_schema(columns: Sequence[Sequence[Any]]) -> Any:
+    """The output's Arrow schema from the table's columns ``(id, name, type, required)``."""
+    import pyarrow as pa
+
+    return pa.schema([pa.field(name, arrow_type(t), nullable=not required,
+                               metadata={FIELD_ID_KEY: str(fid).encode()})
+                      for fid, name, t, required in columns])
+
+
+def schema_refusal(file_schema: Any, want: Any) -> str | None:
+    """Why a file's schema is not exactly the table's (ids, names, types), or None."""
+    got = {}
+    for f in file_schema:
+        fid = (f.metadata or {}).get(FIELD_ID_KEY)
+        if fid is None:
+            return f"column {f.name!r} carries no Iceberg field id"
+        got[int(fid)] = f
+    ids = {int(f.metadata[FIELD_ID_KEY]): f for f in want}
+    if set(got) != set(ids):
+        return f"field ids {sorted(got)} differ from the table's {sorted(ids)} (schema evolved)"
+    for fid, f in ids.items():
+        if got[fid].name != f.name or not _same_type(got[fid].type, f.type):
+            return (f"field {fid}: {got[fid].name} {got[fid].type} in the file, "
+                    f"{f.name} {f.type} in the table")
+    return None
+
+
+def adopt_variants(want: Any, file_schema: Any) -> Any:
+    """``want`` with the string and binary variants (large or not) of ``file_schema``: the
+    same Parquet type either way, and keeping the reader's saves a copy of every value."""
+    import pyarrow as pa
+
+    by_id = {(f.metadata or {}).get(FIELD_ID_KEY): f.type for f in file_schema}
+    fields = []
+    for f in want:
+        got = by_id.get(f.metadata[FIELD_ID_KEY])
+        if got is not None and got in (pa.large_string(), pa.large_binary()):
+            f = f.with_type(got)
+        fields.append(f)
+    return pa.schema(fields)
+
+
+def open_checked(raw: str, allowed: Sequence[str], flags: int) -> int:
+    """A descriptor for ``raw`` once its resolved path passed the location check."""
+    try:
+        real = check(raw, allowed, literal=True)
+    except LocationError as e:
+        raise TaskRefused("location", f"{raw[:300]}: {e}") from None
+    return os.open(real.path, flags | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o644)
+
+
+def native(fd: int, mode: str) -> Any:
+    """A pyarrow file on the descriptor ``fd`` (checked and opened with O_NOFOLLOW): through
+    ``/proc/self/fd``, which names the open file itself (no path is looked up again), so reads
+    and writes stay in C++; a Python file object where there is no /proc. Closes ``fd``."""
+    import pyarrow as pa
+
+    proc = f"/proc/self/fd/{fd}"
+    if not os.path.exists(proc):
+        return os.fdopen(fd, mode)
+    try:
+        return pa.OSFile(proc, mode="r" if mode == "rb" else "w")
+    finally:
+        os.close(fd)
+
+
+def _slices(pf: Any, skip: int, take: int) -> Iterator[Any]:
+    """The rows ``[skip, skip + take)`` of an open ParquetFile, one row group at a time."""
+    start = 0
+    for i in range(pf.metadata.num_row_groups):
+        n = pf.metadata.row_group(i).num_rows
+        lo, hi = max(skip, start), min(skip + take, start + n)
+        if lo < hi:
+            group = pf.read_row_group(i, use_threads=False)
+            yield group.slice(lo - start, hi - lo)
+        start += n
+
+
+def writer_options(fmt: Mapping[str, Any]) -> dict[str, Any]:
+    """pyarrow writer options from the driver's format (codec, level, page/dictionary sizes)."""
+    codec = fmt["codec"]
+    level = fmt.get("level")
+    if level is None:
+        level = JAVA_DEFAULT_LEVELS.get(codec)
+    out: dict[str, Any] = {"compression": ARROW_CODECS[codec], "write_statistics": True,
+                           "data_page_size": int(fmt["page_size_bytes"]),
+                           "dictionary_pagesize_limit": int(fmt["dict_size_bytes"]),
+                           "max_rows_per_page": int(fmt["page_row_limit"]),
+                           "use_deprecated_int96_timestamps": False, "coerce_timestamps": "us"}
+    if level is not None and codec in JAVA_DEFAULT_LEVELS:
+        out["compression_level"] = int(level)
+    return out
+
+
+def rows_per_group(files: Sequence[Any], target_bytes: int) -> int:
+    """Rows per output row group: the table's row-group size over the inputs' uncompressed
+    bytes per row (what parquet-java's writer measures against the same property)."""
+    rows = sum(pf.metadata.num_rows for pf in files)
+    raw = sum(pf.metadata.row_group(i).total_byte_size for pf in files
+              for i in range(pf.metadata.num_row_groups))
+    per_row = raw / rows if rows and raw else 1.0
+    return int(min(MAX_ROWS_PER_GROUP, max(MIN_ROWS_PER_GROUP, target_bytes / per_row)))
+
+
+def run(task: Mapping[str, Any]) -> dict[str, Any]:
+    """Rewrite one task's slices into ``task["output"]``; what it wrote, or a refusal."""
+    import time
+
+    started = time.process_time()
+    try:
+        return {**_run(task), "cpu_s": time.process_time() - started}
+    except TaskRefused as e:
+        return {"refused": e.kind, "reason": e.reason, "output": task["output"]}
+
+
+def _run(task: Mapping[str, Any]) -> dict[str, Any]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    allowed, want = task["allowed"], output_schema(task["columns"])
+    opened, handles = [], []
+    try:
+        for path, skip, take, rows in task["inputs"]:
+            handles.append(native(open_checked(path, allowed, os.O_RDONLY), "rb"))
+            pf = pq.ParquetFile(handles[-1])
+            opened.append((pf, skip, take))
+            why = schema_refusal(pf.schema_arrow, want)
+            if why is not None:
+                raise TaskRefused("ineligible", f"{path[:300]}: {why}")
+            if pf.metadata.num_rows != rows:
+                raise ValueError(f"{path[:300]}: {pf.metadata.num_rows} rows in the file, "
+                                 f"{rows} in the table's manifest")
+        if opened:
+            want = adopt_variants(want, opened[0][0].schema_arrow)
+        fmt = task["format"]
+        per_group = rows_per_group([pf for pf, _, _ in opened], int(fmt["row_group_bytes"]))
+        try:  # checked before a directory is made for it
+            local = check(task["output"], allowed, literal=True).path
+        except LocationError as e:
+            raise TaskRefused("location", f"{task['output'][:300]}: {e}") from None
+        os.makedirs(os.path.dirname(local), exist_ok=True)
+        fd = open_checked(task["output"], allowed, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        written = 0
+        try:
+            with native(fd, "wb") as sink, \
+                    pq.ParquetWriter(sink, want, **writer_options(fmt)) as writer:
+                pending: list[Any] = []
+                buffered = 0
+                for pf, skip, take in opened:
+                    for part in _slices(pf, skip, take):
+                        names = [f.name for f in want]
+                        pending.append(part.select(names).cast(want))
+                        buffered += part.num_rows
+                        if buffered >= per_group:
+                            written += _flush(writer, pa.concat_tables(pending), per_group)
+                            pending, buffered = [], 0
+                if pending:
+                    written += _flush(writer, pa.concat_tables(pending), per_group)
+            expected = sum(take for _, _, take in opened)
+            if written != expected:
+                raise ValueError(f"wrote {written} rows, read {expected}")
+            meta = pq.read_metadata(local)
+        except BaseException:
+            os.unlink(local)
+            raise
+    finally:
+        for handle in handles:
+            handle.close()
+    offsets = [_start(meta.row_group(i)) for i in range(meta.num_row_groups)]
+    return {"output": task["output"], "rows": written, "group": task["group"],
+            "size": os.path.getsize(local),
+            "offsets": offsets}
+
+
+def _flush(writer: Any, table: Any, per_group: int) -> int:
+    for start in range(0, table.num_rows, per_group):
+        writer.write_table(table.slice(start, per_group), row_group_size=per_group)
+    return int(table.num_rows)
+
+
+def _start(group: Any) -> int:
+    """A row group's first byte, as Iceberg's split offsets record it."""
+    col = group.column(0)
+    dictionary = col.dictionary_page_offset
+    return int(dictionary if dictionary is not None and dictionary > 0 else
+               col.data_page_offset)
