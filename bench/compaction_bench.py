@@ -145,12 +145,18 @@ def check(method: str, base: Base, rnd: int, run: cm.Run, env: cm.Env, copy: str
         data.remove_outputs(data.Snapshot({}, 0, 0, None), base.snapshot, [run.output_dir])
     result = run.info.get("result") or {}
     path = str(result.get("data_path", ""))
+    if run.info.get("task_cpu_added_s"):
+        path += f" [CPU: tasks' own {run.info['task_cpu_added_s']:.2f} s added]"
+    if run.info.get("orphans_reaped"):
+        path += f" [{run.info['orphans_reaped']} orphan(s) reaped]"
     if result.get("arrow_refused"):
         path += f" ({result['arrow_refused']})"
     return Outcome(method, base.name, rnd, run.wall_s, run.cpu_s, run.postgres_cpu_s,
                    loadavg(), rows, checksum, out.files + untouched, out.bytes, ideal,
                    list(out.codecs), untouched, manifests, out.smallest, ok, problems, path,
-                   dict(result.get("arrow_phases_s") or {}))
+                   {**(result.get("arrow_phases_s") or {}),
+                    **({"task_cpu": result["arrow_task_cpu_s"]}
+                       if "arrow_task_cpu_s" in result else {})})
 
 
 def run_one(env: cm.Env, method: str, base: Base, rnd: int, work: Path) -> Outcome:
@@ -199,6 +205,10 @@ def _run(args: argparse.Namespace, tmp: Path, children: Children) -> dict[str, A
             say(f"skipping {m}: {why}")
     methods = [m for m in methods if m not in skipped]
     settings = SparkSettings.from_env(args.home.resolve())
+    from bench.common.cpu import become_subreaper
+
+    if not become_subreaper():  # a cold job's worker daemon is then not counted
+        say("could not become a child subreaper: tms-cold's CPU misses its Python workers")
     pg = LocalPostgres(tmp / "pg")
     warm = None
     try:

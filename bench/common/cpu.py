@@ -105,3 +105,62 @@ class CpuProbe:
         other = max(0.0, busy / CLK_TCK - sum(cpu.values()))
         return CpuSample(cpu, PERCENT * busy / total, PERCENT * steal / total,
                          PERCENT * other * CLK_TCK / total, loadavg())
+
+
+def descendants(roots: list[int]) -> list[int]:
+    """Every live process below ``roots`` (children, their children, ...), from /proc: a
+    process group misses those that made groups of their own (PySpark's worker daemon)."""
+    parent: dict[int, int] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            rest = stat[stat.rindex(")") + 2:].split()
+            if rest[0] != "Z":
+                parent[int(d.name)] = int(rest[1])
+    below: dict[int, list[int]] = {}
+    for pid, ppid in parent.items():
+        below.setdefault(ppid, []).append(pid)
+    out, todo = [], list(roots)
+    while todo:
+        for child in below.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> bool:
+    """Make this process the reaper of its orphaned descendants (Linux), so that a process a
+    child left behind (a cold Spark JVM's Python worker daemon, which the JVM signals but does
+    not wait for) is reaped here and its CPU counted with this process's children."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def reap_orphans(known: set[int], wait_s: float = 5.0, step_s: float = 0.05) -> int:
+    """Reap the children of this process that are not in ``known`` (orphans reparented here),
+    waiting up to ``wait_s`` for them to exit; returns how many were reaped."""
+    import time
+
+    reaped, deadline = 0, time.monotonic() + wait_s
+    while True:
+        new = [p for p in children_of(os.getpid()) if p not in known]
+        for pid in new:
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                continue
+            reaped += done == pid
+        if not new or time.monotonic() > deadline:
+            return reaped
+        time.sleep(step_s)

@@ -3,6 +3,7 @@ fakes for the JVM objects)."""
 
 from __future__ import annotations
 
+import dataclasses
 import decimal
 import json
 import os
@@ -201,3 +202,20 @@ def test_table_refusals() -> None:
         ok, jvm, {"write.parquet.bloom-filter-enabled.column.c0": "true"}, "zstd", None) or "")
     nested, jvm = _fake_table(types=("long", "list<string>"))
     assert "list<string>" in (arrow_eligibility.table_refusal(nested, jvm, {}, "zstd", None) or "")
+
+
+def test_group_refusals() -> None:
+    ok = arrow_eligibility.InputFile("file:///lake/t/data/a.parquet", "PARQUET", 1, 100, 10,
+                                     0, 100, 0)
+    assert arrow_eligibility.group_refusal([ok], 1, "no keys") is None
+    cases = {"delete files apply": {"deletes": 1}, "input file format ORC": {"file_format": "ORC"},
+             "a file of an older partition spec": {"spec_id": 0},
+             "a split input file": {"start": 10},
+             "input file on S3: no keys": {"path": "s3://b/t/a.parquet"},
+             "input file on gs storage (local files and S3 take the arrow path)":
+             {"path": "gs://b/t/a.parquet"}}
+    for reason, change in cases.items():
+        bad = dataclasses.replace(ok, **change)
+        assert arrow_eligibility.group_refusal([ok, bad], 1, "no keys") == reason
+    on_s3 = dataclasses.replace(ok, path="s3://b/t/a.parquet")
+    assert arrow_eligibility.group_refusal([ok, on_s3], 1, None) is None

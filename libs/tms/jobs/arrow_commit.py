@@ -48,19 +48,20 @@ def data_file(gateway: Any, handle: Any, partition: Any, written: Mapping[str, A
     return builder.build()
 
 
-def build(gateway: Any, handle: Any, groups: Sequence[Any], written: Sequence[Mapping[str, Any]]
-          ) -> None:
-    """Each group's output ``DataFile`` set on it, once its rows equal its inputs'."""
+def build(gateway: Any, handle: Any, groups: Sequence[Any], records: Sequence[int],
+          written: Sequence[Mapping[str, Any]]) -> None:
+    """Each group's output ``DataFile`` set on it, once its rows equal its inputs' (``records``:
+    the inputs' record counts per group, from the manifests)."""
     for g, group in enumerate(groups):
-        files = [t.file() for t in group.fileScanTasks()]
+        partition = group.fileScanTasks().get(0).file().partition()
         mine = [w for w in written if w["group"] == g]
-        read = sum(int(f.recordCount()) for f in files)
+        read = records[g]
         if sum(w["rows"] for w in mine) != read:
             raise ValueError(f"file group {g}: wrote {sum(w['rows'] for w in mine)} rows, "
                              f"its inputs hold {read}")
         outputs = gateway.jvm.java.util.HashSet()
         for w in mine:
-            outputs.add(data_file(gateway, handle, files[0].partition(), w))
+            outputs.add(data_file(gateway, handle, partition, w))
         group.setOutputFiles(outputs)
 
 

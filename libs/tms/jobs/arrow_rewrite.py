@@ -66,6 +66,7 @@ WRITER_PROPERTIES = {"row_group_bytes": ("write.parquet.row-group-size-bytes", 1
                      "page_row_limit": ("write.parquet.page-row-limit", 20_000),
                      "dict_size_bytes": ("write.parquet.dict-size-bytes", 2 * 1024 ** 2)}
 SPEC_SWITCH = arrow_eligibility.SPEC_SWITCH
+InputFile = arrow_eligibility.InputFile
 # Tests only: a directory where ``<table>.hold`` makes the driver stop between the tasks and
 # the commit (it writes ``<table>.written`` and waits for the hold to go), so a test can
 # commit as a concurrent writer at exactly that point. Unset in production.
@@ -113,19 +114,17 @@ def plan_groups(jvm: Any, handle: Any, expression: Any, options: Mapping[str, st
     return out
 
 
-def check_inputs(groups: Sequence[Any], allowed: Sequence[str] | None) -> None:
+def check_inputs(files: Sequence[Sequence[InputFile]], allowed: Sequence[str] | None) -> None:
     """Every planned input inside the allowed locations (realpath), or the rewrite is refused."""
     if allowed is None:
         return
-    for group in groups:
-        it = group.fileScanTasks().iterator()
-        while it.hasNext():
-            raw = str(it.next().file().location())
+    for group in files:
+        for f in group:
             try:
-                locations.check(raw, allowed, literal=True)
+                locations.check(f.path, allowed, literal=True)
             except locations.LocationError as e:
                 raise table_guard.LocationRefused(
-                    f"compaction refused, nothing written: input data file {raw[:300]!r}: "
+                    f"compaction refused, nothing written: input data file {f.path[:300]!r}: "
                     f"{e}") from None
 
 
@@ -146,18 +145,18 @@ def split_rows(counts: Sequence[int], outputs: int) -> list[list[tuple[int, int,
     return parts
 
 
-def describe(handle: Any, groups: Sequence[Any], fmt: Mapping[str, Any],
-             allowed: Sequence[str] | None, s3: arrow_s3.S3Options | None = None
-             ) -> list[dict[str, Any]]:
+def describe(handle: Any, groups: Sequence[Any], files: Sequence[Sequence[InputFile]],
+             fmt: Mapping[str, Any], allowed: Sequence[str] | None,
+             s3: arrow_s3.S3Options | None = None) -> list[dict[str, Any]]:
     """One task descriptor per output file (plain data: it is pickled to the workers)."""
     cols, spec = arrow_eligibility.columns(handle), handle.spec()
     provider, op = handle.locationProvider(), uuid.uuid4().hex
     allow = list(allowed) if allowed is not None else [str(handle.location())]
     tasks = []
     for g, group in enumerate(groups):
-        files = [t.file() for t in group.fileScanTasks()]
-        counts = [int(f.recordCount()) for f in files]
-        partition = files[0].partition()
+        inputs = files[g]
+        counts = [f.records for f in inputs]
+        partition = group.fileScanTasks().get(0).file().partition()
         for k, part in enumerate(split_rows(counts, int(group.expectedOutputFiles()))):
             name = f"{g:05d}-{k}-{op}-00001.parquet"
             out = str(provider.newDataLocation(spec, partition, name) if spec.isPartitioned()
@@ -168,7 +167,7 @@ def describe(handle: Any, groups: Sequence[Any], fmt: Mapping[str, Any],
                 raise table_guard.LocationRefused(f"compaction refused: output {e}") from None
             tasks.append({"group": g, "output": out, "allowed": allow, "columns": cols,
                           "format": dict(fmt), "s3": s3,
-                          "inputs": [(str(files[i].location()), skip, take, counts[i])
+                          "inputs": [(inputs[i].path, skip, take, counts[i])
                                      for i, skip, take in part]})
     return tasks
 
@@ -260,8 +259,9 @@ def attempt(spark: Any, handle: Any, table_name: str, options: Mapping[str, str]
         groups = plan_groups(jvm, handle, expression, options)
     except Exception as e:  # Spark's path plans again, and says what went wrong
         return Attempt(None, f"Iceberg's planner failed here ({type(e).__name__})")
+    files = [arrow_eligibility.input_files(jvm, group) for group in groups]
     clock.lap("plan")
-    check_inputs(groups, allowed)  # before any fall-back: Spark's path would read them too
+    check_inputs(files, allowed)  # before any fall-back: Spark's path would read them too
     clock.lap("check_inputs")
     off = arrow_eligibility.switched_off(switch)
     if off is not None:
@@ -274,19 +274,20 @@ def attempt(spark: Any, handle: Any, table_name: str, options: Mapping[str, str]
     if not groups:
         return Attempt(zero_result())
     spec_id = int(handle.spec().specId())
-    for group in groups:
-        why = arrow_eligibility.group_refusal(group, spec_id, s3_refusal)
+    for group_files in files:
+        why = arrow_eligibility.group_refusal(group_files, spec_id, s3_refusal)
         if why is not None:
             return Attempt(None, why)
     assert codec is not None  # table_refusal refuses a table without one
-    tasks = describe(handle, groups, writer_format(props, codec, level), allowed, s3)
+    tasks = describe(handle, groups, files, writer_format(props, codec, level), allowed, s3)
     clock.lap("eligibility_and_tasks")
     try:
         written = run_tasks(spark, tasks)
         clock.lap("spark_tasks")
         refused = [w for w in written if "refused" in w]
         if not refused:
-            arrow_commit.build(spark.sparkContext._gateway, handle, groups, written)
+            arrow_commit.build(spark.sparkContext._gateway, handle, groups,
+                               [sum(f.records for f in g) for g in files], written)
             clock.lap("data_files")
     except Exception as e:
         remove_outputs(tasks)
@@ -303,4 +304,6 @@ def attempt(spark: Any, handle: Any, table_name: str, options: Mapping[str, str]
     sequence = options.get("use-starting-sequence-number", "true") == "true"
     result = arrow_commit.commit_groups(jvm, handle, groups, int(start.snapshotId()), sequence)
     clock.lap("commit")
-    return Attempt({**result, "arrow_phases_s": clock.laps, "arrow_tasks": len(tasks)})
+    cpu = round(sum(float(w.get("cpu_s", 0.0)) for w in written), 3)
+    return Attempt({**result, "arrow_phases_s": clock.laps, "arrow_tasks": len(tasks),
+                    "arrow_task_cpu_s": cpu})

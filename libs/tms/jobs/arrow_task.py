@@ -188,8 +188,11 @@ def rows_per_group(files: Sequence[Any], target_bytes: int) -> int:
 
 def run(task: Mapping[str, Any]) -> dict[str, Any]:
     """Rewrite one task's slices into ``task["output"]``; what it wrote, or a refusal."""
+    import time
+
+    started = time.process_time()
     try:
-        return _run(task)
+        return {**_run(task), "cpu_s": time.process_time() - started}
     except TaskRefused as e:
         return {"refused": e.kind, "reason": e.reason, "output": task["output"]}
 
