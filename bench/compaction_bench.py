@@ -143,7 +143,9 @@ def check(method: str, base: Base, rnd: int, run: cm.Run, env: cm.Env, copy: str
         data.remove_outputs(snap, base.snapshot)
     elif run.output_dir is not None:
         data.remove_outputs(data.Snapshot({}, 0, 0, None), base.snapshot, [run.output_dir])
-    result = run.info.get("result") or {}
+    result = run.info.get("result")
+    if not isinstance(result, dict):  # the other compactors report text, or nothing
+        result = {}
     path = str(result.get("data_path", ""))
     if run.info.get("task_cpu_added_s"):
         path += f" [CPU: tasks' own {run.info['task_cpu_added_s']:.2f} s added]"
