@@ -5,7 +5,7 @@ call and flag runs disturbed by other load)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,17 +26,20 @@ def proc_cpu_s(pid: int) -> float:
     return (int(rest[11]) + int(rest[12])) / CLK_TCK
 
 
-def children_of(ppid: int) -> list[int]:
-    out = []
+def _processes() -> Iterator[tuple[int, str, int]]:
+    """(pid, state, parent pid) of every process in /proc that is still there."""
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
             try:
                 stat = (d / "stat").read_text()
             except OSError:
                 continue
-            if int(stat[stat.rindex(")") + 2:].split()[1]) == ppid:
-                out.append(int(d.name))
-    return out
+            rest = stat[stat.rindex(")") + 2:].split()  # fields from 3 (state) on
+            yield int(d.name), rest[0], int(rest[1])
+
+
+def children_of(ppid: int) -> list[int]:
+    return [pid for pid, _, parent in _processes() if parent == ppid]
 
 
 def machine_ticks() -> tuple[int, int, int]:
@@ -110,16 +113,7 @@ class CpuProbe:
 def descendants(roots: list[int]) -> list[int]:
     """Every live process below ``roots`` (children, their children, ...), from /proc: a
     process group misses those that made groups of their own (PySpark's worker daemon)."""
-    parent: dict[int, int] = {}
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                stat = (d / "stat").read_text()
-            except OSError:
-                continue
-            rest = stat[stat.rindex(")") + 2:].split()
-            if rest[0] != "Z":
-                parent[int(d.name)] = int(rest[1])
+    parent = {pid: ppid for pid, state, ppid in _processes() if state != "Z"}
     below: dict[int, list[int]] = {}
     for pid, ppid in parent.items():
         below.setdefault(ppid, []).append(pid)

@@ -10,7 +10,6 @@ path's files is checked by a Spark-path rewrite of them (``data_path: spark`` wi
 from __future__ import annotations
 
 import decimal
-import hashlib
 import itertools
 import json
 import os
@@ -20,13 +19,13 @@ from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from tests.helpers import SPARK_SQL_SCRIPT, wait_for
+from tests.integration.iceberg_files import checksum, codecs, data_files, local_path
 from tms.domain import JobSpec
 from tms.engines.warm import WarmSparkEngine
 from tms.jobs import ICEBERG_MAINTENANCE_APP
@@ -158,30 +157,6 @@ def lake(pg_server: LocalPostgres, tms_home: Path, holds: Path,
         yield lk
 
 
-def _local(uri: str) -> Path:
-    return Path(unquote(urlsplit(uri).path))
-
-
-def data_files(table: Any) -> list[tuple[str, int]]:
-    files = table.refresh().inspect.files().to_pydict()
-    return [(p, s) for p, s, c in zip(files["file_path"], files["file_size_in_bytes"],
-                                      files["content"], strict=True) if c == 0]
-
-
-def codecs(table: Any) -> set[str]:
-    out = set()
-    for path, _ in data_files(table):
-        meta = pq.ParquetFile(_local(path)).metadata
-        out.update(meta.row_group(g).column(c).compression.lower()
-                   for g in range(meta.num_row_groups) for c in range(meta.num_columns))
-    return out
-
-
-def checksum(table: Any) -> tuple[int, str]:
-    got = table.refresh().scan().to_arrow().sort_by("id").to_pylist()
-    return len(got), hashlib.sha256(repr(got).encode()).hexdigest()
-
-
 def test_partitioned_zstd_table_compacts_on_the_arrow_path(lake: Lake) -> None:
     table = lake.table("parts", appends=4)
     before, props = checksum(table), dict(table.properties)
@@ -198,7 +173,7 @@ def test_partitioned_zstd_table_compacts_on_the_arrow_path(lake: Lake) -> None:
     assert result["outcome"]["data_files_removed"] == 12
     assert result["outcome"]["partitions_touched"] == 3
     for path, _ in data_files(table):  # each output in its partition's directory
-        assert "/data/cat=" in path and _local(path).is_relative_to(lake.warehouse)
+        assert "/data/cat=" in path and local_path(path).is_relative_to(lake.warehouse)
     # Spark reads every value back and writes them again: the checksum holds
     again = lake.run("parts", {"rewrite-all": "true"}, data_path="spark")
     assert again["data_path"] == "spark" and "switched off" in again["arrow_refused"]
@@ -298,7 +273,7 @@ def test_an_input_symlinked_outside_refuses_the_rewrite(lake: Lake, tmp_path: Pa
     secret = tmp_path / "other_tenant" / "secret.parquet"
     secret.parent.mkdir()
     pq.write_table(rows(50_000, 10).cast(SCHEMA), secret)  # no field ids: add_files takes it
-    link = _local(table.location()) / "data" / "planted.parquet"
+    link = local_path(table.location()) / "data" / "planted.parquet"
     link.symlink_to(secret)
     table.add_files([link.as_uri()])
     table = table.refresh()
@@ -366,6 +341,6 @@ def test_a_conflicting_writer_fails_the_commit_and_loses_nothing(lake: Lake) -> 
     table = table.refresh()
     ids = table.scan().to_arrow().column("id").to_pylist()
     assert sorted(ids) == list(range(10, 900))
-    listed = {_local(p) for p, _ in data_files(table)}
-    on_disk = set((_local(table.location()) / "data").rglob("*.parquet"))
+    listed = {local_path(p) for p, _ in data_files(table)}
+    on_disk = set((local_path(table.location()) / "data").rglob("*.parquet"))
     assert not {p for p in on_disk - listed if "-00001.parquet" in p.name}  # outputs deleted

@@ -9,7 +9,6 @@ the rows and a checksum of them did not either.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import os
 import random
@@ -19,13 +18,12 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from bench.common.inotify import FileCreations
+from tests.integration.iceberg_files import checksum, codecs, data_files, local_path
 from tms.domain import JobSpec
 from tms.engines.warm import WarmSparkEngine
 from tms.jobs import ICEBERG_MAINTENANCE_APP
@@ -100,31 +98,6 @@ def lake(pg_server: LocalPostgres, engine: WarmSparkEngine,
     pg_server.create_database(name)
     root = tmp_path_factory.mktemp("lake")
     return Lake(pg_server.dsn(name), root / "warehouse", engine, root / "work")
-
-
-def _local(uri: str) -> Path:
-    return Path(unquote(urlsplit(uri).path))
-
-
-def data_files(table: Any) -> list[tuple[str, int]]:
-    files = table.refresh().inspect.files().to_pydict()
-    return [(p, s) for p, s, c in zip(files["file_path"], files["file_size_in_bytes"],
-                                      files["content"], strict=True) if c == 0]
-
-
-def codecs(table: Any) -> set[str]:
-    """The codecs of every data file of the current snapshot, as pyarrow reads them."""
-    out = set()
-    for path, _ in data_files(table):
-        meta = pq.ParquetFile(_local(path)).metadata
-        out.update(meta.row_group(g).column(c).compression.lower()
-                   for g in range(meta.num_row_groups) for c in range(meta.num_columns))
-    return out
-
-
-def checksum(table: Any) -> tuple[int, str]:
-    rows = table.refresh().scan().to_arrow().sort_by("id").to_pylist()
-    return len(rows), hashlib.sha256(repr(rows).encode()).hexdigest()
 
 
 def random_batch(seed: int, rows: int) -> pa.Table:
@@ -216,7 +189,7 @@ def test_the_commit_after_many_tiny_commits_writes_few_manifests(lake: Lake) -> 
     snapshot = table.current_snapshot()
     assert snapshot is not None and len(snapshot.manifests(table.io)) == TINY_COMMITS
     before = checksum(table)
-    watch = FileCreations(_local(table.location()) / "metadata")
+    watch = FileCreations(local_path(table.location()) / "metadata")
     try:
         started = time.monotonic()
         result = lake.run("tiny")
