@@ -208,14 +208,60 @@ def test_group_refusals() -> None:
     ok = arrow_eligibility.InputFile("file:///lake/t/data/a.parquet", "PARQUET", 1, 100, 10,
                                      0, 100, 0)
     assert arrow_eligibility.group_refusal([ok], 1, "no keys") is None
-    cases = {"delete files apply": {"deletes": 1}, "input file format ORC": {"file_format": "ORC"},
-             "a file of an older partition spec": {"spec_id": 0},
-             "a split input file": {"start": 10},
-             "input file on S3: no keys": {"path": "s3://b/t/a.parquet"},
-             "input file on gs storage (local files and S3 take the arrow path)":
-             {"path": "gs://b/t/a.parquet"}}
+    cases: dict[str, dict[str, Any]] = {
+        "delete files apply": {"deletes": 1}, "input file format ORC": {"file_format": "ORC"},
+        "a file of an older partition spec": {"spec_id": 0},
+        "a split input file": {"start": 10},
+        "input file on S3: no keys": {"path": "s3://b/t/a.parquet"},
+        "input file on gs storage (local files and S3 take the arrow path)":
+            {"path": "gs://b/t/a.parquet"}}
     for reason, change in cases.items():
         bad = dataclasses.replace(ok, **change)
         assert arrow_eligibility.group_refusal([ok, bad], 1, "no keys") == reason
     on_s3 = dataclasses.replace(ok, path="s3://b/t/a.parquet")
     assert arrow_eligibility.group_refusal([ok, on_s3], 1, None) is None
+
+
+def test_open_no_follow_opens_a_real_path_and_refuses_a_symlinked_directory(
+        tmp_path: Path) -> None:
+    real = tmp_path / "lake" / "t" / "data"
+    real.mkdir(parents=True)
+    (real / "a.parquet").write_bytes(b"PAR1")
+    fd = arrow_task.open_no_follow(str(real / "a.parquet"), os.O_RDONLY)
+    try:
+        assert os.read(fd, 4) == b"PAR1"
+    finally:
+        os.close(fd)
+    other = tmp_path / "other_tenant"
+    other.mkdir()
+    (other / "a.parquet").write_bytes(b"SECRET")
+    (tmp_path / "lake" / "t" / "via").symlink_to(other, target_is_directory=True)
+    with pytest.raises(OSError):  # the last component alone would not catch a directory
+        arrow_task.open_no_follow(str(tmp_path / "lake" / "t" / "via" / "a.parquet"),
+                                  os.O_RDONLY)
+    with pytest.raises(OSError):
+        arrow_task.open_no_follow("relative/a.parquet", os.O_RDONLY)
+
+
+def test_a_directory_swapped_for_a_symlink_after_the_check_refuses_the_task(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    lake = tmp_path / "lake"
+    data = lake / "t" / "data"
+    data.mkdir(parents=True)
+    (data / "a.parquet").write_bytes(b"PAR1")
+    other = tmp_path / "other_tenant" / "data"
+    other.mkdir(parents=True)
+    (other / "a.parquet").write_bytes(b"SECRET")
+    checked = arrow_task.check
+
+    def check_then_swap(raw: str, allowed: Any, literal: bool = False) -> Any:
+        where = checked(raw, allowed, literal=literal)  # passes: no symlink yet
+        data.rename(lake / "t" / "moved")
+        data.symlink_to(other, target_is_directory=True)  # the race an attacker wins
+        return where
+
+    monkeypatch.setattr(arrow_task, "check", check_then_swap)
+    with pytest.raises(arrow_task.TaskRefused) as refused:
+        arrow_task.open_checked(str(data / "a.parquet"), [lake.as_uri()], os.O_RDONLY)
+    assert refused.value.kind == "location"
+    assert "symlink" in refused.value.reason

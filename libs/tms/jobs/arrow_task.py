@@ -7,14 +7,16 @@ Why pyarrow in the task: Spark's rewrite spends about 3x pyarrow's CPU on the sa
 the executor owns) and leaves planning and commit to Iceberg in the driver.
 
 The task trusts nothing it was not given by the driver, and checks again what it opens:
-every input path is resolved (symlinks followed) and must lie inside ``allowed`` before it is
-opened, and it is opened by its resolved path with ``O_NOFOLLOW``; the output path likewise,
-created with ``O_EXCL`` (never overwrites). Files on S3 are reached with the catalog's own
-endpoint and keys (``arrow_s3``, given by the driver only when they map faithfully), after the
-same check on their literal URI. Before it writes a byte it checks that every input
-file carries exactly the table's field ids, names and types (``schema_refusal``); a mismatch is
-returned as a refusal (the driver falls back to Spark's path), not written around. Rows written
-must equal rows read; a task that fails deletes the file it wrote.
+every input path is resolved (symlinks followed) and must lie inside ``allowed`` before it
+is opened, and it is opened by its resolved path walked from ``/`` with ``O_NOFOLLOW`` on
+every component (a directory swapped for a symlink after the check fails the open); the
+output path likewise, created with ``O_EXCL`` (never overwrites). Files on S3 are reached
+with the catalog's own endpoint and keys (``arrow_s3``, given by the driver only when they
+map faithfully), after the same check on their literal URI. Before it writes a byte it
+checks that every input file carries exactly the table's field ids, names and types
+(``schema_refusal``); a mismatch is returned as a refusal (the driver falls back to Spark's
+path), not written around. Rows written must equal rows read; a task that fails deletes the
+file it wrote.
 
 Standard library at import; pyarrow is imported inside the functions (workers have it when the
 driver's eligibility check found it). Ships with the job (``JOB_SUPPORT_FILES``).
@@ -22,6 +24,7 @@ driver's eligibility check found it). Ships with the job (``JOB_SUPPORT_FILES``)
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
@@ -125,12 +128,40 @@ def adopt_variants(want: Any, file_schema: Any) -> Any:
 
 
 def open_checked(raw: str, allowed: Sequence[str], flags: int) -> int:
-    """A descriptor for ``raw`` once its resolved path passed the location check."""
+    """A descriptor for ``raw`` once its resolved path passed the location check, opened by
+    that path without following a symlink anywhere on it (``open_no_follow``)."""
     try:
         real = check(raw, allowed, literal=True)
     except LocationError as e:
         raise TaskRefused("location", f"{raw[:300]}: {e}") from None
-    return os.open(real.path, flags | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o644)
+    try:
+        return open_no_follow(real.path, flags)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise TaskRefused("location", f"{raw[:300]}: a symlink on its resolved path "
+                                          f"(swapped in after the check)") from None
+        raise
+
+
+def open_no_follow(path: str, flags: int, mode: int = 0o644) -> int:
+    """Open the absolute ``path`` walking from ``/`` through directory descriptors opened with
+    ``O_NOFOLLOW``: the location check resolved every symlink, so a component that is a
+    symlink now was swapped in after it (``O_NOFOLLOW`` on the last component alone would
+    follow a swapped directory). ELOOP or ENOTDIR then."""
+    parts = [p for p in path.split("/") if p]
+    if not path.startswith("/") or not parts:
+        raise OSError(errno.EINVAL, f"not an absolute file path: {path[:300]!r}")
+    cloexec = getattr(os, "O_CLOEXEC", 0)
+    fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY | cloexec)
+    try:
+        for part in parts[:-1]:
+            nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | cloexec,
+                          dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        return os.open(parts[-1], flags | os.O_NOFOLLOW | cloexec, mode, dir_fd=fd)
+    finally:
+        os.close(fd)
 
 
 def native(fd: int, mode: str) -> Any:
