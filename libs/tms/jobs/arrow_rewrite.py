@@ -188,18 +188,12 @@ def run_tasks(spark: Any, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def remove_outputs(tasks: Sequence[Mapping[str, Any]]) -> None:
-    """Delete what the tasks may have written (a name only this rewrite used)."""
-    fs: Any = None
+    """Delete what the tasks may have written (a name only this rewrite used), as a task
+    removes its own (``arrow_task.Store.remove``)."""
+    stores: dict[int, arrow_task.Store] = {}
     for t in tasks:
-        try:
-            where = locations.check(t["output"], t["allowed"], literal=True)
-            if arrow_s3.is_s3(t["output"]) and t.get("s3") is not None:
-                fs = fs or t["s3"].filesystem()
-                fs.delete_file(arrow_s3.object_path(t["output"]))
-            elif where.local:
-                table_guard.unlink_no_follow(where.path)
-        except (locations.LocationError, arrow_s3.S3Unsupported, OSError):
-            pass
+        store = stores.setdefault(id(t.get("s3")), arrow_task.Store(t.get("s3")))
+        store.remove(t["output"], t["allowed"])
 
 
 def hold_for_tests(table_name: str, environ: Mapping[str, str] = os.environ) -> None:

@@ -33,11 +33,11 @@ from typing import Any
 
 try:
     from tms.jobs import arrow_s3
-    from tms.jobs.locations import LocationError, check
+    from tms.jobs.locations import LocationError, check, parent_no_follow
 except ImportError:  # shipped alone, next to locations.py
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import arrow_s3  # type: ignore[no-redef]
-    from locations import LocationError, check  # type: ignore[no-redef]
+    from locations import LocationError, check, parent_no_follow  # type: ignore[no-redef]
 
 FIELD_ID_KEY = b"PARQUET:field_id"
 UTC_ZONES = frozenset({"UTC", "+00:00", "Etc/UTC", "Z", "GMT"})
@@ -144,22 +144,21 @@ def open_checked(raw: str, allowed: Sequence[str], flags: int) -> int:
 
 
 def open_no_follow(path: str, flags: int, mode: int = 0o644) -> int:
-    """Open the absolute ``path`` walking from ``/`` through directory descriptors opened with
-    ``O_NOFOLLOW``: the location check resolved every symlink, so a component that is a
-    symlink now was swapped in after it (``O_NOFOLLOW`` on the last component alone would
-    follow a swapped directory). ELOOP or ENOTDIR then."""
-    parts = [p for p in path.split("/") if p]
-    if not path.startswith("/") or not parts:
-        raise OSError(errno.EINVAL, f"not an absolute file path: {path[:300]!r}")
-    cloexec = getattr(os, "O_CLOEXEC", 0)
-    fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY | cloexec)
+    """Open the absolute ``path`` with no symlink followed anywhere on it
+    (``locations.parent_no_follow``; ``O_NOFOLLOW`` on the last component alone would follow
+    a directory swapped for a symlink after the check)."""
+    fd, name = parent_no_follow(path)
     try:
-        for part in parts[:-1]:
-            nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | cloexec,
-                          dir_fd=fd)
-            os.close(fd)
-            fd = nxt
-        return os.open(parts[-1], flags | os.O_NOFOLLOW | cloexec, mode, dir_fd=fd)
+        return os.open(name, flags | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), mode,
+                       dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def unlink_no_follow(path: str) -> None:
+    fd, name = parent_no_follow(path)
+    try:
+        os.unlink(name, dir_fd=fd)
     finally:
         os.close(fd)
 
@@ -235,7 +234,7 @@ def _run(task: Mapping[str, Any]) -> dict[str, Any]:
     allowed, want = task["allowed"], output_schema(task["columns"])
     opened, handles = [], []
     try:
-        store = _Store(task.get("s3"))
+        store = Store(task.get("s3"))
         for path, skip, take, rows in task["inputs"]:
             handles.append(store.open_input(path, allowed))
             pf = pq.ParquetFile(handles[-1])
@@ -290,7 +289,7 @@ def _checked(raw: str, allowed: Sequence[str]) -> Any:
         raise TaskRefused("location", f"{raw[:300]}: {e}") from None
 
 
-class _Store:
+class Store:
     """Where the task's files are: local paths (opened by their checked, resolved path with
     ``O_NOFOLLOW``, outputs with ``O_EXCL``), or S3 through the catalog's own endpoint and
     keys (``arrow_s3``; no symlinks there, the location check is on the literal URI). Every
@@ -343,8 +342,8 @@ class _Store:
             if key is not None:
                 self._fs.delete_file(key)
             else:
-                os.unlink(_checked(raw, allowed).path)
-        except (OSError, TaskRefused):  # the driver removes the outputs again
+                unlink_no_follow(_checked(raw, allowed).path)
+        except (OSError, TaskRefused, arrow_s3.S3Unsupported):  # the driver removes them again
             pass
 
 

@@ -22,6 +22,7 @@ decoding: ``/lak%65`` is the directory of that name, not ``/lake``.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from collections.abc import Iterable
@@ -146,3 +147,25 @@ def check(raw: str, allowed: Iterable[str], *, literal: bool = False) -> Locatio
         raise LocationError(f"location {str(where)[:300]!r} is outside the allowed locations "
                             f"({shown[:500]})")
     return where
+
+
+def parent_no_follow(path: str) -> tuple[int, str]:
+    """A descriptor of the directory holding the absolute local ``path`` and its last name,
+    reached from ``/`` through directories opened with ``O_NOFOLLOW``: a checked path is fully
+    resolved, so a component that is a symlink now was swapped in after the check, and the walk
+    fails there (ELOOP / ENOTDIR) instead of following it. The caller closes the descriptor and
+    opens or unlinks the name with ``dir_fd`` (and ``O_NOFOLLOW`` for the last component)."""
+    parts = [p for p in path.split("/") if p]
+    if not path.startswith("/") or not parts:
+        raise OSError(errno.EINVAL, f"not an absolute file path: {path[:300]!r}")
+    directory = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open("/", directory)
+    try:
+        for part in parts[:-1]:
+            nxt = os.open(part, directory | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, parts[-1]

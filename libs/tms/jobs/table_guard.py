@@ -38,10 +38,24 @@ from pathlib import Path
 from typing import Any
 
 try:
-    from tms.jobs.locations import Location, LocationError, check, parse, resolve
+    from tms.jobs.locations import (
+        Location,
+        LocationError,
+        check,
+        parent_no_follow,
+        parse,
+        resolve,
+    )
 except ImportError:  # shipped alone, next to locations.py
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from locations import Location, LocationError, check, parse, resolve  # type: ignore[no-redef]
+    from locations import (  # type: ignore[no-redef]
+        Location,
+        LocationError,
+        check,
+        parent_no_follow,
+        parse,
+        resolve,
+    )
 
 # Table properties that send data or metadata files somewhere other than the table location.
 LOCATION_PROPERTIES = ("write.data.path", "write.metadata.path", "write.object-storage.path",
@@ -178,18 +192,15 @@ def refusals(candidates: Sequence[str], table: Location) -> list[str]:
 
 def unlink_no_follow(path: str) -> bool:
     """Delete the local file ``path`` walking from ``/`` through directory descriptors opened
-    with O_NOFOLLOW: a component swapped for a symlink fails the walk. False when nothing was
-    deleted (already gone, a symlink on the way, a directory)."""
-    parts = [p for p in path.split("/") if p]
-    if not parts:
-        return False
-    fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
+    with O_NOFOLLOW (``locations.parent_no_follow``): a component swapped for a symlink fails
+    the walk. False when nothing was deleted (already gone, a symlink on the way, a
+    directory)."""
     try:
-        for part in parts[:-1]:
-            nfd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-            os.close(fd)
-            fd = nfd
-        os.unlink(parts[-1], dir_fd=fd)  # a final symlink is removed, never followed
+        fd, name = parent_no_follow(path)
+    except OSError:
+        return False
+    try:
+        os.unlink(name, dir_fd=fd)  # a final symlink is removed, never followed
         return True
     except OSError:
         return False
