@@ -214,8 +214,12 @@ def test_stop_during_an_operation_kills_the_driver_group(harness: Harness, lake:
     stop, workdir = threading.Event(), harness.workdir()
     seen: dict[str, int] = {}
 
-    def stop_once_sent() -> None:  # the engine writes the spec just before the request
-        wait_for(lambda: (workdir / "spec.json").exists(), "the request", step_s=0.01)
+    log = harness.engine.log_path
+    offset = log.stat().st_size if log.exists() else 0
+
+    def stop_once_sent() -> None:  # the driver logs each request it starts
+        wait_for(lambda: log.exists() and b" started: " in log.read_bytes()[offset:],
+                 "the request", step_s=0.01)
         seen["pid"] = harness.driver_pid()
         seen["members"] = len(group_members(seen["pid"]))
         stop.set()

@@ -265,3 +265,61 @@ def test_a_directory_swapped_for_a_symlink_after_the_check_refuses_the_task(
         arrow_task.open_checked(str(data / "a.parquet"), [lake.as_uri()], os.O_RDONLY)
     assert refused.value.kind == "location"
     assert "symlink" in refused.value.reason
+
+
+class _FakeRdd:
+    def __init__(self, sc: _FakeContext, data: list[Any]) -> None:
+        self._sc, self._data = sc, data
+
+    def map(self, func: Any) -> _FakeRdd:
+        self._sc.func = func
+        return self
+
+    def collect(self) -> list[Any]:
+        return [{"ran": True}] * len(self._data)
+
+
+class _FakeContext:
+    """What run_tasks asks of a SparkContext: the broadcast threshold, parallelize, map."""
+
+    def __init__(self, threshold: int) -> None:
+        self.threshold, self.data, self.func = threshold, None, None
+        utils = type("PythonUtils", (), {"getBroadcastThreshold": lambda _jsc: threshold})
+        self._jvm = type("Jvm", (), {"PythonUtils": utils})
+        self._jsc = object()
+
+    def parallelize(self, data: list[Any], slices: int) -> _FakeRdd:
+        import pickle
+
+        self.data = pickle.dumps(data)  # what PySpark writes to its temporary file
+        return _FakeRdd(self, data)
+
+    def setJobDescription(self, text: str | None) -> None:
+        return None
+
+
+def test_s3_keys_travel_with_the_function_never_in_the_descriptors(tmp_path: Path) -> None:
+    from pyspark import cloudpickle
+
+    from tms.jobs import arrow_s3
+
+    secret = "SECRET-7f3a9c-never-on-disk"
+    s3 = arrow_s3.options({"s3.access-key-id": "AKIDEXAMPLE", "s3.secret-access-key": secret,
+                           "s3.endpoint": "http://127.0.0.1:9000", "s3.region": "us-east-1"})
+    tasks = [_task(tmp_path, [("s3://lake/t/data/a.parquet", 0, 10, 10)])]
+    sc = _FakeContext(threshold=1 << 20)
+    spark = type("Spark", (), {"sparkContext": sc})()
+    assert arrow_rewrite.run_tasks(spark, tasks, s3) == [{"ran": True}]
+    assert sc.data is not None and secret.encode() not in sc.data
+    assert b"AKIDEXAMPLE" not in sc.data
+    assert sc.func.keywords["s3"].secret_key == secret  # bound to the function, in memory
+    assert secret not in repr(sc.func.keywords["s3"])  # and never shown
+    # without S3 the plain function goes, with no keys at all
+    sc2 = _FakeContext(threshold=1 << 20)
+    arrow_rewrite.run_tasks(type("Spark", (), {"sparkContext": sc2})(), tasks, None)
+    assert sc2.func is arrow_task.run
+    # a function PySpark would broadcast (through a file) is refused before anything runs
+    small = _FakeContext(threshold=len(cloudpickle.dumps(sc.func)))
+    with pytest.raises(arrow_rewrite.SecretTooLarge, match="broadcast threshold"):
+        arrow_rewrite.run_tasks(type("Spark", (), {"sparkContext": small})(), tasks, s3)
+    assert small.data is None and small.func is None

@@ -3,7 +3,6 @@ samples, and the driver's serve loop sending its request's progress before the a
 
 from __future__ import annotations
 
-import json
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
@@ -109,8 +108,8 @@ class BusySession:
 
 
 def test_the_driver_sends_its_requests_progress_before_the_answer(tmp_path: Path) -> None:
-    spec, result = tmp_path / "spec.json", tmp_path / "result.json"
-    spec.write_text(json.dumps({"catalog_name": "c", "table": "ns.t", "action": "compaction"}))
+    spec, result = {"catalog_name": "c", "table": "ns.t", "action": "compaction"}, \
+        tmp_path / "result.json"
     progress_sent = threading.Event()
     sent: list[dict[str, Any]] = []
 

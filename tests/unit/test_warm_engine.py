@@ -40,7 +40,7 @@ from tms.spark.settings import SparkSettings
 # Speaks the driver protocol; the spec's "behave" picks what a request does. Like the real
 # driver, it keeps a child (standing in for the JVM) in its process group.
 STAND_IN_DRIVER = r'''
-import json, os, subprocess, sys, time
+import json, os, pathlib, subprocess, sys, time
 mode = os.environ.get("STAND_IN_MODE", "ok")
 out = os.fdopen(os.dup(1), "w", buffering=1)
 os.dup2(2, 1)
@@ -52,7 +52,7 @@ out.write(json.dumps({"ready": True, "spark_app_id": f"local-{os.getpid()}"}) + 
 print("stray print goes to the log")
 for line in sys.stdin:
     req = json.loads(line)
-    spec = json.loads(open(req["spec"]).read())
+    spec = req["spec"]
     behave = spec.get("behave", "ok")
     print(f"request {req['id']}: {behave}", file=sys.stderr, flush=True)
     if behave == "sleep":
@@ -67,6 +67,11 @@ for line in sys.stdin:
                                                         "sampled_at": "now"}}) + "\n")
     payload = {"ok": True, "action": spec["action"], "spark_app_id": f"local-{os.getpid()}",
                "result": {"pid": os.getpid(), "table": spec["table"]}}
+    if behave == "scan":  # while the request runs: is the secret anywhere on disk?
+        secret = spec["catalog_properties"]["token"].encode()
+        found = [str(p) for p in pathlib.Path(spec["scan_root"]).rglob("*")
+                 if p.is_file() and secret in p.read_bytes()]
+        payload["result"].update(found=found, resolved=bool(secret))
     if behave == "missing":
         payload = {"ok": False, "error_type": "AnalysisException", "retryable": False,
                    "error": "[TABLE_OR_VIEW_NOT_FOUND] The table cannot be found."}
@@ -128,11 +133,17 @@ def stand_in(tmp_path: Path) -> Iterator[StandIn]:
 # --- protocol ----------------------------------------------------------------------------------
 
 def test_request_lines_round_trip_and_bad_ones_are_named() -> None:
-    line = encode_request(7, Path("/w/spec.json"), Path("/w/result.json")).decode()
-    assert warm_driver.parse_request(line) == (7, Path("/w/spec.json"), Path("/w/result.json"))
-    for bad, why in [("{", "not JSON"), ("[1]", "object"), ('{"id": "1", "spec": "s", '
-                     '"result": "r"}', "'id'"), ('{"id": true, "spec": "s", "result": "r"}',
-                     "'id'"), ('{"id": 1, "spec": "", "result": "r"}', "paths")]:
+    spec = {"action": "compaction", "table": ["ns", "t"],
+            "catalog_properties": {"s3.secret-access-key": "SECRET-in-the-pipe-only"}}
+    line = encode_request(7, spec, Path("/w/result.json")).decode()
+    assert warm_driver.parse_request(line) == (7, spec, Path("/w/result.json"))
+    # what the driver logs of a request: action and table, never the catalog's secrets
+    assert warm_driver.describe_request(spec) == "compaction on ns.t"
+    for bad, why in [("{", "not JSON"), ("[1]", "object"), ('{"id": "1", "spec": {}, '
+                     '"result": "r"}', "'id'"), ('{"id": true, "spec": {}, "result": "r"}',
+                     "'id'"), ('{"id": 1, "spec": "/w/spec.json", "result": "r"}',
+                     "'spec' must be a JSON object"),
+                     ('{"id": 1, "spec": {}, "result": ""}', "'result'")]:
         with pytest.raises(warm_driver.RequestError, match=why):
             warm_driver.parse_request(bad)
 
@@ -195,8 +206,8 @@ class StoppedSession:
 
 
 def test_driver_answers_bad_requests_and_bad_specs_and_keeps_serving(tmp_path: Path) -> None:
-    spec, result = tmp_path / "spec.json", tmp_path / "result.json"
-    spec.write_text(json.dumps({"catalog_name": "c", "table": "ns.t", "action": "vacuum"}))
+    spec, result = {"catalog_name": "c", "table": "ns.t", "action": "vacuum"}, \
+        tmp_path / "result.json"
     sent: list[dict[str, object]] = []
     lines = ["not json\n", "\n", encode_request(4, spec, result).decode()]
     assert warm_driver.serve(StoppedSession(False), lines, sent.append) == warm_driver.EXIT_OK
@@ -207,7 +218,7 @@ def test_driver_answers_bad_requests_and_bad_specs_and_keeps_serving(tmp_path: P
 
 def test_driver_whose_session_is_gone_exits_without_answering(tmp_path: Path) -> None:
     sent: list[dict[str, object]] = []
-    lines = [encode_request(1, tmp_path / "spec.json", tmp_path / "result.json").decode()]
+    lines = [encode_request(1, {"action": "compaction"}, tmp_path / "result.json").decode()]
     status = warm_driver.serve(StoppedSession(True), lines, sent.append)
     assert status == warm_driver.EXIT_SESSION_LOST and sent == []
     assert not (tmp_path / "result.json").exists()  # the engine reruns the job elsewhere
@@ -394,6 +405,24 @@ def test_catalog_name_with_other_properties_restarts_the_driver(stand_in: StandI
     b = stand_in.run(job(props={"uri": "jdbc:b"}))
     assert b.succeeded and b.result and b.result["pid"] != a.result["pid"]
     assert stand_in.starts == 2
+
+
+def test_resolved_secrets_reach_the_driver_through_the_pipe_never_the_disk(
+        stand_in: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "SECRET-warm-spec-9d41"
+    monkeypatch.setenv("TMS_SECRET_REST", secret)
+    j = job(behave="scan")
+    j = JobSpec(j.kind, j.app, {**j.spec, "catalog_secrets": {"token": "env:TMS_SECRET_REST"},
+                                "scan_root": str(stand_in.tmp_path)})
+    res = stand_in.run(j)
+    assert res.succeeded, res.error
+    # the driver had the value while it ran, and no file under the engine's and the jobs'
+    # directories held it at that moment (the driver's log included)
+    assert res.result == {"pid": res.result["pid"], "table": "ns.t", "found": [],
+                          "resolved": True}
+    on_disk = [p for p in stand_in.tmp_path.rglob("*")
+               if p.is_file() and secret.encode() in p.read_bytes()]
+    assert on_disk == []
 
 
 def test_missing_table_is_mapped_like_spark_submit(stand_in: StandIn) -> None:

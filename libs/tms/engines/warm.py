@@ -17,10 +17,11 @@ way, so an operation reads the same whichever engine ran it.
 - Iceberg's JDBC catalog keys its rows by Spark catalog name and a loaded catalog never
   rereads its conf, so a catalog name must keep its properties for a driver's lifetime: a job
   bringing different ones restarts the driver first.
-- Specs travel as 0600 files in the job's private work directory, named on the driver's stdin
-  (a pipe), removed when the request ends; catalog properties reach the session as runtime
-  conf inside the driver, never on its command line or in its environment. The engine resolves
-  the spec's secret references itself (the driver's environment has none of them).
+- Specs travel whole on the driver's stdin (a pipe), never as files: the engine resolves the
+  spec's secret references itself (the driver's environment has none of them), and a spec file
+  holding the values would stay on disk if the executor died between writing and removing it.
+  Catalog properties reach the session as runtime conf inside the driver, never on its command
+  line or in its environment; the driver logs a request's action and table only.
 - The warm driver keeps this pipe protocol and a local result file on purpose: it is the
   executor's own child by design (client mode only), so nothing needs to travel through the
   API. Cold jobs report through the API (``ReportJobResult``) so their driver may run anywhere.
@@ -55,7 +56,7 @@ from tms.engines.results import read_result, result_from_payload
 from tms.engines.spark_submit import SparkSubmitEngine
 from tms.engines.submission import inline_secrets
 from tms.engines.warm_process import DriverProcess, DriverStartError, Wait, read_log_since
-from tms.engines.workdir import private_dir, write_spec
+from tms.engines.workdir import private_dir
 from tms.jobs import ICEBERG_MAINTENANCE_APP, WARM_DRIVER_APP
 from tms.jobs.spark_progress import ENV_PROGRESS_INTERVAL_S, PROGRESS_INTERVAL_S
 from tms.secrets import SecretError
@@ -238,7 +239,7 @@ class WarmSparkEngine:
         self._ensure_alive()
         if not self.health.usable():
             return None
-        try:  # the driver is a local child: its spec file gets values, never references
+        try:  # the driver is a local child: the spec it reads from the pipe gets values
             spec = inline_secrets(job.spec)
         except SecretError as e:
             return EngineResult(False, None, f"bad configuration: {e}", retryable=False)
@@ -257,18 +258,15 @@ class WarmSparkEngine:
         if handle:
             on_handle(handle)
         private_dir(workdir)
-        spec_path, result_path = write_spec(workdir, spec), workdir / "result.json"
+        result_path = workdir / "result.json"
         result_path.unlink(missing_ok=True)
         if catalog:
             self._catalogs.add(*catalog)
         start = self._log_offset()
         self._requests += 1
-        try:
-            sent = driver.send(self._requests, spec_path, result_path)
-            outcome = (driver.wait_done(self._requests, stop, ANSWER_POLL_S, on_progress)
-                       if sent else Wait.LOST)
-        finally:
-            spec_path.unlink(missing_ok=True)
+        sent = driver.send(self._requests, spec, result_path)
+        outcome = (driver.wait_done(self._requests, stop, ANSWER_POLL_S, on_progress)
+                   if sent else Wait.LOST)
         tail = read_log_since(self.log_path, start, LOG_TAIL_MAX_BYTES)
         if outcome is Wait.STOPPED:
             self._kill_driver()

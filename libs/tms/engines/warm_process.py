@@ -45,8 +45,9 @@ class Wait(Enum):
 _EOF = object()
 
 
-def encode_request(req_id: int, spec: Path, result: Path) -> bytes:
-    return (json.dumps({"id": req_id, "spec": str(spec), "result": str(result)}) + "\n").encode()
+def encode_request(req_id: int, spec: Mapping[str, Any], result: Path) -> bytes:
+    """One request line: the spec itself (its secrets resolved) goes through the pipe."""
+    return (json.dumps({"id": req_id, "spec": dict(spec), "result": str(result)}) + "\n").encode()
 
 
 def parse_message(line: bytes) -> dict[str, Any] | None:
@@ -140,7 +141,7 @@ class DriverProcess:
                 self.app_id = str(message.get("spark_app_id") or "") or None
                 return True
 
-    def send(self, req_id: int, spec: Path, result: Path) -> bool:
+    def send(self, req_id: int, spec: Mapping[str, Any], result: Path) -> bool:
         """False when the driver can no longer read requests."""
         assert self.proc is not None and self.proc.stdin is not None
         try:

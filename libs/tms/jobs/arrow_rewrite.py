@@ -72,6 +72,13 @@ InputFile = arrow_eligibility.InputFile
 # commit as a concurrent writer at exactly that point. Unset in production.
 TEST_HOLD_ENV = "TMS_ARROW_TEST_HOLD_DIR"
 TEST_HOLD_MAX_S = 120
+# the share of PySpark's broadcast threshold a task function holding S3 keys may reach (the
+# pickle of a function is measured once here; Spark's own framing adds a little)
+IN_MEMORY_SHARE = 0.5
+
+
+class SecretTooLarge(Exception):
+    """The task's function, which carries the S3 keys, would be written to disk by PySpark."""
 
 
 @dataclass(frozen=True)
@@ -146,9 +153,10 @@ def split_rows(counts: Sequence[int], outputs: int) -> list[list[tuple[int, int,
 
 
 def describe(handle: Any, groups: Sequence[Any], files: Sequence[Sequence[InputFile]],
-             fmt: Mapping[str, Any], allowed: Sequence[str] | None,
-             s3: arrow_s3.S3Options | None = None) -> list[dict[str, Any]]:
-    """One task descriptor per output file (plain data: it is pickled to the workers)."""
+             fmt: Mapping[str, Any], allowed: Sequence[str] | None) -> list[dict[str, Any]]:
+    """One task descriptor per output file (plain data: it is pickled to the workers, through
+    a file PySpark writes, so it holds no secret; the S3 keys travel with the task's code,
+    ``run_tasks``)."""
     cols, spec = arrow_eligibility.columns(handle), handle.spec()
     provider, op = handle.locationProvider(), uuid.uuid4().hex
     allow = list(allowed) if allowed is not None else [str(handle.location())]
@@ -166,33 +174,51 @@ def describe(handle: Any, groups: Sequence[Any], files: Sequence[Sequence[InputF
             except locations.LocationError as e:
                 raise table_guard.LocationRefused(f"compaction refused: output {e}") from None
             tasks.append({"group": g, "output": out, "allowed": allow, "columns": cols,
-                          "format": dict(fmt), "s3": s3,
+                          "format": dict(fmt),
                           "inputs": [(inputs[i].path, skip, take, counts[i])
                                      for i, skip, take in part]})
     return tasks
 
 
-def run_tasks(spark: Any, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def run_tasks(spark: Any, tasks: list[dict[str, Any]], s3: arrow_s3.S3Options | None = None
+              ) -> list[dict[str, Any]]:
     """The tasks as Spark tasks (one partition each). The task module travels by value, so a
-    worker needs pyarrow, not TMS."""
+    worker needs pyarrow, not TMS.
+
+    Where the S3 keys go: PySpark sends an RDD's data to the JVM through a temporary file
+    (``parallelize`` without IO encryption), which a driver killed at that moment leaves on
+    disk; the task's function goes in memory (Py4J, then the task's sockets) while its pickle
+    stays under the broadcast threshold, above which PySpark writes it to a file too. So the
+    descriptors hold no secret, the keys are bound to the function, and a function too large
+    to travel in memory is refused (``SecretTooLarge``) before anything runs."""
+    import functools
+
     from pyspark import cloudpickle
 
     for module in (arrow_task, arrow_s3, locations):
         cloudpickle.register_pickle_by_value(module)
     sc = spark.sparkContext
+    func = functools.partial(arrow_task.run, s3=s3) if s3 is not None else arrow_task.run
+    if s3 is not None:
+        limit = int(sc._jvm.PythonUtils.getBroadcastThreshold(sc._jsc))
+        size = len(cloudpickle.dumps(func))
+        if size >= limit * IN_MEMORY_SHARE:
+            raise SecretTooLarge(f"the arrow task's code ({size} bytes pickled) is too close to "
+                                 f"PySpark's broadcast threshold ({limit} bytes), above which "
+                                 f"it would be written to disk with the S3 keys")
     sc.setJobDescription(f"tms arrow rewrite: {len(tasks)} output file(s)")
     try:
-        return list(sc.parallelize(tasks, len(tasks)).map(arrow_task.run).collect())
+        return list(sc.parallelize(tasks, len(tasks)).map(func).collect())
     finally:
         sc.setJobDescription(None)
 
 
-def remove_outputs(tasks: Sequence[Mapping[str, Any]]) -> None:
+def remove_outputs(tasks: Sequence[Mapping[str, Any]], s3: arrow_s3.S3Options | None = None
+                   ) -> None:
     """Delete what the tasks may have written (a name only this rewrite used), as a task
     removes its own (``arrow_task.Store.remove``)."""
-    stores: dict[int, arrow_task.Store] = {}
+    store = arrow_task.Store(s3)
     for t in tasks:
-        store = stores.setdefault(id(t.get("s3")), arrow_task.Store(t.get("s3")))
         store.remove(t["output"], t["allowed"])
 
 
@@ -273,23 +299,25 @@ def attempt(spark: Any, handle: Any, table_name: str, options: Mapping[str, str]
         if why is not None:
             return Attempt(None, why)
     assert codec is not None  # table_refusal refuses a table without one
-    tasks = describe(handle, groups, files, writer_format(props, codec, level), allowed, s3)
+    tasks = describe(handle, groups, files, writer_format(props, codec, level), allowed)
     clock.lap("eligibility_and_tasks")
     try:
-        written = run_tasks(spark, tasks)
+        written = run_tasks(spark, tasks, s3)
         clock.lap("spark_tasks")
         refused = [w for w in written if "refused" in w]
         if not refused:
             arrow_commit.build(spark.sparkContext._gateway, handle, groups,
                                [sum(f.records for f in g) for g in files], written)
             clock.lap("data_files")
+    except SecretTooLarge as e:  # before any task ran: nothing to remove
+        return Attempt(None, str(e))
     except Exception as e:
-        remove_outputs(tasks)
+        remove_outputs(tasks, s3)
         if "No module named 'pyarrow'" in str(e):
             return Attempt(None, "pyarrow not importable in the Spark workers")
         raise
     if refused:
-        remove_outputs(tasks)
+        remove_outputs(tasks, s3)
         if any(w["refused"] == "location" for w in refused):
             raise table_guard.LocationRefused(f"compaction refused, nothing committed: "
                                               f"{refused[0]['reason']}")

@@ -216,25 +216,26 @@ def rows_per_group(files: Sequence[Any], target_bytes: int) -> int:
     return int(min(MAX_ROWS_PER_GROUP, max(MIN_ROWS_PER_GROUP, target_bytes / per_row)))
 
 
-def run(task: Mapping[str, Any]) -> dict[str, Any]:
-    """Rewrite one task's slices into ``task["output"]``; what it wrote, or a refusal."""
+def run(task: Mapping[str, Any], s3: Any = None) -> dict[str, Any]:
+    """Rewrite one task's slices into ``task["output"]``; what it wrote, or a refusal. ``s3``:
+    the catalog's ``arrow_s3.S3Options`` (bound by the driver, never in the descriptor)."""
     import time
 
     started = time.process_time()
     try:
-        return {**_run(task), "cpu_s": time.process_time() - started}
+        return {**_run(task, s3), "cpu_s": time.process_time() - started}
     except TaskRefused as e:
         return {"refused": e.kind, "reason": e.reason, "output": task["output"]}
 
 
-def _run(task: Mapping[str, Any]) -> dict[str, Any]:
+def _run(task: Mapping[str, Any], s3: Any) -> dict[str, Any]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     allowed, want = task["allowed"], output_schema(task["columns"])
     opened, handles = [], []
     try:
-        store = Store(task.get("s3"))
+        store = Store(s3)
         for path, skip, take, rows in task["inputs"]:
             handles.append(store.open_input(path, allowed))
             pf = pq.ParquetFile(handles[-1])

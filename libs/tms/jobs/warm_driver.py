@@ -8,7 +8,9 @@ Protocol (one JSON object per line):
 
 - the driver writes ``{"ready": true, "spark_app_id": ..., "pid": ...}`` once the session is up,
   or ``{"fatal": "..."}`` if it cannot start;
-- the engine writes ``{"id": N, "spec": "/path/spec.json", "result": "/path/result.json"}``;
+- the engine writes ``{"id": N, "spec": {...}, "result": "/path/result.json"}``: the spec
+  itself, secrets resolved, through the pipe, so they never touch a disk (a spec file would,
+  and a crash between writing and removing it would leave them there);
 - while the request runs, the driver writes ``{"id": N, "progress": {"stages": [...],
   "sampled_at": ...}}`` whenever Spark's stage progress changed, at most once per
   ``TMS_PROGRESS_INTERVAL_S`` (``spark_progress.py``);
@@ -67,8 +69,8 @@ class RequestError(ValueError):
     """A request line that is not a valid request."""
 
 
-def parse_request(line: str) -> tuple[int, Path, Path]:
-    """``(id, spec path, result path)`` from one request line."""
+def parse_request(line: str) -> tuple[int, dict[str, Any], Path]:
+    """``(id, spec, result path)`` from one request line."""
     try:
         data = json.loads(line)
     except ValueError as e:
@@ -78,9 +80,19 @@ def parse_request(line: str) -> tuple[int, Path, Path]:
     req_id, spec, result = data.get("id"), data.get("spec"), data.get("result")
     if not isinstance(req_id, int) or isinstance(req_id, bool):
         raise RequestError("'id' must be an integer")
-    if not isinstance(spec, str) or not spec or not isinstance(result, str) or not result:
-        raise RequestError("'spec' and 'result' must be non-empty paths")
-    return req_id, Path(spec), Path(result)
+    if not isinstance(spec, dict):
+        raise RequestError("'spec' must be a JSON object")
+    if not isinstance(result, str) or not result:
+        raise RequestError("'result' must be a non-empty path")
+    return req_id, spec, Path(result)
+
+
+def describe_request(spec: Mapping[str, Any]) -> str:
+    """What a request is, for the log and Spark's job group: its action and table only (the
+    spec holds the catalog's secrets)."""
+    action, table = spec.get("action"), spec.get("table")
+    name = ".".join(str(p) for p in table) if isinstance(table, list) else str(table)
+    return f"{str(action)[:64]} on {name[:256]}"
 
 
 def _log(message: str) -> None:
@@ -116,11 +128,11 @@ def session_alive(spark: Any) -> bool:
         return False
 
 
-def run_request(spark: Any, spec_path: Path, registered: dict[str, Mapping[str, str]]
-                ) -> dict[str, Any]:
+def run_request(spark: Any, raw_spec: Mapping[str, Any],
+                registered: dict[str, Mapping[str, str]]) -> dict[str, Any]:
     """The result payload for one spec; failures become failure payloads."""
     try:
-        spec = im.parse_spec(json.loads(spec_path.read_text()))
+        spec = im.parse_spec(dict(raw_spec))
         register_catalog(spark, spec, registered)
         return im.run_in_session(spark, spec)
     except Exception as exc:
@@ -150,20 +162,21 @@ def serve(spark: Any, requests: Iterable[str], send: Send,
         if not line.strip():
             continue
         try:
-            req_id, spec_path, result_path = parse_request(line)
+            req_id, raw_spec, result_path = parse_request(line)
         except RequestError as e:
             _log(f"bad request ignored: {e}")
             send({"error": f"bad request: {e}"})
             continue
-        _log(f"request {req_id} started: {spec_path}")
+        what = describe_request(raw_spec)
+        _log(f"request {req_id} started: {what}")
         if not session_alive(spark):
             _log(f"request {req_id}: the Spark session is gone; exiting without an answer")
             return EXIT_SESSION_LOST
-        spark.sparkContext.setJobGroup(f"tms-request-{req_id}", str(spec_path))
+        spark.sparkContext.setJobGroup(f"tms-request-{req_id}", what)
         with spark_progress.ProgressSampler(lambda: spark.sparkContext.statusTracker(),
                                             _progress_sender(send, req_id),
                                             progress_interval_s):
-            payload = run_request(spark, spec_path, registered)
+            payload = run_request(spark, raw_spec, registered)
         if not payload["ok"] and not session_alive(spark):
             _log(f"request {req_id}: the Spark session is gone; exiting without an answer")
             return EXIT_SESSION_LOST
