@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import stat
 import threading
+import time
 import zipfile
 from dataclasses import replace
 from pathlib import Path
@@ -547,3 +548,36 @@ def test_the_plugin_and_the_job_builder_name_the_same_utilities() -> None:
 
     assert (hudi.COMPACTOR, hudi.CLUSTERING_JOB, hudi.CLEANER, hudi.MODES) == (
         hudi_jobs.COMPACTOR, hudi_jobs.CLUSTERING_JOB, hudi_jobs.CLEANER, hudi_jobs.MODES)
+
+
+def test_a_running_utilitys_log_never_holds_its_secrets(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hudi prints its properties when it starts: while the job still runs (blocked on a gate
+    here), the log on disk already shows the secret masked, not in plain text."""
+    gate, work = tmp_path / "gate", tmp_path / "work"
+    script = tmp_path / "spark-submit"
+    script.write_text("#!/bin/sh\nfor a; do case $a in file://*) cat \"${a#file://}\";; esac;"
+                      f" done\necho started\nwhile [ ! -e {gate} ]; do sleep 0.02; done\n"
+                      "echo \"INFO Finish job with 20260601 instant time.\"\nexit 0\n")
+    script.chmod(0o755)
+    monkeypatch.setattr(spark_settings_module, "spark_submit_path", lambda: str(script))
+    utilities = fake_jar(tmp_path / "hudi-utilities-bundle_2.12-1.0.2.jar")
+    job = build("compaction", WRITER, mode="scheduleAndExecute")
+    job.spec["hudi"]["property_secrets"] = {
+        "hoodie.write.lock.zookeeper.url": "env:TMS_SECRET_ZK"}
+    monkeypatch.setenv("TMS_SECRET_ZK", "zk-secret.example:2181")
+    out: list[EngineResult] = []
+    runner = threading.Thread(target=lambda: out.append(SparkSubmitEngine(
+        settings(), jvm_jar=utilities).run(job, work, threading.Event(), lambda h: None)))
+    runner.start()
+    log, deadline = work / "driver.log", time.monotonic() + 20
+    while time.monotonic() < deadline and not (log.exists() and b"started" in log.read_bytes()):
+        time.sleep(0.02)
+    mid_run = log.read_bytes()
+    gate.touch()
+    runner.join(20)
+    assert b"hoodie.write.lock.zookeeper.url=****" in mid_run and b"started" in mid_run
+    assert b"zk-secret" not in mid_run
+    (res,) = out
+    assert res.succeeded, res
+    assert b"zk-secret" not in log.read_bytes() and b"instant time" in log.read_bytes()

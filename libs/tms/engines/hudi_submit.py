@@ -172,10 +172,9 @@ def job_args(job: JobSpec, settings: SparkSettings, workdir: Path,
     return args
 
 
-def scrub_log(job: JobSpec, log_path: Path, environ: Mapping[str, str]) -> None:
-    """Mask the job's secret writer settings in its driver log, which is kept on failure and
-    whose tail is stored with the operation: Hudi logs its properties (HoodieCleaner prints
-    them all when it starts)."""
+def secret_values(job: JobSpec, environ: Mapping[str, str]) -> list[str]:
+    """The resolved values of the job's secret writer settings (longest first): what its
+    driver log must never show."""
     refs = (job.spec.get("hudi") or {}).get("property_secrets") or {}
     values = []
     for ref in refs.values():
@@ -183,7 +182,15 @@ def scrub_log(job: JobSpec, log_path: Path, environ: Mapping[str, str]) -> None:
             values.append(resolve(ref, environ))
         except SecretError:
             continue
-    values = sorted((v for v in values if v), key=len, reverse=True)
+    return sorted((v for v in values if v), key=len, reverse=True)
+
+
+def scrub_log(job: JobSpec, log_path: Path, environ: Mapping[str, str]) -> None:
+    """Mask the job's secret writer settings in its driver log, which is kept on failure and
+    whose tail is stored with the operation: Hudi logs its properties (HoodieCleaner prints
+    them all when it starts). The engine masks the log as it is written
+    (``log_scrub.ScrubbingPump``); this pass over the file afterwards is the second line."""
+    values = secret_values(job, environ)
     if not values:
         return
     try:

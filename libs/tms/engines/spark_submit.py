@@ -34,6 +34,7 @@ from tms.engines.cold_cds import (
     Lease,
     archive_key,
 )
+from tms.engines.log_scrub import ScrubbingPump
 from tms.engines.results import error_from_log, read_result, result_from_payload
 from tms.engines.submission import Submission, SubmissionError, build
 from tms.engines.workdir import HUDI_PROPERTIES_FILE_NAME, private_dir
@@ -146,10 +147,17 @@ class SparkSubmitEngine:
         log_path = workdir / "driver.log"
         if sub.result_path is not None:
             sub.result_path.unlink(missing_ok=True)
+        secrets = hudi_submit.secret_values(job, os.environ) if job.kind == "jvm" else []
+        pump: ScrubbingPump | None = None
         with log_path.open("wb") as out:
-            proc = subprocess.Popen(sub.argv, stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, cwd=workdir, env=sub.env,
-                                    start_new_session=True, preexec_fn=die_with_parent)
+            proc = subprocess.Popen(sub.argv, stdout=subprocess.PIPE if secrets else out,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    cwd=workdir, env=sub.env, start_new_session=True,
+                                    preexec_fn=die_with_parent)
+        if secrets:  # the log gets the output with the secrets masked on the way
+            assert proc.stdout is not None
+            pump = ScrubbingPump(proc.stdout, log_path.open("ab", buffering=0),
+                                 secrets).start()
         handle = None
         stopped = False
         while True:
@@ -165,6 +173,9 @@ class SparkSubmitEngine:
             if stop.is_set() and not stopped:
                 stopped = True
                 kill_group(proc)
+        if pump is not None and not pump.join():
+            log.warning("the driver's output is still open after it exited; its log ends here",
+                        log=str(log_path))
         handle = handle or find_handle(log_path)
         if job.kind == "jvm":  # before anything reads the log: Hudi prints its properties
             hudi_submit.scrub_log(job, log_path, os.environ)
