@@ -478,13 +478,13 @@ def test_no_plan_is_skipped_never_failed(tmp_path: Path, app: str, code: int, lo
         assert "nothing to plan" in res.skipped and not res.retryable
 
 
-def test_the_engine_runs_a_utility_and_cleans_up(tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    """spark-submit replaced by a script that checks its properties file and says "no plan"
-    as HoodieCompactor does: the attempt ends skipped and the file is gone."""
+def _utility_with_a_secret(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, then: str
+                           ) -> tuple[SparkSubmitEngine, JobSpec]:
+    """spark-submit replaced by a script that prints its properties file, as Hudi's utilities
+    do when they start, then runs ``then``; the job's lock URL is a secret reference."""
     script = tmp_path / "spark-submit"
     script.write_text("#!/bin/sh\nfor a; do case $a in file://*) cat \"${a#file://}\";; esac;"
-                      " done\necho \"WARN HoodieCompactor: Couldn't do schedule\"\nexit 255\n")
+                      " done\n" + then)
     script.chmod(0o755)
     monkeypatch.setattr(spark_settings_module, "spark_submit_path", lambda: str(script))
     utilities = fake_jar(tmp_path / "hudi-utilities-bundle_2.12-1.0.2.jar")
@@ -492,9 +492,17 @@ def test_the_engine_runs_a_utility_and_cleans_up(tmp_path: Path,
     job.spec["hudi"]["property_secrets"] = {
         "hoodie.write.lock.zookeeper.url": "env:TMS_SECRET_ZK"}
     monkeypatch.setenv("TMS_SECRET_ZK", "zk-secret.example:2181")
+    return SparkSubmitEngine(settings(), jvm_jar=utilities), job
+
+
+def test_the_engine_runs_a_utility_and_cleans_up(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """spark-submit replaced by a script that checks its properties file and says "no plan"
+    as HoodieCompactor does: the attempt ends skipped and the file is gone."""
+    engine, job = _utility_with_a_secret(
+        tmp_path, monkeypatch, "echo \"WARN HoodieCompactor: Couldn't do schedule\"\nexit 255\n")
     work = tmp_path / "work"
-    res = SparkSubmitEngine(settings(), jvm_jar=utilities).run(
-        job, work, threading.Event(), lambda h: None)
+    res = engine.run(job, work, threading.Event(), lambda h: None)
     assert res.skipped and "Couldn't do schedule" in res.skipped and res.exit_code == 255
     assert "hoodie.cleaner.commits.retained=30" in res.log_tail  # it was there for the job
     # Hudi prints its properties: the secret was in the file, never in the kept log
@@ -555,20 +563,12 @@ def test_a_running_utilitys_log_never_holds_its_secrets(tmp_path: Path,
     """Hudi prints its properties when it starts: while the job still runs (blocked on a gate
     here), the log on disk already shows the secret masked, not in plain text."""
     gate, work = tmp_path / "gate", tmp_path / "work"
-    script = tmp_path / "spark-submit"
-    script.write_text("#!/bin/sh\nfor a; do case $a in file://*) cat \"${a#file://}\";; esac;"
-                      f" done\necho started\nwhile [ ! -e {gate} ]; do sleep 0.02; done\n"
-                      "echo \"INFO Finish job with 20260601 instant time.\"\nexit 0\n")
-    script.chmod(0o755)
-    monkeypatch.setattr(spark_settings_module, "spark_submit_path", lambda: str(script))
-    utilities = fake_jar(tmp_path / "hudi-utilities-bundle_2.12-1.0.2.jar")
-    job = build("compaction", WRITER, mode="scheduleAndExecute")
-    job.spec["hudi"]["property_secrets"] = {
-        "hoodie.write.lock.zookeeper.url": "env:TMS_SECRET_ZK"}
-    monkeypatch.setenv("TMS_SECRET_ZK", "zk-secret.example:2181")
+    engine, job = _utility_with_a_secret(
+        tmp_path, monkeypatch, f"echo started\nwhile [ ! -e {gate} ]; do sleep 0.02; done\n"
+        "echo \"INFO Finish job with 20260601 instant time.\"\nexit 0\n")
     out: list[EngineResult] = []
-    runner = threading.Thread(target=lambda: out.append(SparkSubmitEngine(
-        settings(), jvm_jar=utilities).run(job, work, threading.Event(), lambda h: None)))
+    runner = threading.Thread(target=lambda: out.append(
+        engine.run(job, work, threading.Event(), lambda h: None)))
     runner.start()
     log, deadline = work / "driver.log", time.monotonic() + 20
     while time.monotonic() < deadline and not (log.exists() and b"started" in log.read_bytes()):
