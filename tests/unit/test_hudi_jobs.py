@@ -571,11 +571,14 @@ def test_a_running_utilitys_log_never_holds_its_secrets(tmp_path: Path,
         engine.run(job, work, threading.Event(), lambda h: None)))
     runner.start()
     log, deadline = work / "driver.log", time.monotonic() + 20
-    while time.monotonic() < deadline and not (log.exists() and b"started" in log.read_bytes()):
-        time.sleep(0.02)
-    mid_run = log.read_bytes()
-    gate.touch()
-    runner.join(20)
+    try:
+        while time.monotonic() < deadline and not (log.exists()
+                                                   and b"started" in log.read_bytes()):
+            time.sleep(0.02)
+        mid_run = log.read_bytes()
+    finally:  # the stand-in never waits on its gate beyond the test
+        gate.touch()
+        runner.join(20)
     assert b"hoodie.write.lock.zookeeper.url=****" in mid_run and b"started" in mid_run
     assert b"zk-secret" not in mid_run
     (res,) = out

@@ -53,14 +53,18 @@ def test_the_pump_writes_a_childs_output_masked_while_it_runs(tmp_path: Path) ->
              f"while not os.path.exists({str(gate)!r}): time.sleep(0.01)\n"
              "print('done')\n")
     proc = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE)
-    assert proc.stdout is not None
-    pump = ScrubbingPump(proc.stdout, log.open("ab", buffering=0), [secret]).start()
-    deadline = time.monotonic() + 10
-    while b"started" not in log.read_bytes() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    mid_run = log.read_bytes()  # the child is still running, blocked on the gate
-    assert mid_run == b"props: url=" + MASK + b"\nstarted\n"  # written as read, masked
-    gate.touch()
-    proc.wait(10)
-    assert pump.join()
-    assert log.read_bytes() == b"props: url=" + MASK + b"\nstarted\ndone\n"
+    try:
+        assert proc.stdout is not None
+        pump = ScrubbingPump(proc.stdout, log.open("ab", buffering=0), [secret]).start()
+        deadline = time.monotonic() + 10
+        while b"started" not in log.read_bytes() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        mid_run = log.read_bytes()  # the child is still running, blocked on the gate
+        assert mid_run == b"props: url=" + MASK + b"\nstarted\n"  # written as read, masked
+        gate.touch()
+        proc.wait(10)
+        assert pump.join()
+        assert log.read_bytes() == b"props: url=" + MASK + b"\nstarted\ndone\n"
+    finally:  # never leave the child waiting on its gate
+        proc.kill()
+        proc.wait()
