@@ -640,11 +640,14 @@ READS: dict[str, tuple[tuple[str, str], ...]] = {
 
 
 def guard_reads(spark: Any, spec: MaintenanceRequest, table: table_guard.CheckedTable,
-                tables: tuple[tuple[str, str], ...]) -> str | None:
+                tables: tuple[tuple[str, str], ...], refresh: bool = False) -> str | None:
     """The current snapshot's files the action reads checked against the spec's allowed
-    locations (``table_guard.check_current_files``; nothing without them); the snapshot id."""
+    locations (``table_guard.check_current_files``; nothing without them); the snapshot id.
+    ``refresh``: the table was refreshed for a new plan, the handle is loaded again first."""
     if spec.allowed_locations is None:
         return None
+    if refresh:
+        table.handle.refresh()
     return table_guard.check_current_files(spark, spec.qualified_table, table.handle,
                                            spec.allowed_locations, spec.action, tables)
 
@@ -670,9 +673,8 @@ def run_action(spark: Any, spec: MaintenanceRequest, table: table_guard.CheckedT
 
     def once() -> dict[str, Any]:
         if spec.action in READS:  # rewrite_manifests: the snapshot planned (again) is checked
-            if planned:
-                table.handle.refresh()
-            planned.append(guard_reads(spark, spec, table, READS[spec.action]))
+            planned.append(guard_reads(spark, spec, table, READS[spec.action],
+                                       refresh=bool(planned)))
         df = spark.sql(call.sql(spec.catalog_name))
         if spec.action == "remove_orphan_files":
             return table_guard.remove_orphans(df, table, dry_run=bool(call.info["dry_run"]))
