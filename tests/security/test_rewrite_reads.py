@@ -7,7 +7,8 @@ catalog's allowed locations or through a symlinked directory inside the table lo
 leads there. Each rewrite must be refused before it reads anything (the operation FAILED at
 once, not retried, naming the file), leave the table's snapshot and every file of both tenants
 as they were, and still rewrite a clean table. A compaction whose Spark path would apply a
-delete file symlinked outside is refused the same way.
+delete file symlinked outside, and a manifest rewrite of a manifest symlinked outside, are
+refused the same way.
 
 Real processes: the tables live in a pyiceberg SQL catalog on the test PostgreSQL, the jobs run
 in one warm Spark driver behind a real executor on the TMS schema; position deletes are written
@@ -107,6 +108,7 @@ def world(pg_server: LocalPostgres, tmp_path_factory: pytest.TempPathFactory
             if action in WITH_DELETES:
                 deleted.append(f"{action}_{case}")
     lake.table("compaction_deletes", commits=COMMITS)
+    lake.table("manifest_link", commits=COMMITS)
     _spark_sql(lake, root, _with_deletes(lake, [*deleted, "compaction_deletes"]))
     store = PostgresStore(dsn)
     try:
@@ -230,5 +232,26 @@ def test_compaction_on_sparks_path_never_applies_a_delete_file_from_outside(worl
     assert any(str(path) in (op.outcome.error or "") for path in deletes), op.outcome.error
     assert world.table(name).current_snapshot() == snapshot
     assert _rows(world, name) == rows
+    assert {"table": _files(world.location(name)),
+            "outside": _files(world.lake.outside)} == before
+
+
+def test_a_manifest_symlinked_outside_is_not_rewritten(world: World) -> None:
+    """``rewrite_manifests`` copies every entry of the manifests it reads (paths and column
+    bounds): one of them replaced by a link to another tenant's manifest is outside."""
+    name = "manifest_link"
+    manifests = world.table(name).inspect.manifests().to_pydict()["path"]
+    victim = local_path(manifests[0])
+    elsewhere = world.lake.outside / "tenant-b-metadata"
+    elsewhere.mkdir()
+    victim.rename(elsewhere / victim.name)
+    victim.symlink_to(elsewhere / victim.name)
+    snapshot = world.table(name).current_snapshot()
+    before = {"table": _files(world.location(name)), "outside": _files(world.lake.outside)}
+
+    op = _run(world, name, "rewrite_manifests", ACTIONS["rewrite_manifests"])
+
+    _assert_refused(op, "rewrite_manifests refused, nothing written", victim.name)
+    assert world.table(name).current_snapshot() == snapshot
     assert {"table": _files(world.location(name)),
             "outside": _files(world.lake.outside)} == before
