@@ -27,8 +27,9 @@ hint of what to fix.
 
 Before any action the table's real location, read from its metadata, is checked against the
 spec's ``allowed_locations`` (``table_guard.py``); ``remove_orphan_files`` deletes only
-candidates it checked. The catalog's properties, credentials included, reach Spark only as
-runtime conf set here: never on a command line.
+candidates it checked, and a rewrite reads only files of the current snapshot that passed the
+same check (``READS``, ``guard_reads``). The catalog's properties, credentials included,
+reach Spark only as runtime conf set here: never on a command line.
 
 The warm driver (``warm_driver.py``) runs the same specs through ``run_in_session`` in one
 long-lived session. Sibling modules (``locations``, ``errors``, ``table_guard``) come from the
