@@ -34,7 +34,7 @@ import sys
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -83,10 +83,13 @@ class SecretTooLarge(Exception):
 
 @dataclass(frozen=True)
 class Attempt:
-    """The procedure-shaped result when the arrow path ran, else why it did not."""
+    """The procedure-shaped result when the arrow path ran, else why it did not;
+    ``inputs_checked``: the planned inputs passed ``check_inputs`` (an attempt that stopped
+    before planning did not check them, and Spark's path must)."""
 
     result: dict[str, Any] | None
     refused: str | None = None
+    inputs_checked: bool = False
 
 
 def writer_format(props: Mapping[str, str], codec: str, level: str | None) -> dict[str, Any]:
@@ -283,6 +286,17 @@ def attempt(spark: Any, handle: Any, table_name: str, options: Mapping[str, str]
     clock.lap("plan")
     check_inputs(files, allowed)  # before any fall-back: Spark's path would read them too
     clock.lap("check_inputs")
+    return replace(on_arrow_path(spark, handle, table_name, options, codec, level, allowed,
+                                 switch, storage, start, groups, files, clock),
+                   inputs_checked=True)
+
+
+def on_arrow_path(spark: Any, handle: Any, table_name: str, options: Mapping[str, str],
+                  codec: str | None, level: str | None, allowed: Sequence[str] | None,
+                  switch: str | None, storage: Mapping[str, str] | None, start: Any,
+                  groups: list[Any], files: list[list[InputFile]], clock: Clock) -> Attempt:
+    """The rest of ``attempt`` once the planned inputs passed the check."""
+    jvm = spark.sparkContext._jvm
     off = arrow_eligibility.switched_off(switch)
     if off is not None:
         return Attempt(None, off)

@@ -27,8 +27,9 @@ hint of what to fix.
 
 Before any action the table's real location, read from its metadata, is checked against the
 spec's ``allowed_locations`` (``table_guard.py``); ``remove_orphan_files`` deletes only
-candidates it checked. The catalog's properties, credentials included, reach Spark only as
-runtime conf set here: never on a command line.
+candidates it checked, and a rewrite reads only files of the current snapshot that passed the
+same check (``READS``, ``guard_reads``). The catalog's properties, credentials included,
+reach Spark only as runtime conf set here: never on a command line.
 
 The warm driver (``warm_driver.py``) runs the same specs through ``run_in_session`` in one
 long-lived session. Sibling modules (``locations``, ``errors``, ``table_guard``) come from the
@@ -627,6 +628,38 @@ def replanning(spark: Any, spec: MaintenanceRequest, work: Callable[[], T]) -> t
     raise AssertionError("unreachable")  # the loop returns or raises
 
 
+# What a rewrite reads from the current snapshot besides its manifests: the metadata tables
+# ``table_guard.check_current_files`` scans. A compaction's data files are its planned inputs,
+# checked whatever path runs (``arrow_rewrite.check_inputs``); its delete files are read on
+# Spark's path only, checked there (``spark_path_reads``).
+READS: dict[str, tuple[tuple[str, str], ...]] = {
+    "compaction": (),
+    "clustering": table_guard.CURRENT_FILES,
+    "rewrite_position_deletes": table_guard.CURRENT_FILES,
+    "rewrite_manifests": table_guard.CURRENT_FILES,
+}
+
+
+def guard_reads(spark: Any, spec: MaintenanceRequest, table: table_guard.CheckedTable,
+                tables: tuple[tuple[str, str], ...], refresh: bool = False) -> str | None:
+    """The current snapshot's files the action reads checked against the spec's allowed
+    locations (``table_guard.check_current_files``; nothing without them); the snapshot id.
+    ``refresh``: the table was refreshed for a new plan, the handle is loaded again first."""
+    if spec.allowed_locations is None:
+        return None
+    if refresh:
+        table.handle.refresh()
+    return table_guard.check_current_files(spark, spec.qualified_table, table.handle,
+                                           spec.allowed_locations, spec.action, tables)
+
+
+def spark_path_reads(tried: arrow_rewrite.Attempt) -> tuple[tuple[str, str], ...]:
+    """What a compaction on Spark's path reads that no check saw: the delete files it applies,
+    and the data files too when the arrow attempt stopped before checking its inputs."""
+    return table_guard.CURRENT_DELETE_FILES if tried.inputs_checked else \
+        table_guard.CURRENT_FILES
+
+
 def run_action(spark: Any, spec: MaintenanceRequest, table: table_guard.CheckedTable
                ) -> dict[str, Any]:
     """Run the spec's procedure on the checked table; returns its result columns (plus the
@@ -637,7 +670,12 @@ def run_action(spark: Any, spec: MaintenanceRequest, table: table_guard.CheckedT
     if call.write is not None:
         return run_rewrite(spark, spec, table, call)
 
+    planned: list[str | None] = []
+
     def once() -> dict[str, Any]:
+        if spec.action in READS:  # rewrite_manifests: the snapshot planned (again) is checked
+            planned.append(guard_reads(spark, spec, table, READS[spec.action],
+                                       refresh=bool(planned)))
         df = spark.sql(call.sql(spec.catalog_name))
         if spec.action == "remove_orphan_files":
             return table_guard.remove_orphans(df, table, dry_run=bool(call.info["dry_run"]))
@@ -657,10 +695,13 @@ def run_rewrite(spark: Any, spec: MaintenanceRequest, table: table_guard.Checked
     merged first, so the rewrite's commit does not rewrite each of them (``manifest_prep``)."""
     assert call.write is not None
     deletes = spec.action == "rewrite_position_deletes"
+    checked = guard_reads(spark, spec, table, READS[spec.action])  # before manifests merge
     manifests, _ = replanning(spark, spec, lambda: manifest_prep.consolidate(
         spark, _table_arg(spec), quote_ident(spec.catalog_name), table.handle,
         enabled=call.manifests_first))
     before = outcome.current_snapshot(table.handle)
+    if before != checked:  # manifests merged (or a writer's commit): the new snapshot too
+        guard_reads(spark, spec, table, READS[spec.action])
     fmt = write_format.plan(table.handle, *call.write, deletes=deletes)
     path: dict[str, Any] = {}
     result = None
@@ -672,6 +713,8 @@ def run_rewrite(spark: Any, spec: MaintenanceRequest, table: table_guard.Checked
         result = tried.result
         path = {"data_path": "arrow"} if result is not None else {
             "data_path": "spark", "arrow_refused": tried.refused}
+        if result is None:
+            guard_reads(spark, spec, table, spark_path_reads(tried))
     if result is None:
         with write_format.session_conf(spark, fmt.session):
             result = call.summarize(spark.sql(call.sql(spec.catalog_name)))
