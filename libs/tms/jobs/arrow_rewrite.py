@@ -46,6 +46,7 @@ try:
         arrow_task,
         locations,
         table_guard,
+        table_props,
     )
 except ImportError:  # shipped alone, next to its siblings
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -55,6 +56,7 @@ except ImportError:  # shipped alone, next to its siblings
     import arrow_task  # type: ignore[no-redef]
     import locations  # type: ignore[no-redef]
     import table_guard  # type: ignore[no-redef]
+    import table_props  # type: ignore[no-redef]
 
 # the procedure's options the planner reads (the rest are the action's, handled here)
 PLANNER_OPTIONS = ("target-file-size-bytes", "min-file-size-bytes", "max-file-size-bytes",
@@ -90,10 +92,12 @@ class Attempt:
 
 
 def writer_format(props: Mapping[str, str], codec: str, level: str | None) -> dict[str, Any]:
+    """The tasks' writer settings: the table's values, parsed strictly (``table_props``:
+    ``PropertyRefused`` for one out of range, before any task starts), else Iceberg's."""
+    parsed = table_props.check(props, codec)
     out: dict[str, Any] = {"codec": codec, "level": level}
     for name, (key, default) in WRITER_PROPERTIES.items():
-        raw = props.get(key)
-        out[name] = int(raw) if raw is not None and raw.isdigit() and int(raw) > 0 else default
+        out[name] = parsed.get(key, default)
     return out
 
 
