@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -454,3 +455,41 @@ def test_an_out_of_range_writer_property_fails_before_anything_is_written(
     assert table.current_snapshot() == snapshot and sorted(data_files(table)) == files
     assert sorted(data_dir.rglob("*")) == on_disk and checksum(table) == before
     assert sorted((local_path(table.location()) / "metadata").iterdir()) == metadata
+
+
+def test_with_partial_progress_a_refused_input_sends_every_group_to_spark(lake: Lake) -> None:
+    # partition a holds files of the old schema, b and c only new ones: the probe finds a's
+    # before any group commits, so no group is committed on the arrow path
+    from pyiceberg.types import LongType
+
+    table = lake.table("mixed", appends=0)
+    old = rows(0, 300).filter(pc.equal(rows(0, 300).column("cat"), "a"))
+    table.append(old)
+    table.append(old.slice(0, 50))
+    with table.update_schema() as update:
+        update.add_column("extra", LongType())
+    table = table.refresh()
+    for a in range(3):
+        batch = rows(1000 + a * 300, 300)
+        batch = batch.filter(pc.not_equal(batch.column("cat"), "a"))
+        table.append(batch.append_column("extra", pa.array([a] * batch.num_rows, pa.int64())))
+    before, start = checksum(table), table.refresh().current_snapshot().snapshot_id
+
+    result = lake.run("mixed", PARTIAL)
+
+    assert result["data_path"] == "spark" and "schema evolved" in result["arrow_refused"]
+    assert "arrow_commits" not in result
+    assert result["rewritten_data_files_count"] == 8  # 2 of a, 3 each of b and c
+    assert checksum(table) == before and len(data_files(table)) == 3
+    assert len(replaces_since(table, start)) == 3  # Spark's own partial progress
+
+
+def test_remove_dangling_deletes_is_left_to_spark(lake: Lake) -> None:
+    table = lake.table("dangling", appends=3, partitioned=False)
+    before = checksum(table)
+
+    result = lake.run("dangling", {"min-input-files": "2", "remove-dangling-deletes": "true"})
+
+    assert result["data_path"] == "spark"
+    assert "remove-dangling-deletes" in result["arrow_refused"]
+    assert result["rewritten_data_files_count"] == 3 and checksum(table) == before

@@ -15,7 +15,9 @@
   ``failed_data_files_count`` (its input files, as the action's ``rewriteFailures``) and its
   outputs deleted; the others go on. Before any group runs, every input passes the tasks' own
   checks (``arrow_task.probe``: location, schema, rows), so a group refused for Spark's path
-  never follows another group's commit: the compaction is then all Spark's.
+  never follows another group's commit: the compaction is then all Spark's. A refusal or
+  pyarrow missing in the workers still ends the whole rewrite (``stops_all``): what was
+  committed stays, as the action's commits do, and the error is raised.
 
 The result has the procedure's columns (only committed groups count) plus ``arrow_commits``:
 commits made, commits that failed (Iceberg's count: ``min(groups, max-commits)`` minus those
