@@ -493,3 +493,26 @@ def test_remove_dangling_deletes_is_left_to_spark(lake: Lake) -> None:
     assert result["data_path"] == "spark"
     assert "remove-dangling-deletes" in result["arrow_refused"]
     assert result["rewritten_data_files_count"] == 3 and checksum(table) == before
+
+
+def test_a_group_that_fails_to_rewrite_is_counted_and_the_rest_commit(lake: Lake) -> None:
+    table = lake.table("broken", appends=4)
+    start = table.current_snapshot().snapshot_id
+    others = table.scan(row_filter="cat != 'b'").to_arrow().sort_by("id")
+    victim = next(local_path(p) for p, _ in data_files(table) if "/cat=b/" in p)
+    with victim.open("r+b") as f:  # the first page header zeroed: the footer still reads
+        f.seek(4)
+        f.write(bytes(64))
+    outputs_before = set(victim.parent.iterdir())
+
+    result = lake.run("broken", PARTIAL)
+
+    assert result["data_path"] == "arrow", result
+    assert result["failed_data_files_count"] == 4  # group b's inputs, as the action counts
+    assert result["rewritten_data_files_count"] == 8 and result["added_data_files_count"] == 2
+    assert result["arrow_commits"] == {"commits": 2, "failed_commits": 0,
+                                       "groups_not_committed": 0}
+    assert len(replaces_since(table, start)) == 2
+    table = table.refresh()
+    assert table.scan(row_filter="cat != 'b'").to_arrow().sort_by("id").equals(others)
+    assert set(victim.parent.iterdir()) == outputs_before  # b's outputs deleted, inputs kept
