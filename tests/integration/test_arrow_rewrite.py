@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -106,7 +107,7 @@ class Lake:
                               lambda handle: None)
         if not expect_ok:
             assert not res.succeeded
-            return {"error": res.error, "log": res.log_tail}
+            return {"error": res.error, "log": res.log_tail, "retryable": res.retryable}
         assert res.succeeded, f"{res.error}\n{res.log_tail[-3000:]}"
         assert res.result is not None
         return res.result
@@ -344,3 +345,174 @@ def test_a_conflicting_writer_fails_the_commit_and_loses_nothing(lake: Lake) -> 
     listed = {local_path(p) for p, _ in data_files(table)}
     on_disk = set((local_path(table.location()) / "data").rglob("*.parquet"))
     assert not {p for p in on_disk - listed if "-00001.parquet" in p.name}  # outputs deleted
+
+
+# --- partial progress, group concurrency, the owner's writer properties ----------------------
+
+PARTIAL = {"min-input-files": "2", "partial-progress.enabled": "true",
+           "manifests-first": "false"}
+
+
+def replaces_since(table: Any, snapshot_id: int) -> list[Any]:
+    """The rewrite's commits: the snapshots after ``snapshot_id``, all of them replaces."""
+    snaps = table.refresh().metadata.snapshots
+    later = snaps[[s.snapshot_id for s in snaps].index(snapshot_id) + 1:]
+    assert all(s.summary.operation.value == "replace" for s in later), later
+    return later
+
+
+def test_partial_progress_commits_each_group_on_its_own(lake: Lake) -> None:
+    table = lake.table("partial", appends=4)
+    before, start = checksum(table), table.current_snapshot().snapshot_id
+
+    result = lake.run("partial", PARTIAL)
+
+    assert result["data_path"] == "arrow", result
+    assert result["rewritten_data_files_count"] == 12 and result["added_data_files_count"] == 3
+    assert result["failed_data_files_count"] == 0
+    assert result["arrow_commits"] == {"commits": 3, "failed_commits": 0,
+                                       "groups_not_committed": 0}
+    assert len(replaces_since(table, start)) == 3  # one commit per group (max-commits 10)
+    assert checksum(table) == before and len(data_files(table)) == 3
+
+
+def test_max_commits_bounds_the_commits(lake: Lake) -> None:
+    table = lake.table("capped", appends=4)
+    before, start = checksum(table), table.current_snapshot().snapshot_id
+
+    result = lake.run("capped", {**PARTIAL, "partial-progress.max-commits": "2",
+                                 "max-concurrent-file-group-rewrites": "1"})
+
+    assert result["data_path"] == "arrow", result
+    # 3 groups, at most 2 commits: ceil(3 / 2) = 2 groups a commit, as Iceberg batches them
+    assert result["arrow_commits"]["commits"] == 2
+    assert len(replaces_since(table, start)) == 2
+    assert result["rewritten_data_files_count"] == 12 and len(data_files(table)) == 3
+    assert checksum(table) == before
+
+
+def test_a_conflict_fails_only_its_groups_commit(lake: Lake) -> None:
+    table = lake.table("partly", appends=4)
+    ids_before = set(table.scan().to_arrow().column("id").to_pylist())
+    start = table.current_snapshot().snapshot_id
+    key = f"{CATALOG_NAME}.{lake.namespace}.partly"
+    hold = lake.holds / f"{key}.hold"
+    hold.write_text("")
+    done: dict[str, Any] = {}
+    job = threading.Thread(target=lambda: done.update(lake.run("partly", PARTIAL)))
+    job.start()
+    try:
+        wait_for(lambda: (lake.holds / f"{key}.written").exists(), "a group to be written")
+        # a writer rewrites a file of partition a: that group's commit must fail validation
+        table.refresh().delete("cat == 'a' and id < 10")
+        writer = table.refresh().current_snapshot().snapshot_id
+    finally:
+        hold.unlink()
+        job.join(timeout=300)
+
+    assert done["data_path"] == "arrow", done
+    assert done["arrow_commits"] == {"commits": 2, "failed_commits": 1,
+                                     "groups_not_committed": 1}
+    assert done["rewritten_data_files_count"] == 8 and done["added_data_files_count"] == 2
+    assert done["failed_data_files_count"] == 0  # the procedure counts failed rewrites only
+    table = table.refresh()
+    ids = table.scan().to_arrow().column("id").to_pylist()
+    assert len(ids) == len(set(ids)) and set(ids) == {i for i in ids_before
+                                                      if not (i % 3 == 0 and i < 10)}
+    assert len(replaces_since(table, writer)) == 2
+    assert writer in [s.snapshot_id for s in table.metadata.snapshots] and start != writer
+    listed = {local_path(p) for p, _ in data_files(table)}
+    by_dir: dict[str, int] = {}
+    for p in listed:
+        by_dir[p.parent.name] = by_dir.get(p.parent.name, 0) + 1
+    assert by_dir["cat=b"] == by_dir["cat=c"] == 1 and by_dir["cat=a"] > 1  # a: not rewritten
+    on_disk = set((local_path(table.location()) / "data").rglob("*.parquet"))
+    assert not {p for p in on_disk - listed if "-00001.parquet" in p.name}  # a's outputs gone
+
+
+@pytest.mark.parametrize(("value", "data_path"), [("99999999999999999999", "auto"),
+                                                  ("２０４８", "auto"),
+                                                  ("2147483648", "spark")])
+def test_an_out_of_range_writer_property_fails_before_anything_is_written(
+        lake: Lake, value: str, data_path: str) -> None:
+    name = f"badprop_{data_path}_{len(value)}"
+    table = lake.table(name, appends=3, partitioned=False)
+    with table.transaction() as tx:  # after the appends: pyiceberg's own writer reads it too
+        tx.set_properties({"write.parquet.page-size-bytes": value})
+    table = table.refresh()
+    snapshot, files, before = table.current_snapshot(), sorted(data_files(table)), checksum(table)
+    data_dir = local_path(table.location()) / "data"
+    on_disk = sorted(data_dir.rglob("*"))
+    metadata = sorted((local_path(table.location()) / "metadata").iterdir())
+
+    failed = lake.run(name, data_path=data_path, expect_ok=False)
+
+    assert failed["retryable"] is False
+    error = str(failed["error"])
+    assert "invalid table property" in error and "write.parquet.page-size-bytes" in error
+    assert "from 1 to 2147483647" in error
+    table = table.refresh()
+    assert table.current_snapshot() == snapshot and sorted(data_files(table)) == files
+    assert sorted(data_dir.rglob("*")) == on_disk and checksum(table) == before
+    assert sorted((local_path(table.location()) / "metadata").iterdir()) == metadata
+
+
+def test_with_partial_progress_a_refused_input_sends_every_group_to_spark(lake: Lake) -> None:
+    # partition a holds files of the old schema, b and c only new ones: the probe finds a's
+    # before any group commits, so no group is committed on the arrow path
+    from pyiceberg.types import LongType
+
+    table = lake.table("mixed", appends=0)
+    old = rows(0, 300).filter(pc.equal(rows(0, 300).column("cat"), "a"))
+    table.append(old)
+    table.append(old.slice(0, 50))
+    with table.update_schema() as update:
+        update.add_column("extra", LongType())
+    table = table.refresh()
+    for a in range(3):
+        batch = rows(1000 + a * 300, 300)
+        batch = batch.filter(pc.not_equal(batch.column("cat"), "a"))
+        table.append(batch.append_column("extra", pa.array([a] * batch.num_rows, pa.int64())))
+    before, start = checksum(table), table.refresh().current_snapshot().snapshot_id
+
+    result = lake.run("mixed", PARTIAL)
+
+    assert result["data_path"] == "spark" and "schema evolved" in result["arrow_refused"]
+    assert "arrow_commits" not in result
+    assert result["rewritten_data_files_count"] == 8  # 2 of a, 3 each of b and c
+    assert checksum(table) == before and len(data_files(table)) == 3
+    assert len(replaces_since(table, start)) == 3  # Spark's own partial progress
+
+
+def test_remove_dangling_deletes_is_left_to_spark(lake: Lake) -> None:
+    table = lake.table("dangling", appends=3, partitioned=False)
+    before = checksum(table)
+
+    result = lake.run("dangling", {"min-input-files": "2", "remove-dangling-deletes": "true"})
+
+    assert result["data_path"] == "spark"
+    assert "remove-dangling-deletes" in result["arrow_refused"]
+    assert result["rewritten_data_files_count"] == 3 and checksum(table) == before
+
+
+def test_a_group_that_fails_to_rewrite_is_counted_and_the_rest_commit(lake: Lake) -> None:
+    table = lake.table("broken", appends=4)
+    start = table.current_snapshot().snapshot_id
+    others = table.scan(row_filter="cat != 'b'").to_arrow().sort_by("id")
+    victim = next(local_path(p) for p, _ in data_files(table) if "/cat=b/" in p)
+    with victim.open("r+b") as f:  # the first page header zeroed: the footer still reads
+        f.seek(4)
+        f.write(bytes(64))
+    outputs_before = set(victim.parent.iterdir())
+
+    result = lake.run("broken", PARTIAL)
+
+    assert result["data_path"] == "arrow", result
+    assert result["failed_data_files_count"] == 4  # group b's inputs, as the action counts
+    assert result["rewritten_data_files_count"] == 8 and result["added_data_files_count"] == 2
+    assert result["arrow_commits"] == {"commits": 2, "failed_commits": 0,
+                                       "groups_not_committed": 0}
+    assert len(replaces_since(table, start)) == 2
+    table = table.refresh()
+    assert table.scan(row_filter="cat != 'b'").to_arrow().sort_by("id").equals(others)
+    assert set(victim.parent.iterdir()) == outputs_before  # b's outputs deleted, inputs kept

@@ -44,3 +44,37 @@ def test_a_parquet_file_round_trips_through_the_mapped_options(moto: MotoServer)
         codec = pq.ParquetFile(f).metadata.row_group(0).column(0).compression
     assert back.equals(table)
     assert codec == "ZSTD"
+
+
+def test_the_input_probe_reads_s3_with_the_bound_options(moto: MotoServer) -> None:
+    # arrow_task.probe (partial progress checks every input first) on the store itself
+    from tms.jobs import arrow_task
+
+    opts = arrow_s3.options(_props(moto, **{"s3.path-style-access": "true"}))
+    columns = [(1, "id", "long", True), (2, "name", "string", False)]
+    want = arrow_task.output_schema(columns)
+    good = pa.table({"id": pa.array(range(10), pa.int64()),
+                     "name": pa.array([f"n{i}" for i in range(10)])}).cast(want)
+    evolved = good.append_column(pa.field("extra", pa.int64(),
+                                          metadata={b"PARQUET:field_id": b"3"}),
+                                 pa.array([1] * 10, pa.int64()))
+    fs = opts.filesystem()
+    for name, table in (("good", good), ("evolved", evolved)):
+        with fs.open_output_stream(f"lake/probe/data/{name}.parquet") as out:
+            pq.write_table(table, out)
+
+    def probe(name: str, rows: int = 10, allowed: str = "s3://lake/probe") -> dict[str, str]:
+        task = {"inputs": [(f"s3://lake/probe/data/{name}.parquet", 0, rows, rows)],
+                "allowed": [allowed], "columns": columns, "output": ""}
+        return arrow_task.probe(task, opts)
+
+    assert probe("good") == {}
+    assert probe("evolved")["refused"] == "ineligible"
+    assert "schema evolved" in probe("evolved")["reason"]
+    assert probe("good", allowed="s3://lake/other")["refused"] == "location"
+    with pytest.raises(ValueError, match="11 in the table's manifest"):
+        probe("good", rows=11)
+    refused = arrow_task.probe({"inputs": [("s3://lake/probe/data/good.parquet", 0, 10, 10)],
+                                "allowed": ["s3://lake/probe"], "columns": columns,
+                                "output": ""})  # no options bound: not read without them
+    assert refused["refused"] == "ineligible"

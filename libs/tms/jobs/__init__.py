@@ -18,4 +18,5 @@ JOB_SUPPORT_FILES = tuple(Path(__file__).with_name(name)
                                        "parquet_footer.py", "write_format.py",
                                        "manifest_prep.py", "warmup.py", "arrow_task.py",
                                        "arrow_eligibility.py", "arrow_commit.py",
-                                       "arrow_rewrite.py", "arrow_s3.py"))
+                                       "arrow_rewrite.py", "arrow_s3.py", "table_props.py",
+                                       "arrow_progress.py"))

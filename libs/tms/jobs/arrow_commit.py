@@ -6,8 +6,9 @@ Metrics come from the written footer through ``ParquetUtil.fileMetrics`` with th
 ``MetricsConfig`` (so ``write.metadata.metrics.*`` apply as on Spark's path), split offsets
 from the task (each row group's first byte). Rows per group are checked against the inputs'
 record counts before anything is committed. ``build`` may fail before the commit (the caller
-then deletes the outputs); ``commit_groups`` leaves cleaning to the commit manager, which
-deletes the new files on a failed commit and keeps them when the commit's state is unknown.
+then deletes the outputs); a commit (``commit_all``, or Iceberg's commit service with partial
+progress: ``arrow_progress``) leaves cleaning to the commit manager, which deletes the new
+files on a failed commit and keeps them when the commit's state is unknown.
 Standard library only; the JVM objects come in.
 """
 
@@ -48,36 +49,43 @@ def data_file(gateway: Any, handle: Any, partition: Any, written: Mapping[str, A
     return builder.build()
 
 
-def build(gateway: Any, handle: Any, groups: Sequence[Any], records: Sequence[int],
+def build(gateway: Any, handle: Any, group: Any, index: int, records: int,
           written: Sequence[Mapping[str, Any]]) -> None:
-    """Each group's output ``DataFile`` set on it, once its rows equal its inputs' (``records``:
-    the inputs' record counts per group, from the manifests)."""
-    for g, group in enumerate(groups):
-        partition = group.fileScanTasks().get(0).file().partition()
-        mine = [w for w in written if w["group"] == g]
-        read = records[g]
-        if sum(w["rows"] for w in mine) != read:
-            raise ValueError(f"file group {g}: wrote {sum(w['rows'] for w in mine)} rows, "
-                             f"its inputs hold {read}")
-        outputs = gateway.jvm.java.util.HashSet()
-        for w in mine:
-            outputs.add(data_file(gateway, handle, partition, w))
-        group.setOutputFiles(outputs)
+    """The group's output ``DataFile`` set on it, once its rows equal its inputs' (``records``:
+    the inputs' record count, from the manifests)."""
+    partition = group.fileScanTasks().get(0).file().partition()
+    mine = [w for w in written if w["group"] == index]
+    if sum(w["rows"] for w in mine) != records:
+        raise ValueError(f"file group {index}: wrote {sum(w['rows'] for w in mine)} rows, "
+                         f"its inputs hold {records}")
+    outputs = gateway.jvm.java.util.HashSet()
+    for w in mine:
+        outputs.add(data_file(gateway, handle, partition, w))
+    group.setOutputFiles(outputs)
 
 
-def commit_groups(jvm: Any, handle: Any, groups: Sequence[Any], start_snapshot: int,
-                  starting_sequence: bool) -> dict[str, int]:
-    """One commit of every group (``commitOrClean``); the procedure's result columns."""
-    manager = jvm.org.apache.iceberg.actions.RewriteDataFilesCommitManager(
+def manager(jvm: Any, handle: Any, start_snapshot: int, starting_sequence: bool) -> Any:
+    """Iceberg's commit manager as the procedure makes it (no snapshot properties)."""
+    return jvm.org.apache.iceberg.actions.RewriteDataFilesCommitManager(
         handle, start_snapshot, starting_sequence, jvm.java.util.HashMap())
+
+
+def totals(groups: Sequence[Any], failed_files: int = 0) -> dict[str, int]:
+    """The procedure's result columns for the committed ``groups`` (``asResult``), and the
+    input files of groups whose rewrite failed (``failed_data_files_count``)."""
+    out = dict.fromkeys(RESULT_COLUMNS, 0)
+    for group in groups:
+        r = group.asResult()
+        out["rewritten_data_files_count"] += int(r.rewrittenDataFilesCount())
+        out["added_data_files_count"] += int(r.addedDataFilesCount())
+        out["rewritten_bytes_count"] += int(r.rewrittenBytesCount())
+    out["failed_data_files_count"] = failed_files
+    return out
+
+
+def commit_all(jvm: Any, manager: Any, groups: Sequence[Any]) -> None:
+    """One commit of every group (``commitOrClean``: a failed commit deletes their files)."""
     all_groups = jvm.java.util.HashSet()
     for group in groups:
         all_groups.add(group)
     manager.commitOrClean(all_groups)
-    totals = dict.fromkeys(RESULT_COLUMNS, 0)
-    for group in groups:
-        r = group.asResult()
-        totals["rewritten_data_files_count"] += int(r.rewrittenDataFilesCount())
-        totals["added_data_files_count"] += int(r.addedDataFilesCount())
-        totals["rewritten_bytes_count"] += int(r.rewrittenBytesCount())
-    return totals

@@ -17,13 +17,17 @@ row-wise Parquet writer). Here:
    ``RewriteDataFilesCommitManager`` from the starting snapshot (with its sequence number
    unless ``use-starting-sequence-number=false``), so a concurrent writer's equality deletes
    still apply and a conflicting commit fails validation; a failed commit deletes the new
-   files (``commitOrClean``).
+   files (``commitOrClean``). Groups run and commit as the procedure's action runs them
+   (``arrow_progress``): at most ``max-concurrent-file-group-rewrites`` at once, one commit
+   of all, or with ``partial-progress.enabled`` Iceberg's commit service (at most
+   ``partial-progress.max-commits`` commits; a conflict loses only its own commit).
 
 Every input and output path is checked against the spec's allowed locations (realpath) in
 the driver and again in the task: an input outside refuses the whole rewrite (``LocationRefused``,
 no fall-back: Spark's path would read it too). A table or group this path does not handle
-exactly (``arrow_eligibility``) goes to Spark's path, and the result says why. The result has
-the procedure's columns, so everything downstream reads it unchanged.
+exactly (``arrow_eligibility``) goes to Spark's path, and the result says why. The table's
+writer properties are parsed strictly first (``table_props``). The result has the procedure's
+columns, so everything downstream reads it unchanged.
 """
 
 from __future__ import annotations
@@ -42,19 +46,23 @@ try:
     from tms.jobs import (
         arrow_commit,
         arrow_eligibility,
+        arrow_progress,
         arrow_s3,
         arrow_task,
         locations,
         table_guard,
+        table_props,
     )
 except ImportError:  # shipped alone, next to its siblings
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import arrow_commit  # type: ignore[no-redef]
     import arrow_eligibility  # type: ignore[no-redef]
+    import arrow_progress  # type: ignore[no-redef]
     import arrow_s3  # type: ignore[no-redef]
     import arrow_task  # type: ignore[no-redef]
     import locations  # type: ignore[no-redef]
     import table_guard  # type: ignore[no-redef]
+    import table_props  # type: ignore[no-redef]
 
 # the procedure's options the planner reads (the rest are the action's, handled here)
 PLANNER_OPTIONS = ("target-file-size-bytes", "min-file-size-bytes", "max-file-size-bytes",
@@ -66,6 +74,7 @@ WRITER_PROPERTIES = {"row_group_bytes": ("write.parquet.row-group-size-bytes", 1
                      "page_row_limit": ("write.parquet.page-row-limit", 20_000),
                      "dict_size_bytes": ("write.parquet.dict-size-bytes", 2 * 1024 ** 2)}
 SPEC_SWITCH = arrow_eligibility.SPEC_SWITCH
+DANGLING = "remove-dangling-deletes"  # an option the arrow path leaves to Spark's
 InputFile = arrow_eligibility.InputFile
 # Tests only: a directory where ``<table>.hold`` makes the driver stop between the tasks and
 # the commit (it writes ``<table>.written`` and waits for the hold to go), so a test can
@@ -93,10 +102,12 @@ class Attempt:
 
 
 def writer_format(props: Mapping[str, str], codec: str, level: str | None) -> dict[str, Any]:
+    """The tasks' writer settings: the table's values, parsed strictly (``table_props``:
+    ``PropertyRefused`` for one out of range, before any task starts), else Iceberg's."""
+    parsed = table_props.check(props, codec)
     out: dict[str, Any] = {"codec": codec, "level": level}
     for name, (key, default) in WRITER_PROPERTIES.items():
-        raw = props.get(key)
-        out[name] = int(raw) if raw is not None and raw.isdigit() and int(raw) > 0 else default
+        out[name] = parsed.get(key, default)
     return out
 
 
@@ -183,10 +194,31 @@ def describe(handle: Any, groups: Sequence[Any], files: Sequence[Sequence[InputF
     return tasks
 
 
-def run_tasks(spark: Any, tasks: list[dict[str, Any]], s3: arrow_s3.S3Options | None = None
-              ) -> list[dict[str, Any]]:
-    """The tasks as Spark tasks (one partition each). The task module travels by value, so a
-    worker needs pyarrow, not TMS.
+def task_function(sc: Any, fn: Any, s3: arrow_s3.S3Options | None) -> Any:
+    """``fn`` with the S3 keys bound (``run_tasks``), refused (``SecretTooLarge``) when its
+    pickle is too large to travel in memory."""
+    import functools
+
+    from pyspark import cloudpickle
+
+    for module in (arrow_task, arrow_s3, locations):
+        cloudpickle.register_pickle_by_value(module)
+    if s3 is None:
+        return fn
+    func = functools.partial(fn, s3=s3)
+    limit = int(sc._jvm.PythonUtils.getBroadcastThreshold(sc._jsc))
+    size = len(cloudpickle.dumps(func))
+    if size >= limit * IN_MEMORY_SHARE:
+        raise SecretTooLarge(f"the arrow task's code ({size} bytes pickled) is too close to "
+                             f"PySpark's broadcast threshold ({limit} bytes), above which "
+                             f"it would be written to disk with the S3 keys")
+    return func
+
+
+def run_tasks(spark: Any, tasks: list[dict[str, Any]], s3: arrow_s3.S3Options | None = None,
+              what: str | None = None, fn: Any = None) -> list[dict[str, Any]]:
+    """The tasks as Spark tasks (one partition each), ``arrow_task.run`` unless ``fn`` says.
+    The task module travels by value, so a worker needs pyarrow, not TMS.
 
     Where the S3 keys go: PySpark sends an RDD's data to the JVM through a temporary file
     (``parallelize`` without IO encryption), which a driver killed at that moment leaves on
@@ -194,26 +226,27 @@ def run_tasks(spark: Any, tasks: list[dict[str, Any]], s3: arrow_s3.S3Options | 
     stays under the broadcast threshold, above which PySpark writes it to a file too. So the
     descriptors hold no secret, the keys are bound to the function, and a function too large
     to travel in memory is refused (``SecretTooLarge``) before anything runs."""
-    import functools
-
-    from pyspark import cloudpickle
-
-    for module in (arrow_task, arrow_s3, locations):
-        cloudpickle.register_pickle_by_value(module)
     sc = spark.sparkContext
-    func = functools.partial(arrow_task.run, s3=s3) if s3 is not None else arrow_task.run
-    if s3 is not None:
-        limit = int(sc._jvm.PythonUtils.getBroadcastThreshold(sc._jsc))
-        size = len(cloudpickle.dumps(func))
-        if size >= limit * IN_MEMORY_SHARE:
-            raise SecretTooLarge(f"the arrow task's code ({size} bytes pickled) is too close to "
-                                 f"PySpark's broadcast threshold ({limit} bytes), above which "
-                                 f"it would be written to disk with the S3 keys")
-    sc.setJobDescription(f"tms arrow rewrite: {len(tasks)} output file(s)")
+    func = task_function(sc, fn or arrow_task.run, s3)
+    sc.setJobDescription(f"tms arrow rewrite: {what or f'{len(tasks)} output file(s)'}")
     try:
         return list(sc.parallelize(tasks, len(tasks)).map(func).collect())
     finally:
         sc.setJobDescription(None)
+
+
+def first_refusal(results: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """A location refusal before any other (it refuses the whole compaction)."""
+    refused = sorted((r for r in results if "refused" in r),
+                     key=lambda r: r["refused"] != "location")
+    return refused[0] if refused else None
+
+
+def refusal(kind: str, reason: str) -> Attempt:
+    """A task's refusal: the compaction refused (a location), or left to Spark's path."""
+    if kind == "location":
+        raise table_guard.LocationRefused(f"compaction refused: {reason}")
+    return Attempt(None, reason)
 
 
 def remove_outputs(tasks: Sequence[Mapping[str, Any]], s3: arrow_s3.S3Options | None = None
@@ -300,6 +333,8 @@ def on_arrow_path(spark: Any, handle: Any, table_name: str, options: Mapping[str
     off = arrow_eligibility.switched_off(switch)
     if off is not None:
         return Attempt(None, off)
+    if options.get(DANGLING) == "true":  # the action's own step after the rewrite
+        return Attempt(None, f"{DANGLING} (Spark's action removes them after its rewrite)")
     props = {str(k): str(v) for k, v in handle.properties().items()}
     s3, s3_refusal = s3_storage(storage or {})
     why = arrow_eligibility.table_refusal(handle, jvm, props, codec, s3_refusal)
@@ -315,31 +350,69 @@ def on_arrow_path(spark: Any, handle: Any, table_name: str, options: Mapping[str
     assert codec is not None  # table_refusal refuses a table without one
     tasks = describe(handle, groups, files, writer_format(props, codec, level), allowed)
     clock.lap("eligibility_and_tasks")
-    try:
-        written = run_tasks(spark, tasks, s3)
-        clock.lap("spark_tasks")
-        refused = [w for w in written if "refused" in w]
-        if not refused:
-            arrow_commit.build(spark.sparkContext._gateway, handle, groups,
-                               [sum(f.records for f in g) for g in files], written)
-            clock.lap("data_files")
-    except SecretTooLarge as e:  # before any task ran: nothing to remove
+    try:  # before any task runs: the same function travels with every group
+        for fn in (arrow_task.run, arrow_task.probe):
+            task_function(spark.sparkContext, fn, s3)
+    except SecretTooLarge as e:
         return Attempt(None, str(e))
+    progress = arrow_progress.Progress.of(options)
+    if progress.partial and len(groups) > 1:  # no group refused once another is committed
+        try:
+            probed = run_tasks(spark, arrow_progress.probe_tasks(tasks), s3, "input check",
+                               arrow_task.probe)
+        except Exception as e:
+            if arrow_progress.stops_all(e):
+                return Attempt(None, "pyarrow not importable in the Spark workers")
+            raise
+        first = first_refusal(probed)
+        if first is not None:
+            return refusal(str(first["refused"]), str(first["reason"]))
+        clock.lap("input_check")
+    work = arrow_progress.Groups(
+        groups, [len(f) for f in files],
+        lambda i: rewrite_group(spark, handle, groups, files, tasks, i, s3),
+        lambda i: remove_outputs([t for t in tasks if t["group"] == i], s3),
+        lambda: hold_for_tests(table_name))
+    sequence = options.get("use-starting-sequence-number", "true") == "true"
+    manager = arrow_commit.manager(jvm, handle, int(start.snapshotId()), sequence)
+    extra: dict[str, Any] = {}
+    try:
+        if progress.partial:
+            outcome, written = arrow_progress.partial_commits(work, progress, manager)
+            result = arrow_commit.totals(outcome.committed, outcome.failed_files)
+            extra["arrow_commits"] = outcome.info()
+        else:
+            written = arrow_progress.single_commit(
+                work, progress, lambda gs: arrow_commit.commit_all(jvm, manager, gs))
+            result = arrow_commit.totals(groups)
+    except arrow_progress.GroupRefused as e:
+        return refusal(e.kind, e.reason)
     except Exception as e:
-        remove_outputs(tasks, s3)
         if "No module named 'pyarrow'" in str(e):
             return Attempt(None, "pyarrow not importable in the Spark workers")
         raise
-    if refused:
-        remove_outputs(tasks, s3)
-        if any(w["refused"] == "location" for w in refused):
-            raise table_guard.LocationRefused(f"compaction refused, nothing committed: "
-                                              f"{refused[0]['reason']}")
-        return Attempt(None, str(refused[0]["reason"]))
-    hold_for_tests(table_name)
-    sequence = options.get("use-starting-sequence-number", "true") == "true"
-    result = arrow_commit.commit_groups(jvm, handle, groups, int(start.snapshotId()), sequence)
-    clock.lap("commit")
+    clock.lap("rewrite_and_commit")
     cpu = round(sum(float(w.get("cpu_s", 0.0)) for w in written), 3)
-    return Attempt({**result, "arrow_phases_s": clock.laps, "arrow_tasks": len(tasks),
+    return Attempt({**result, **extra, "arrow_phases_s": clock.laps, "arrow_tasks": len(tasks),
                     "arrow_task_cpu_s": cpu})
+
+
+def rewrite_group(spark: Any, handle: Any, groups: Sequence[Any],
+                  files: Sequence[Sequence[InputFile]], tasks: Sequence[Mapping[str, Any]],
+                  index: int, s3: arrow_s3.S3Options | None) -> list[dict[str, Any]]:
+    """File group ``index`` rewritten (one Spark job of its tasks) and its output files set
+    on it; what it wrote. ``GroupRefused`` when a task refused its input; on any failure the
+    group's outputs are deleted first."""
+    mine = [dict(t) for t in tasks if t["group"] == index]
+    try:
+        written = run_tasks(spark, mine, s3, f"file group {index + 1} of {len(groups)}, "
+                                             f"{len(mine)} output file(s)")
+        first = first_refusal(written)
+        if first is not None:
+            raise arrow_progress.GroupRefused(str(first["refused"]), str(first["reason"]))
+        arrow_commit.build(spark.sparkContext._gateway, handle, groups[index], index,
+                           sum(f.records for f in files[index]), written)
+    except BaseException:
+        remove_outputs(mine, s3)
+        raise
+    return written

@@ -228,6 +228,37 @@ def run(task: Mapping[str, Any], s3: Any = None) -> dict[str, Any]:
         return {"refused": e.kind, "reason": e.reason, "output": task["output"]}
 
 
+def check_input(pf: Any, path: str, rows: int, want: Any) -> None:
+    """An open input is exactly the table's schema (else refused) with the manifest's rows."""
+    why = schema_refusal(pf.schema_arrow, want)
+    if why is not None:
+        raise TaskRefused("ineligible", f"{path[:300]}: {why}")
+    if pf.metadata.num_rows != rows:
+        raise ValueError(f"{path[:300]}: {pf.metadata.num_rows} rows in the file, "
+                         f"{rows} in the table's manifest")
+
+
+def probe(task: Mapping[str, Any], s3: Any = None) -> dict[str, Any]:
+    """The checks ``run`` makes before it writes (location, schema, rows), alone: run over
+    every input before the first group is committed when groups commit on their own
+    (``arrow_progress``), so no group is refused after another landed. Empty when all pass;
+    ``s3`` as for ``run``."""
+    import pyarrow.parquet as pq
+
+    store = Store(s3)
+    try:
+        want = output_schema(task["columns"])
+        for path, _, _, rows in task["inputs"]:
+            handle = store.open_input(path, task["allowed"])
+            try:
+                check_input(pq.ParquetFile(handle), path, rows, want)
+            finally:
+                handle.close()
+    except TaskRefused as e:
+        return {"refused": e.kind, "reason": e.reason, "output": ""}
+    return {}
+
+
 def _run(task: Mapping[str, Any], s3: Any) -> dict[str, Any]:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -240,12 +271,7 @@ def _run(task: Mapping[str, Any], s3: Any) -> dict[str, Any]:
             handles.append(store.open_input(path, allowed))
             pf = pq.ParquetFile(handles[-1])
             opened.append((pf, skip, take))
-            why = schema_refusal(pf.schema_arrow, want)
-            if why is not None:
-                raise TaskRefused("ineligible", f"{path[:300]}: {why}")
-            if pf.metadata.num_rows != rows:
-                raise ValueError(f"{path[:300]}: {pf.metadata.num_rows} rows in the file, "
-                                 f"{rows} in the table's manifest")
+            check_input(pf, path, rows, want)
         if opened:
             want = adopt_variants(want, opened[0][0].schema_arrow)
         fmt = task["format"]

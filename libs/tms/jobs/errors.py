@@ -32,6 +32,7 @@ PERMISSION_DENIED = "permission denied"
 NOT_FOUND = "table not found"
 INVALID_SPEC = "invalid job spec"
 LOCATION_REFUSED = "location refused"
+INVALID_TABLE_PROPERTY = "invalid table property"
 SECRET_UNAVAILABLE = "secret not available to the driver"
 CANNOT_REPORT = "job cannot report its result"
 # Lines of a driver log before the last fatal block that classification ignores (WARN lines
@@ -73,6 +74,8 @@ HINTS = {
     NOT_FOUND: "check the table's catalog, namespace and name",
     INVALID_SPEC: "check the operation's options and the table's registration",
     LOCATION_REFUSED: "the table's files must stay inside the catalog's allowed locations",
+    INVALID_TABLE_PROPERTY: "the table's owner must fix or unset the named property; nothing "
+                            "was written",
     SECRET_UNAVAILABLE: "the driver resolves the catalog's secret references itself: give it "
                         "the TMS_SECRET_* variables and TMS_SECRET_DIR (cluster mode: "
                         "TMS_SPARK_K8S_SECRET mounts the secret into the driver pod)",

@@ -22,8 +22,8 @@ Table names and options come from users, so they reach SQL only as validated ide
 escaped string literals. The result is always reported, success or not, so the caller never
 has to scrape Spark's log output; exit status is 0 on success and 1 on failure. A failure says
 whether another attempt could help (``retryable``: false for a bad spec, a missing table, a
-missing class, a bad catalog configuration, a permission refusal: ``errors.py``) and gives a
-hint of what to fix.
+missing class, a bad catalog configuration, a permission refusal, a table writer property out
+of range: ``errors.py``, ``table_props.py``) and gives a hint of what to fix.
 
 Before any action the table's real location, read from its metadata, is checked against the
 spec's ``allowed_locations`` (``table_guard.py``); ``remove_orphan_files`` deletes only
@@ -65,6 +65,7 @@ try:
         secret_refs,
         spark_catalogs,
         table_guard,
+        table_props,
         write_format,
     )
     from tms.jobs.locations import LocationError, parse
@@ -79,6 +80,7 @@ except ImportError:  # shipped alone: the siblings are next to this file
     import secret_refs  # type: ignore[no-redef]
     import spark_catalogs  # type: ignore[no-redef]
     import table_guard  # type: ignore[no-redef]
+    import table_props  # type: ignore[no-redef]
     import write_format  # type: ignore[no-redef]
     from locations import LocationError, parse  # type: ignore[no-redef]
 
@@ -696,13 +698,16 @@ def run_rewrite(spark: Any, spec: MaintenanceRequest, table: table_guard.Checked
     assert call.write is not None
     deletes = spec.action == "rewrite_position_deletes"
     checked = guard_reads(spark, spec, table, READS[spec.action])  # before manifests merge
+    fmt = write_format.plan(table.handle, *call.write, deletes=deletes)
+    # the owner's writer properties, before anything is written (manifests included)
+    table_props.check({str(k): str(v) for k, v in table.handle.properties().items()},
+                      fmt.codec, deletes)
     manifests, _ = replanning(spark, spec, lambda: manifest_prep.consolidate(
         spark, _table_arg(spec), quote_ident(spec.catalog_name), table.handle,
         enabled=call.manifests_first))
     before = outcome.current_snapshot(table.handle)
     if before != checked:  # manifests merged (or a writer's commit): the new snapshot too
         guard_reads(spark, spec, table, READS[spec.action])
-    fmt = write_format.plan(table.handle, *call.write, deletes=deletes)
     path: dict[str, Any] = {}
     result = None
     if spec.action == "compaction":  # bin-pack: pyarrow in Spark tasks when eligible
@@ -813,6 +818,8 @@ def error_class(exc: BaseException, error_type: str, message: str) -> errors.Err
         return errors.ErrorClass(errors.INVALID_SPEC)
     if isinstance(exc, table_guard.LocationRefused):
         return errors.ErrorClass(errors.LOCATION_REFUSED)
+    if isinstance(exc, table_props.PropertyRefused):
+        return errors.ErrorClass(errors.INVALID_TABLE_PROPERTY)
     if isinstance(exc, secret_refs.SecretError):
         return errors.ErrorClass(errors.SECRET_UNAVAILABLE)
     get_error_class = getattr(exc, "getErrorClass", None)
