@@ -1,4 +1,4 @@
-"""``table_guard.check_current_files`` with fakes of the Iceberg table and the Spark session: a
+"""``read_guard.check_current_files`` with fakes of the Iceberg table and the Spark session: a
 hostile owner's table whose current snapshot references files outside the allowed locations
 (another tenant's file, a symlinked directory or file, an S3 bucket or prefix next door, a
 path that climbs out) is refused before a rewrite reads it, and a clean one passes. The same
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tms.jobs import arrow_rewrite, table_guard
+from tms.jobs import arrow_rewrite, read_guard, table_guard
 from tms.jobs import iceberg_maintenance as job
 
 SNAPSHOT_ID = 42
@@ -105,13 +105,13 @@ def lake(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 def check(files: list[str | None], allowed: list[str], manifest_list: str | None = None,
           manifests: list[str] | None = None, table: Path | None = None,
-          tables: tuple[tuple[str, str], ...] = table_guard.CURRENT_FILES
+          tables: tuple[tuple[str, str], ...] = read_guard.CURRENT_FILES
           ) -> tuple[Spark, Snapshot, str | None]:
     meta = f"file:{table}/metadata" if table is not None else "s3://lake/wh/ns/t/metadata"
     snap = Snapshot(manifest_list or f"{meta}/snap-1.avro",
                     manifests if manifests is not None else [f"{meta}/m0.avro"])
     spark = Spark({"files": files, "delete_files": files})
-    checked = table_guard.check_current_files(spark, "c.ns.t", Handle(snap), allowed,
+    checked = read_guard.check_current_files(spark, "c.ns.t", Handle(snap), allowed,
                                               "clustering", tables)
     return spark, snap, checked
 
@@ -179,7 +179,7 @@ def test_a_manifest_list_outside_is_not_even_read(tmp_path: Path) -> None:
     snap = Snapshot(foreign, [f"file:{outside}/tenant-b/metadata/m0.avro"])
 
     with pytest.raises(table_guard.LocationRefused, match="snap-9.avro"):
-        table_guard.check_current_files(spark, "c.ns.t", Handle(snap), [str(allowed)],
+        read_guard.check_current_files(spark, "c.ns.t", Handle(snap), [str(allowed)],
                                         "rewrite_manifests")
     assert snap.manifests_read == 0
 
@@ -200,7 +200,7 @@ def test_the_scan_stops_once_enough_are_refused(tmp_path: Path) -> None:
     snap = Snapshot(f"file:{table}/metadata/snap-1.avro", [])
 
     with pytest.raises(table_guard.LocationRefused) as refused:
-        table_guard.check_current_files(spark, "c.ns.t", Handle(snap), [str(allowed)],
+        read_guard.check_current_files(spark, "c.ns.t", Handle(snap), [str(allowed)],
                                         "clustering")
 
     assert spark.rows_taken == table_guard.MAX_SHOWN_REFUSALS
@@ -233,7 +233,7 @@ def test_each_directory_is_resolved_and_listed_once(tmp_path: Path,
 
 def test_a_table_without_a_snapshot_reads_nothing() -> None:
     spark = Spark({})
-    assert table_guard.check_current_files(spark, "c.ns.t", Handle(None), ["/lake"],
+    assert read_guard.check_current_files(spark, "c.ns.t", Handle(None), ["/lake"],
                                            "clustering") is None
     assert spark.scanned == []
 
@@ -244,9 +244,9 @@ def test_what_each_action_has_checked() -> None:
     stopped before checking them."""
     assert set(job.READS) == {"compaction", "clustering", "rewrite_position_deletes",
                               "rewrite_manifests"}
-    assert all(job.READS[a] == table_guard.CURRENT_FILES for a in
+    assert all(job.READS[a] == read_guard.CURRENT_FILES for a in
                ("clustering", "rewrite_position_deletes", "rewrite_manifests"))
     checked = arrow_rewrite.Attempt(None, "delete files apply", inputs_checked=True)
-    assert job.spark_path_reads(checked) == table_guard.CURRENT_DELETE_FILES
+    assert job.spark_path_reads(checked) == read_guard.CURRENT_DELETE_FILES
     unplanned = arrow_rewrite.Attempt(None, "the where filter was not converted")
-    assert job.spark_path_reads(unplanned) == table_guard.CURRENT_FILES
+    assert job.spark_path_reads(unplanned) == read_guard.CURRENT_FILES

@@ -13,9 +13,9 @@ WARM_DRIVER_APP = Path(__file__).with_name("warm_driver.py")
 # Standard-library modules the jobs import: shipped next to them when TMS is not installed.
 JOB_SUPPORT_FILES = tuple(Path(__file__).with_name(name)
                           for name in ("locations.py", "errors.py", "table_guard.py",
-                                       "spark_catalogs.py", "jars.py", "secret_refs.py",
-                                       "report.py", "partition_filter.py", "outcome.py",
-                                       "parquet_footer.py", "write_format.py",
+                                       "read_guard.py", "spark_catalogs.py", "jars.py",
+                                       "secret_refs.py", "report.py", "partition_filter.py",
+                                       "outcome.py", "parquet_footer.py", "write_format.py",
                                        "manifest_prep.py", "warmup.py", "arrow_task.py",
                                        "arrow_eligibility.py", "arrow_commit.py",
                                        "arrow_rewrite.py", "arrow_s3.py", "table_props.py",

@@ -61,6 +61,7 @@ try:
         manifest_prep,
         outcome,
         partition_filter,
+        read_guard,
         report,
         secret_refs,
         spark_catalogs,
@@ -76,6 +77,7 @@ except ImportError:  # shipped alone: the siblings are next to this file
     import manifest_prep  # type: ignore[no-redef]
     import outcome  # type: ignore[no-redef]
     import partition_filter  # type: ignore[no-redef]
+    import read_guard  # type: ignore[no-redef]
     import report  # type: ignore[no-redef]
     import secret_refs  # type: ignore[no-redef]
     import spark_catalogs  # type: ignore[no-redef]
@@ -631,35 +633,35 @@ def replanning(spark: Any, spec: MaintenanceRequest, work: Callable[[], T]) -> t
 
 
 # What a rewrite reads from the current snapshot besides its manifests: the metadata tables
-# ``table_guard.check_current_files`` scans. A compaction's data files are its planned inputs,
+# ``read_guard.check_current_files`` scans. A compaction's data files are its planned inputs,
 # checked whatever path runs (``arrow_rewrite.check_inputs``); its delete files are read on
 # Spark's path only, checked there (``spark_path_reads``).
 READS: dict[str, tuple[tuple[str, str], ...]] = {
     "compaction": (),
-    "clustering": table_guard.CURRENT_FILES,
-    "rewrite_position_deletes": table_guard.CURRENT_FILES,
-    "rewrite_manifests": table_guard.CURRENT_FILES,
+    "clustering": read_guard.CURRENT_FILES,
+    "rewrite_position_deletes": read_guard.CURRENT_FILES,
+    "rewrite_manifests": read_guard.CURRENT_FILES,
 }
 
 
 def guard_reads(spark: Any, spec: MaintenanceRequest, table: table_guard.CheckedTable,
                 tables: tuple[tuple[str, str], ...], refresh: bool = False) -> str | None:
     """The current snapshot's files the action reads checked against the spec's allowed
-    locations (``table_guard.check_current_files``; nothing without them); the snapshot id.
+    locations (``read_guard.check_current_files``; nothing without them); the snapshot id.
     ``refresh``: the table was refreshed for a new plan, the handle is loaded again first."""
     if spec.allowed_locations is None:
         return None
     if refresh:
         table.handle.refresh()
-    return table_guard.check_current_files(spark, spec.qualified_table, table.handle,
+    return read_guard.check_current_files(spark, spec.qualified_table, table.handle,
                                            spec.allowed_locations, spec.action, tables)
 
 
 def spark_path_reads(tried: arrow_rewrite.Attempt) -> tuple[tuple[str, str], ...]:
     """What a compaction on Spark's path reads that no check saw: the delete files it applies,
     and the data files too when the arrow attempt stopped before checking its inputs."""
-    return table_guard.CURRENT_DELETE_FILES if tried.inputs_checked else \
-        table_guard.CURRENT_FILES
+    return read_guard.CURRENT_DELETE_FILES if tried.inputs_checked else \
+        read_guard.CURRENT_FILES
 
 
 def run_action(spark: Any, spec: MaintenanceRequest, table: table_guard.CheckedTable
@@ -762,7 +764,7 @@ def run_in_session(spark: Any, spec: MaintenanceRequest) -> dict[str, Any]:
     spark.sql(f"REFRESH TABLE {spec.qualified_table}")
     table = table_guard.check_table(spark, spec.qualified_table, spec.allowed_locations)
     if spec.action == "expire_snapshots" and spec.allowed_locations is not None:
-        table_guard.check_referenced_files(spark, spec.qualified_table, spec.allowed_locations)
+        read_guard.check_referenced_files(spark, spec.qualified_table, spec.allowed_locations)
     before = outcome.current_snapshot(table.handle)
     result = run_action(spark, spec, table)
     try:  # what it did, in one shape for every action (the scheduler's no-op hold reads it)
