@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from tms.domain import CatalogType, Decision, JobSpec, Operation, Table, TableSpec
-from tms.formats import hudi_decide, hudi_inspect, hudi_jobs
+from tms.formats import hudi_decide, hudi_inspect, hudi_jobs, hudi_plan_guard
 from tms.formats.base import (
     CatalogUnreachable,
     DiscoveredTable,
@@ -193,5 +193,18 @@ class HudiFormat(TableFormatPlugin):
             operation.work.params)
 
     def build_job(self, table: Table, catalog: CatalogAccess, operation: Operation) -> JobSpec:
-        return hudi_jobs.build(table, catalog, operation, self.checked_base_path(table, catalog))
+        """The utility's job, built only when every pending plan on the timeline, read again
+        now, stays inside the table (:mod:`tms.formats.hudi_plan_guard`): the utility executes
+        them first. A refused or unreadable plan, or a timeline that cannot be read from here,
+        is final (ValueError); storage that cannot be reached now is retried."""
+        base = self.checked_base_path(table, catalog)
+        job = hudi_jobs.build(table, catalog, operation, base)
+        try:
+            hudi_plan_guard.check_table(base, catalog.storage_options)
+        except TimelineError as e:
+            raise ValueError(f"the pending plans cannot be checked: {e}") from None
+        except StorageError as e:
+            raise CatalogUnreachable(catalog.scrub(f"the pending plans cannot be read: {e}")
+                                     [:1000]) from None
+        return job
 
