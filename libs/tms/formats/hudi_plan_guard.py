@@ -110,8 +110,15 @@ def problems(plan: PendingPlan, table: Location) -> list[str]:
     """What in ``plan`` lies outside ``table`` (its resolved base) or names a class Hudi does
     not ship; empty when nothing does."""
     out: list[str] = []
-    base = str(table)
-    for kind, field, value, partition in _values(plan.record):
+    try:
+        _look(plan.record, str(table), table, out)
+    except PlanRefused as e:  # a value that cannot be read as Hudi would
+        out.append(str(e))
+    return out
+
+
+def _look(record: Any, base: str, table: Location, out: list[str]) -> None:
+    for kind, field, value, partition in _values(record):
         if kind == "class":
             if value and value not in ALLOWED_CLASSES:
                 out.append(f"{field} names class {value[:200]!r}, not one of Hudi's own "
@@ -122,7 +129,6 @@ def problems(plan: PendingPlan, table: Location) -> list[str]:
         why = path_problem(value, base, partition, table)
         if why:
             out.append(f"{field} {value[:200]!r} {why}")
-    return out
 
 
 def path_problem(value: str, base: str, partition: str | None, table: Location) -> str | None:
