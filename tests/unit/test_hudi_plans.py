@@ -410,3 +410,32 @@ def test_a_path_written_as_bytes_is_read_as_hudi_would(lake: dict[str, Path]) ->
     record["operations"][0]["partitionPath"] = b"\xff\xfe"
     plant(base, f"{LATER}.compaction.requested", schema, record)
     refused(base, f"{LATER} compaction", "not UTF-8")
+
+
+def test_the_scheduler_shows_the_refusal_and_runs_nothing(lake: dict[str, Path]) -> None:
+    """Inspection reads the plans too: no decision runs, each says why (ExplainTable shows
+    the decisions' reasons), and the executor's re-check leaves the refusal to the build."""
+    from datetime import UTC, datetime
+
+    from tests.unit.fakes import make_access
+
+    base = table_of(lake, COMPACTION_ZIP)
+    plugin = HudiFormat()
+    table = make_table(format="hudi", base_path=str(base), table_name="t")
+    access = replace(make_access(str(lake["lake"])), properties={
+        f"hudi.writer.{k}": v for k, v in WRITER.items()})
+    now = datetime.now(UTC)
+    assert "pending_plans_refused" not in plugin.inspect(table, access)
+    schema, record = real_plan(COMPACTION_ZIP, ".compaction.requested")
+    record["operations"][0]["partitionPath"] = "../../b/other_table/part"
+    plant(base, f"{LATER}.compaction.requested", schema, record)
+    metrics = plugin.inspect(table, access)
+    decisions = plugin.evaluate(table, metrics, {}, now)
+    assert {d.action for d in decisions} == {"compaction", "clustering", "clean"}
+    for d in decisions:
+        assert not d.should_run and f"{LATER} compaction" in d.reason, d.reason
+        assert "../../b/other_table/part" in d.reason
+    op = make_op(action="compaction", params={"mode": "execute", "instant": LATER})
+    assert plugin.recheck(table, access, op) is None
+    with pytest.raises(ValueError, match=f"{LATER} compaction"):
+        plugin.build_job(table, access, op)
