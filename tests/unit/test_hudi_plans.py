@@ -303,6 +303,12 @@ def test_a_symlinked_partition_pointing_outside(lake: dict[str, Path]) -> None:
     record["operations"][0]["dataFilePath"] = "secret.parquet"
     plant(base, f"{LATER}.compaction.requested", schema, record)
     refused(base, "partitionPath 'city=elsewhere'", str(lake["secret"].parent))
+    (base / "city=chennai" / "evil.parquet").symlink_to(lake["secret"])  # a file linked out
+    for partition in ("city=chennai", f"file:{base}/city=chennai", f"{base}/city=chennai"):
+        record["operations"][0]["partitionPath"] = partition
+        record["operations"][0]["dataFilePath"] = "evil.parquet"
+        plant(base, f"{LATER}.compaction.requested", schema, record)
+        refused(base, "dataFilePath 'evil.parquet'", str(lake["secret"]))
 
 
 def test_a_metadata_table_or_properties_through_a_symlink(lake: dict[str, Path]) -> None:
@@ -313,6 +319,11 @@ def test_a_metadata_table_or_properties_through_a_symlink(lake: dict[str, Path])
     mdt.symlink_to(other / ".hoodie" / "metadata")
     refused(base, "metadata table", "outside the table")
     mdt.unlink()
+    os.rename(base / "mdt-away", mdt)  # the metadata table's own properties linked elsewhere
+    mdt_props = mdt / ".hoodie" / "hoodie.properties"
+    mdt_props.unlink()
+    mdt_props.symlink_to(other / ".hoodie" / "metadata" / ".hoodie" / "hoodie.properties")
+    refused(base, "metadata/.hoodie/hoodie.properties is not a regular file")
     props = other / ".hoodie" / "hoodie.properties"
     props.rename(other / "props-away")
     (other / ".hoodie" / "hoodie.properties.backup").unlink(missing_ok=True)

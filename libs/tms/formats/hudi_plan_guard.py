@@ -31,7 +31,7 @@ from typing import Any
 
 from tms.formats.hudi_plans import PendingPlan, PlanRefused, read_pending
 from tms.formats.hudi_timeline import TimelineError, locate_timeline, open_table
-from tms.formats.storage import StorageError
+from tms.formats.storage import StorageError, Store
 from tms.jobs import locations
 from tms.jobs.locations import Location, LocationError
 
@@ -77,17 +77,12 @@ def check_table(base: str, storage_options: Mapping[str, str] | None = None) -> 
     where = locations.resolve(locations.parse(base, literal=True))
     checked = 0
     store, root = open_table(base, storage_options)
-    props = {e.name: e for e in store.list_dir(store.join(root, ".hoodie"))
-             if e.name in PROPERTIES_FILES}
-    if not props:
+    if not _is_table(store, root, base):
         return 0  # Hudi cannot load a table here: its utility fails before any plan runs
-    if not any(e.is_file for e in props.values()):  # Hudi would follow a symlink
-        raise PlanRefused(f"{base[:300]}/.hoodie/hoodie.properties is not a regular file")
     tl_dir = locate_timeline(base, storage_options)[2]
-    mdt_root = store.join(root, ".hoodie", "metadata")
     dirs = [(tl_dir, where)]
-    if store.kind(store.join(mdt_root, ".hoodie", "hoodie.properties")) == "file":
-        mdt_base = f"{base.rstrip('/')}/.hoodie/metadata"
+    mdt_base = f"{base.rstrip('/')}/.hoodie/metadata"
+    if _is_table(store, store.join(root, ".hoodie", "metadata"), mdt_base):
         mdt = locations.resolve(locations.parse(mdt_base, literal=True))
         if not mdt.is_under(where):  # a symlink to another table's metadata table
             raise PlanRefused(f"the metadata table {mdt_base[:300]!r} resolves to "
@@ -104,6 +99,16 @@ def check_table(base: str, storage_options: Mapping[str, str] | None = None) -> 
                                   "the plan back or removes it")
             checked += 1
     return checked
+
+
+def _is_table(store: Store, root: str, base: str) -> bool:
+    """Whether Hudi would load a table at ``root``: a ``hoodie.properties`` (or its backup)
+    there; one that is not a regular file (Hudi would follow a symlink) is refused."""
+    props = [e for e in store.list_dir(store.join(root, ".hoodie"))
+             if e.name in PROPERTIES_FILES]
+    if props and not any(e.is_file for e in props):
+        raise PlanRefused(f"{base[:300]}/.hoodie/hoodie.properties is not a regular file")
+    return bool(props)
 
 
 def problems(plan: PendingPlan, table: Location) -> list[str]:
@@ -141,9 +146,9 @@ def path_problem(value: str, base: str, partition: str | None, table: Location) 
     else:
         if any(seg in (".", "..") for seg in value.split("/")):
             return "has a '.' or '..' segment"
-        parent = base
-        if partition and not _ABSOLUTE_RE.match(partition) and ".." not in partition.split("/"):
-            parent = f"{base}/{partition}"
+        parent = base  # as Hudi joins it: an absolute partition wins (checked on its own)
+        if partition and (_ABSOLUTE_RE.match(partition) or ".." not in partition.split("/")):
+            parent = partition if _ABSOLUTE_RE.match(partition) else f"{base}/{partition}"
         raw = f"{parent}/{value}"
     try:
         where = locations.resolve(locations.parse(raw, literal=True))
