@@ -459,3 +459,40 @@ def test_the_scheduler_shows_the_refusal_and_runs_nothing(lake: dict[str, Path])
     assert plugin.recheck(table, access, op) is None
     with pytest.raises(ValueError, match=f"{LATER} compaction"):
         plugin.build_job(table, access, op)
+
+
+@pytest.mark.parametrize("zip_name,suffix", [(COMPACTION_ZIP, ".compaction.requested"),
+                                             (CLUSTERING_ZIP, ".clustering.requested"),
+                                             (ROLLBACK_ZIP, ".rollback.requested")])
+def test_every_cut_and_flipped_byte_is_a_refusal_or_a_plan(zip_name: str, suffix: str) -> None:
+    """Each real plan cut at every length and with each byte flipped in turn: decoding and
+    checking either works or refuses (PlanRefused), never raises anything else."""
+    from tms.formats.hudi_plans import PendingPlan, decode
+
+    schema, record = real_plan(zip_name, suffix)
+    out = io.BytesIO()
+    fastavro.writer(out, fastavro.parse_schema(schema), [record])
+    data = out.getvalue()
+    variants = [data[:n] for n in range(len(data))]
+    variants += [data[:i] + bytes([data[i] ^ 0xFF]) + data[i + 1:] for i in range(len(data))]
+    where = resolve(parse("/lake/t"))
+    outcomes = {"refused": 0, "decoded": 0}
+    for v in variants:
+        try:
+            name, rec = decode(v, "plan")
+            problems(PendingPlan("1" * 17, "compaction", "requested", "p", name, rec), where)
+            outcomes["decoded"] += 1
+        except PlanRefused:
+            outcomes["refused"] += 1
+    assert outcomes["refused"] > len(data) // 2 and outcomes["decoded"] > 0
+
+
+def test_a_schema_of_empty_records_in_an_array_is_refused() -> None:
+    from tms.formats.hudi_plans import decode
+
+    schema = {"type": "record", "name": "P", "fields": [{"name": "ops", "type": {
+        "type": "array", "items": {"type": "record", "name": "Empty", "fields": []}}}]}
+    out = io.BytesIO()
+    fastavro.writer(out, fastavro.parse_schema(schema), [{"ops": [{}, {}]}])
+    with pytest.raises(PlanRefused, match="take no bytes"):
+        decode(out.getvalue(), "plan")
