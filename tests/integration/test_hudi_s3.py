@@ -4,11 +4,13 @@ same tables inspected locally and with hudi-rs (the ``hudi`` package) as the ora
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import fastavro
 import grpc
 import pytest
 
@@ -112,6 +114,47 @@ def test_hostile_timeline_path_is_refused(lake: tuple[MotoServer, Path]) -> None
         Body=props + "hoodie.timeline.path=../../ns/trips_v8/.hoodie\n")
     with pytest.raises(TimelineError, match="bad hoodie.timeline.path"):
         read_timeline(f"s3://{BUCKET}/evil/t", storage_options=storage(moto))
+
+
+def test_a_pending_plan_naming_another_tables_objects_is_refused(
+        lake: tuple[MotoServer, Path]) -> None:
+    """The v9 table copied to its own prefix with a pending clustering plan planted (the
+    fixture's real plan, written back with its own schema): its objects (``s3a://`` as Hadoop
+    names them) pass; an object of the table next to it, of another bucket, or a plan larger
+    than the cap (refused from its listed size) do not."""
+    from tests.unit.test_hudi_plans import _clustering
+    from tms.formats.hudi_plan_guard import check_table
+    from tms.formats.hudi_plans import MAX_PLAN_BYTES, PlanRefused
+
+    moto, local = lake
+    s3 = moto.boto3_client("s3")
+    upload(moto, local / "txns_v9", "tenant_a/txns")
+    base = f"s3://{BUCKET}/tenant_a/txns"
+    key = "tenant_a/txns/.hoodie/timeline/20990101000000000.clustering.requested"
+
+    def plant(*data_files: str) -> None:
+        schema, record = _clustering(Path("/unused"))
+        slices = record["clusteringPlan"]["inputGroups"][0]["slices"]
+        slices[:] = [{**slices[0], "dataFilePath": path} for path in data_files]
+        for group in record["clusteringPlan"]["inputGroups"][1:]:
+            group["slices"] = []
+        out = io.BytesIO()
+        fastavro.writer(out, fastavro.parse_schema(schema), [record])
+        s3.put_object(Bucket=BUCKET, Key=key, Body=out.getvalue())  # type: ignore[attr-defined]
+
+    plant(f"s3a://{BUCKET}/tenant_a/txns/region=us/a.parquet", "b.parquet")
+    assert check_table(base, storage(moto)) == 1
+    for foreign in (f"s3a://{BUCKET}/ns/trips_v6/city=chennai/x.parquet",
+                    f"s3://{BUCKET}/tenant_a/txns_other/x.parquet",
+                    "s3://another-bucket/tenant_a/txns/x.parquet"):
+        plant(foreign)
+        with pytest.raises(PlanRefused, match="20990101000000000 clustering") as e:
+            check_table(base, storage(moto))
+        assert foreign in str(e.value) and "outside the table" in str(e.value)
+    s3.put_object(Bucket=BUCKET, Key=key,  # type: ignore[attr-defined]
+                  Body=b"Obj\x01" + b"\0" * MAX_PLAN_BYTES)
+    with pytest.raises(PlanRefused, match="above the"):
+        check_table(base, storage(moto))
 
 
 def hadoop_catalog(api: Api, moto: MotoServer, allowed: str = f"s3://{BUCKET}/ns") -> None:

@@ -23,6 +23,7 @@ from tests.unit.test_hudi_fixture_decisions import (
     table_files,
     unzip,
 )
+from tests.unit.test_hudi_plans import clustering_plan_in
 
 V6 = "quickstart_trips_table__mor__avro__v6_trips_8i3d.zip"
 V8 = "quickstart_trips_table__mor__avro__v8_trips_8i3u1d.zip"
@@ -107,12 +108,10 @@ def test_removed_completion_leaves_the_compaction_inflight(tmp_path: Path,
 
 def test_pending_clustering_runs_while_disabled(tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    plans = unzip(V9_COW, tmp_path / "plans") / ".hoodie" / "timeline"
-    plan = (plans / "20260307162454799.clustering.requested").read_bytes()
     for fixture, name in ((V9_COW, f"{T}.clustering.requested"),
                           (V6, f"{T}.replacecommit.requested")):  # v6: the plan tells
         base = unzip(fixture, tmp_path / fixture[:-4])
-        (timeline(base) / name).write_bytes(plan)
+        (timeline(base) / name).write_bytes(clustering_plan_in(base))  # a real plan, moved
         d = decide(base, {}, RETAIN_1, monkeypatch)[0]["clustering"]
         assert d.should_run and d.params == {"mode": "execute", "instant": T}, d.reason
         assert "although clustering.enabled=false" in d.reason
@@ -348,7 +347,7 @@ def test_slice_errors_are_scrubbed_and_block_new_plans(tmp_path: Path,
     from tms.formats.hudi_slices import SlicesError
 
     base = unzip(V8, tmp_path)
-    (timeline(base) / f"{T}.clustering.requested").write_bytes(b"x")
+    (timeline(base) / f"{T}.clustering.requested").write_bytes(b"")  # planned (version 8)
 
     def broken(*_: object) -> None:
         raise SlicesError("hudi-rs cannot read the file slices: key s3cr3t-v4lue refused")

@@ -19,6 +19,7 @@ import pytest
 
 from tests.unit.fakes import make_access, make_op, make_table
 from tests.unit.test_hudi_fixture_decisions import FIXTURES, unzip
+from tests.unit.test_hudi_plans import clustering_plan_in
 from tms.catalogs import CatalogAccess
 from tms.domain import Decision, Operation, OperationState
 from tms.formats import hudi_jobs
@@ -96,8 +97,7 @@ def _runs(tmp: Path) -> tuple[Path, list[Decision]]:
     a real one, from the v9 fixture)."""
     base = unzip(V8, tmp / "v8")
     timeline = base / ".hoodie" / "timeline"
-    plan = (unzip(V9_COW, tmp / "plans") / ".hoodie" / "timeline"
-            / "20260307162454799.clustering.requested").read_bytes()
+    plan = clustering_plan_in(base)  # its files where this table is (else refused)
     found = [d for d in decisions(base, access(base, RETAIN), LOW).values() if d.should_run]
     for action, data in (("compaction", b""), ("clustering", plan), ("clean", b"")):
         requested = timeline / f"{T}.{action}.requested"

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from tms.domain import CatalogType, Decision, JobSpec, Operation, Table, TableSpec
-from tms.formats import hudi_decide, hudi_inspect, hudi_jobs
+from tms.formats import hudi_decide, hudi_inspect, hudi_jobs, hudi_plan_guard
 from tms.formats.base import (
     CatalogUnreachable,
     DiscoveredTable,
@@ -58,6 +58,7 @@ COMPACTOR = "org.apache.hudi.utilities.HoodieCompactor"
 CLUSTERING_JOB = "org.apache.hudi.utilities.HoodieClusteringJob"
 CLEANER = "org.apache.hudi.utilities.HoodieCleaner"
 _INSTANT_RE = re.compile(INSTANT_PATTERN)
+PLANS_REFUSED = "pending_plans_refused"  # metric: why the timeline's pending plans are refused
 _NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,127}")
 
 
@@ -141,9 +142,16 @@ class HudiFormat(TableFormatPlugin):
         with_clean = bool(POLICY_KEYS["clean.enabled"].get(table.policy)) or any(
             i.action == "clean" and i.state.value != "COMPLETED" for i in summary.instants)
         props = writer_properties(table, catalog)
-        return hudi_inspect.inspect(summary, base, catalog.storage_options, props, self.clock(),
-                                    tz, with_clean, catalog.scrub,
-                                    unknown_reason(table, catalog) if props is None else "")
+        metrics = hudi_inspect.inspect(summary, base, catalog.storage_options, props,
+                                       self.clock(), tz, with_clean, catalog.scrub,
+                                       unknown_reason(table, catalog) if props is None else "")
+        try:  # what the executor will refuse, shown now (it checks again before each run)
+            hudi_plan_guard.check_table(base, catalog.storage_options)
+        except hudi_plan_guard.PlanRefused as e:
+            metrics[PLANS_REFUSED] = catalog.scrub(str(e))[:2000]
+        except (TimelineError, StorageError):
+            pass  # the timeline was just read: a passing failure, left to the executor's check
+        return metrics
 
     @staticmethod
     def checked_base_path(table: Table, catalog: CatalogAccess) -> str:
@@ -165,6 +173,9 @@ class HudiFormat(TableFormatPlugin):
         verdicts = {"compaction": hudi_decide.compaction(table.policy, metrics, now),
                     "clustering": hudi_decide.clustering(table.policy, metrics, now),
                     "clean": hudi_decide.clean(table.policy, metrics, now)}
+        refused = metrics.get(PLANS_REFUSED)
+        if refused:  # every utility would execute the plan first: none may run
+            verdicts = {a: (False, f"not run: {refused}", {}) for a in verdicts}
         return [Decision(action, run, reason, dict(metrics), params)
                 for action, (run, reason, params) in verdicts.items()]
 
@@ -182,6 +193,8 @@ class HudiFormat(TableFormatPlugin):
         runs as decided, and Hudi's own planner meets the table (no plan ends SKIPPED)."""
         now = self.clock()
         metrics = self.inspect(table, catalog)
+        if metrics.get(PLANS_REFUSED):
+            return None  # not stale: refused, and the job's build says so (FAILED, final)
         found = [d for d in self.evaluate(table, metrics, {}, now)
                  if d.action == operation.action]
         if found and not found[0].should_run and metrics.get(hudi_inspect.UNREADABLE) and any(
@@ -193,5 +206,18 @@ class HudiFormat(TableFormatPlugin):
             operation.work.params)
 
     def build_job(self, table: Table, catalog: CatalogAccess, operation: Operation) -> JobSpec:
-        return hudi_jobs.build(table, catalog, operation, self.checked_base_path(table, catalog))
+        """The utility's job, built only when every pending plan on the timeline, read again
+        now, stays inside the table (:mod:`tms.formats.hudi_plan_guard`): the utility executes
+        them first. A refused or unreadable plan, or a timeline that cannot be read from here,
+        is final (ValueError); storage that cannot be reached now is retried."""
+        base = self.checked_base_path(table, catalog)
+        job = hudi_jobs.build(table, catalog, operation, base)
+        try:
+            hudi_plan_guard.check_table(base, catalog.storage_options)
+        except TimelineError as e:
+            raise ValueError(f"the pending plans cannot be checked: {e}") from None
+        except StorageError as e:
+            raise CatalogUnreachable(catalog.scrub(f"the pending plans cannot be read: {e}")
+                                     [:1000]) from None
+        return job
 

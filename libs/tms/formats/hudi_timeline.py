@@ -180,6 +180,29 @@ def read_timeline(base_path: str, timezone: tzinfo = UTC,
     """Summarise the active timeline of the table at ``base_path`` (see the module doc),
     wherever it lives (:func:`open_table`)."""
     store, root = open_table(base_path, storage_options)
+    props, tl_dir = _timeline_dir(store, root, base_path)
+    try:
+        version = int(props.get("hoodie.table.version", "0"))
+        table_type = TableType(props.get("hoodie.table.type", "COPY_ON_WRITE").upper())
+    except ValueError as e:
+        raise TimelineError(f"bad hoodie.properties in {base_path}: {e}") from None
+    if props.get("hoodie.table.timeline.timezone", "").upper() == "UTC":
+        timezone = UTC
+    instants = _scan(store, tl_dir)
+    return _summarise(props.get("hoodie.table.name", ""), version, table_type, str(timezone),
+                      instants, Timeline(store, tl_dir), timezone)
+
+
+def locate_timeline(base_path: str, storage_options: Mapping[str, str] | None = None
+                    ) -> tuple[Store, str, str]:
+    """(the store, the table's root in it, its timeline directory): ``.hoodie`` up to table
+    version 6, ``.hoodie/<hoodie.timeline.path>`` from 8 on. TimelineError when there is no
+    readable ``hoodie.properties``."""
+    store, root = open_table(base_path, storage_options)
+    return store, root, _timeline_dir(store, root, base_path)[1]
+
+
+def _timeline_dir(store: Store, root: str, base_path: str) -> tuple[dict[str, str], str]:
     meta = store.join(root, ".hoodie")
     for name in ("hoodie.properties", "hoodie.properties.backup"):
         path = store.join(meta, name)
@@ -193,18 +216,12 @@ def read_timeline(base_path: str, timezone: tzinfo = UTC,
         raise TimelineError(f"not a Hudi table: no {base_path}/.hoodie/hoodie.properties")
     try:
         version = int(props.get("hoodie.table.version", "0"))
-        table_type = TableType(props.get("hoodie.table.type", "COPY_ON_WRITE").upper())
     except ValueError as e:
         raise TimelineError(f"bad hoodie.properties in {meta}: {e}") from None
-    if props.get("hoodie.table.timeline.timezone", "").upper() == "UTC":
-        timezone = UTC
     tl_name = props.get("hoodie.timeline.path", "timeline")
     if not _TIMELINE_DIR_RE.fullmatch(tl_name):  # a name inside .hoodie, never a path
         raise TimelineError(f"bad hoodie.timeline.path {tl_name[:80]!r} in {base_path}")
-    tl_dir = store.join(meta, tl_name) if version >= 8 else meta
-    instants = _scan(store, tl_dir)
-    return _summarise(props.get("hoodie.table.name", ""), version, table_type, str(timezone),
-                      instants, Timeline(store, tl_dir), timezone)
+    return props, store.join(meta, tl_name) if version >= 8 else meta
 
 
 @dataclass(frozen=True)

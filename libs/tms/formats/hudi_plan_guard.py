@@ -1,0 +1,206 @@
+"""Before a Hudi utility runs: every pending plan on the table's timeline must stay in the table.
+
+A writer of one table could plant a clean or rollback plan naming another tenant's files
+(Hudi deletes them), or a compaction or clustering plan reading them or writing outside the
+table (``partitionPath = ../other``), or naming a class for Hudi to load. The utility TMS
+starts executes such plans first (:mod:`tms.formats.hudi_plans`), so each pending plan of the
+table and of its metadata table (``.hoodie/metadata``) is checked right before the job is
+built, reading the timeline again (never trusting the scheduler's earlier look):
+
+- every path field (by its Avro field name, wherever it is nested), and any other value that
+  is an absolute path or URI, must resolve inside the table's base path: a relative value is
+  joined to the base path (file names to their record's ``partitionPath``, as Hudi does) and
+  may hold no ``.`` / ``..`` segment; an absolute one is taken as it is (Hadoop's
+  ``Path(parent, child)`` does the same); both are normalised by the one location normaliser,
+  local paths with every symlink followed (a partition directory that is a symlink out is
+  caught), object-store paths on scheme + bucket + whole segments;
+- every class name (a field ending in ``ClassName``, a strategy parameter ending in
+  ``.class``) must be one of Hudi's own strategy classes (``ALLOWED_CLASSES``) or empty.
+
+A table moved or copied with a plan pending refers to its old location in the plan's absolute
+paths (clustering plans hold them): such a plan is refused as well, since Hudi would act on the
+old location. Any refusal is final for the operation (not retried): the table's owner must
+roll back or remove the plan.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from tms.formats.hudi_plans import PendingPlan, PlanRefused, read_pending
+from tms.formats.hudi_timeline import TimelineError, locate_timeline, open_table
+from tms.formats.storage import StorageError, Store
+from tms.jobs import locations
+from tms.jobs.locations import Location, LocationError
+
+PROPERTIES_FILES = ("hoodie.properties", "hoodie.properties.backup")
+MAX_SHOWN = 3  # offending values named in a refusal
+MAX_VALUES = 1_000_000  # strings looked at per plan: a bound on a hostile plan's cost
+# fields whose values are paths or partition paths (Hudi's plan and commit-metadata models)
+PATH_FIELDS = frozenset({
+    "partitionPath", "partitionPaths", "partitionsToBeDeleted", "metadataPartitionPath",
+    "dataFilePath", "deltaFilePaths", "bootstrapFilePath", "filePath", "filesToBeDeleted",
+    "path", "tempPath", "baseFile", "logFiles", "prevBaseFile", "savepointedDataFiles",
+    "successDeleteFiles", "failedDeleteFiles", "deletePathPatterns"})
+# maps keyed by a path (a partition, a log file)
+PATH_KEYED_MAPS = frozenset({
+    "filesToBeDeletedPerPartition", "filePathsToBeDeletedPerPartition", "logBlocksToBeDeleted",
+    "partitionToWriteStats", "partitionToReplaceFileIds", "cdcStats", "partitionMetadata"})
+# maps whose keys are partitions, and whose values are then relative to them
+PARTITION_KEYED_MAPS = frozenset({"filesToBeDeletedPerPartition",
+                                  "filePathsToBeDeletedPerPartition"})
+# free-form maps: their values are not paths (schemas, checkpoints, numbers)
+OPAQUE_MAPS = frozenset({"extraMetadata", "metrics", "strategyParams"})
+_STRATEGY = "org.apache.hudi.client.clustering.run.strategy."
+# the compaction executors and clustering execution strategies Hudi ships (0.14 - 1.x)
+ALLOWED_CLASSES = frozenset({
+    "org.apache.hudi.table.action.compact.CompactionExecutionHelper",
+    "org.apache.hudi.table.action.compact.LogCompactionExecutionHelper",
+    _STRATEGY + "SparkSortAndSizeExecutionStrategy",
+    _STRATEGY + "SparkSingleFileSortExecutionStrategy",
+    _STRATEGY + "SparkConsistentBucketClusteringExecutionStrategy",
+    _STRATEGY + "SingleSparkJobConsistentHashingExecutionStrategy",
+    _STRATEGY + "SparkStreamCopyClusteringExecutionStrategy",
+    _STRATEGY + "SparkBinaryCopyClusteringExecutionStrategy",
+    _STRATEGY + "JavaSortAndSizeExecutionStrategy",
+})
+_ABSOLUTE_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:|/")
+
+
+def check_table(base: str, storage_options: Mapping[str, str] | None = None) -> int:
+    """Check every pending plan of the table at the checked base path ``base`` and of its
+    metadata table; returns how many plans were checked. PlanRefused (a ValueError, final)
+    names the first refused plan and its first offending values; StorageError and
+    TimelineError when the timeline cannot be read."""
+    where = locations.resolve(locations.parse(base, literal=True))
+    checked = 0
+    store, root = open_table(base, storage_options)
+    if not _is_table(store, root, base):
+        return 0  # Hudi cannot load a table here: its utility fails before any plan runs
+    tl_dir = locate_timeline(base, storage_options)[2]
+    dirs = [(tl_dir, where)]
+    mdt_base = f"{base.rstrip('/')}/.hoodie/metadata"
+    if _is_table(store, store.join(root, ".hoodie", "metadata"), mdt_base):
+        mdt = locations.resolve(locations.parse(mdt_base, literal=True))
+        if not mdt.is_under(where):  # a symlink to another table's metadata table
+            raise PlanRefused(f"the metadata table {mdt_base[:300]!r} resolves to "
+                              f"{str(mdt)[:300]!r}, outside the table")
+        dirs.append((locate_timeline(mdt_base, storage_options)[2], mdt))
+    for directory, table in dirs:
+        for plan in read_pending(store, directory):
+            found = problems(plan, table)
+            if found:
+                shown = "; ".join(found[:MAX_SHOWN])
+                more = f" (and {len(found) - MAX_SHOWN} more)" if len(found) > MAX_SHOWN else ""
+                raise PlanRefused(f"pending Hudi plan refused, {plan.label}: {shown}{more}; "
+                                  "no Hudi utility runs on this table until its owner rolls "
+                                  "the plan back or removes it")
+            checked += 1
+    return checked
+
+
+def _is_table(store: Store, root: str, base: str) -> bool:
+    """Whether Hudi would load a table at ``root``: a ``hoodie.properties`` (or its backup)
+    there; one that is not a regular file (Hudi would follow a symlink) is refused."""
+    props = [e for e in store.list_dir(store.join(root, ".hoodie"))
+             if e.name in PROPERTIES_FILES]
+    if props and not any(e.is_file for e in props):
+        raise PlanRefused(f"{base[:300]}/.hoodie/hoodie.properties is not a regular file")
+    return bool(props)
+
+
+def problems(plan: PendingPlan, table: Location) -> list[str]:
+    """What in ``plan`` lies outside ``table`` (its resolved base) or names a class Hudi does
+    not ship; empty when nothing does."""
+    out: list[str] = []
+    try:
+        _look(plan.record, str(table), table, out)
+    except PlanRefused as e:  # a value that cannot be read as Hudi would
+        out.append(str(e))
+    return out
+
+
+def _look(record: Any, base: str, table: Location, out: list[str]) -> None:
+    for kind, field, value, partition in _values(record):
+        if kind == "class":
+            if value and value not in ALLOWED_CLASSES:
+                out.append(f"{field} names class {value[:200]!r}, not one of Hudi's own "
+                           "strategy classes")
+            continue
+        if kind == "any" and not _ABSOLUTE_RE.match(value):
+            continue  # a value of no path field that is no absolute path either
+        why = path_problem(value, base, partition, table)
+        if why:
+            out.append(f"{field} {value[:200]!r} {why}")
+
+
+def path_problem(value: str, base: str, partition: str | None, table: Location) -> str | None:
+    """Why ``value`` (a path in a plan; relative ones to ``partition`` under ``base``) is
+    refused, or None when it resolves inside ``table``."""
+    if not value:
+        return None  # Hudi's "no partition" / "no bootstrap file"
+    if _ABSOLUTE_RE.match(value):
+        raw = value
+    else:
+        if any(seg in (".", "..") for seg in value.split("/")):
+            return "has a '.' or '..' segment"
+        parent = base  # as Hudi joins it: an absolute partition wins (checked on its own)
+        if partition and (_ABSOLUTE_RE.match(partition) or ".." not in partition.split("/")):
+            parent = partition if _ABSOLUTE_RE.match(partition) else f"{base}/{partition}"
+        raw = f"{parent}/{value}"
+    try:
+        where = locations.resolve(locations.parse(raw, literal=True))
+    except LocationError as e:
+        return f"is refused: {e}"
+    if not where.is_under(table):
+        return f"resolves to {str(where)[:300]!r}, outside the table at {str(table)[:300]!r}"
+    return None
+
+
+def _values(record: Any) -> Iterator[tuple[str, str, str, str | None]]:
+    """(kind: path / class / any, field name, value, the enclosing record's partitionPath) for
+    every string in ``record``; bytes are read as UTF-8 (Avro lets a writer's ``bytes`` fill a
+    reader's ``string``), and a value that is not UTF-8 is refused."""
+    count = 0
+    stack: list[tuple[Any, str, str | None, str]] = [(record, "", None, "")]
+    while stack:
+        node, field, partition, container = stack.pop()
+        count += 1
+        if count > MAX_VALUES:
+            raise PlanRefused(f"a plan with more than {MAX_VALUES} values is not checked")
+        if isinstance(node, bytes):
+            try:
+                node = node.decode("utf-8")
+            except UnicodeDecodeError:
+                raise PlanRefused(f"field {field} holds bytes that are not UTF-8") from None
+        if isinstance(node, str):
+            if field.lower().endswith("classname") or (
+                    container == "strategyParams" and field.endswith(".class")):
+                yield "class", field, node, partition
+            elif field in PATH_FIELDS or field == f"{container}[]":  # a path-keyed map's value
+                yield "path", field, node, partition
+            elif container not in OPAQUE_MAPS:
+                yield "any", field, node, partition
+        elif isinstance(node, dict):
+            own = node.get("partitionPath")
+            if isinstance(own, bytes):
+                own = own.decode("utf-8", errors="replace")
+            here = own if isinstance(own, str) else partition
+            for key, value in node.items():
+                if field in PATH_KEYED_MAPS and container != field:
+                    yield "path", f"{field} key", str(key), None
+                    inner = str(key) if field in PARTITION_KEYED_MAPS else here
+                    stack.append((value, f"{field}[]", inner, field))
+                elif field in OPAQUE_MAPS and container != field:
+                    stack.append((value, str(key), here, field))
+                else:
+                    stack.append((value, str(key), here, container))
+        elif isinstance(node, list):
+            for item in node:
+                stack.append((item, field, partition, container))
+
+
+__all__ = ["ALLOWED_CLASSES", "PlanRefused", "StorageError", "TimelineError", "check_table",
+           "path_problem", "problems"]
