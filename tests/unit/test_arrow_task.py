@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tms.jobs import arrow_eligibility, arrow_rewrite, arrow_task
+from tms.jobs import arrow_eligibility, arrow_spark, arrow_task
 
 COLUMNS = [(1, "id", "long", True), (2, "name", "string", False), (3, "ts", "timestamptz", False),
            (4, "day", "date", False), (5, "amount", "decimal(10, 2)", False),
@@ -58,10 +58,10 @@ def _task(tmp: Path, inputs: list[tuple[str, int, int, int]], out: str = "out/o.
 
 
 def test_rows_split_evenly_over_the_outputs() -> None:
-    parts = arrow_rewrite.split_rows([10, 10, 10], 2)
+    parts = arrow_spark.split_rows([10, 10, 10], 2)
     assert parts == [[(0, 0, 10), (1, 0, 5)], [(1, 5, 5), (2, 0, 10)]]
-    assert arrow_rewrite.split_rows([3], 5) == [[(0, 0, 1)], [(0, 1, 1)], [(0, 2, 1)]]
-    assert sum(t for p in arrow_rewrite.split_rows([7, 0, 9, 4], 3) for _, _, t in p) == 20
+    assert arrow_spark.split_rows([3], 5) == [[(0, 0, 1)], [(0, 1, 1)], [(0, 2, 1)]]
+    assert sum(t for p in arrow_spark.split_rows([7, 0, 9, 4], 3) for _, _, t in p) == 20
 
 
 def test_task_rewrites_slices_with_ids_types_and_codec(tmp_path: Path) -> None:
@@ -309,17 +309,17 @@ def test_s3_keys_travel_with_the_function_never_in_the_descriptors(tmp_path: Pat
     tasks = [_task(tmp_path, [("s3://lake/t/data/a.parquet", 0, 10, 10)])]
     sc = _FakeContext(threshold=1 << 20)
     spark = type("Spark", (), {"sparkContext": sc})()
-    assert arrow_rewrite.run_tasks(spark, tasks, s3) == [{"ran": True}]
+    assert arrow_spark.run_tasks(spark, tasks, s3) == [{"ran": True}]
     assert sc.data is not None and secret.encode() not in sc.data
     assert b"AKIDEXAMPLE" not in sc.data
     assert sc.func.keywords["s3"].secret_key == secret  # bound to the function, in memory
     assert secret not in repr(sc.func.keywords["s3"])  # and never shown
     # without S3 the plain function goes, with no keys at all
     sc2 = _FakeContext(threshold=1 << 20)
-    arrow_rewrite.run_tasks(type("Spark", (), {"sparkContext": sc2})(), tasks, None)
+    arrow_spark.run_tasks(type("Spark", (), {"sparkContext": sc2})(), tasks, None)
     assert sc2.func is arrow_task.run
     # a function PySpark would broadcast (through a file) is refused before anything runs
     small = _FakeContext(threshold=len(cloudpickle.dumps(sc.func)))
-    with pytest.raises(arrow_rewrite.SecretTooLarge, match="broadcast threshold"):
-        arrow_rewrite.run_tasks(type("Spark", (), {"sparkContext": small})(), tasks, s3)
+    with pytest.raises(arrow_spark.SecretTooLarge, match="broadcast threshold"):
+        arrow_spark.run_tasks(type("Spark", (), {"sparkContext": small})(), tasks, s3)
     assert small.data is None and small.func is None

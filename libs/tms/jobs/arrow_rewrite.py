@@ -11,7 +11,8 @@ row-wise Parquet writer). Here:
    runtime's own ``SparkExpressionConverter``;
 2. each group's rows are split evenly over ``expectedOutputFiles()`` Spark tasks (an RDD of
    descriptors, one per output file: two outputs, two tasks, both cores), which read and write
-   with pyarrow (``arrow_task``); output paths come from the table's ``LocationProvider``;
+   with pyarrow (``arrow_task``; the descriptors and the S3 keys' way to the tasks:
+   ``arrow_spark``); output paths come from the table's ``LocationProvider``;
 3. the driver builds each ``DataFile`` (metrics from ``ParquetUtil.fileMetrics`` with the
    table's ``MetricsConfig``, split offsets) and commits with Iceberg's
    ``RewriteDataFilesCommitManager`` from the starting snapshot (with its sequence number
@@ -36,7 +37,6 @@ import os
 import re
 import sys
 import time
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -48,6 +48,7 @@ try:
         arrow_eligibility,
         arrow_progress,
         arrow_s3,
+        arrow_spark,
         arrow_task,
         locations,
         table_guard,
@@ -59,6 +60,7 @@ except ImportError:  # shipped alone, next to its siblings
     import arrow_eligibility  # type: ignore[no-redef]
     import arrow_progress  # type: ignore[no-redef]
     import arrow_s3  # type: ignore[no-redef]
+    import arrow_spark  # type: ignore[no-redef]
     import arrow_task  # type: ignore[no-redef]
     import locations  # type: ignore[no-redef]
     import table_guard  # type: ignore[no-redef]
@@ -81,15 +83,6 @@ InputFile = arrow_eligibility.InputFile
 # commit as a concurrent writer at exactly that point. Unset in production.
 TEST_HOLD_ENV = "TMS_ARROW_TEST_HOLD_DIR"
 TEST_HOLD_MAX_S = 120
-# the share of PySpark's broadcast threshold a task function holding S3 keys may reach (the
-# pickle of a function is measured once here; Spark's own framing adds a little)
-IN_MEMORY_SHARE = 0.5
-
-
-class SecretTooLarge(Exception):
-    """The task's function, which carries the S3 keys, would be written to disk by PySpark."""
-
-
 @dataclass(frozen=True)
 class Attempt:
     """The procedure-shaped result when the arrow path ran, else why it did not;
@@ -149,113 +142,11 @@ def check_inputs(files: Sequence[Sequence[InputFile]], allowed: Sequence[str] | 
                     f"{e}") from None
 
 
-def split_rows(counts: Sequence[int], outputs: int) -> list[list[tuple[int, int, int]]]:
-    """The rows of files with ``counts`` rows, in order, split evenly into ``outputs`` parts:
-    each part a list of (file index, rows to skip, rows to take)."""
-    total, parts = sum(counts), []
-    outputs = max(1, min(outputs, total)) if total else 1
-    bounds = [total * k // outputs for k in range(outputs + 1)]
-    for lo, hi in zip(bounds, bounds[1:], strict=False):
-        part, start = [], 0
-        for i, n in enumerate(counts):
-            a, b = max(lo, start), min(hi, start + n)
-            if a < b:
-                part.append((i, a - start, b - a))
-            start += n
-        parts.append(part)
-    return parts
-
-
-def describe(handle: Any, groups: Sequence[Any], files: Sequence[Sequence[InputFile]],
-             fmt: Mapping[str, Any], allowed: Sequence[str] | None) -> list[dict[str, Any]]:
-    """One task descriptor per output file (plain data: it is pickled to the workers, through
-    a file PySpark writes, so it holds no secret; the S3 keys travel with the task's code,
-    ``run_tasks``)."""
-    cols, spec = arrow_eligibility.columns(handle), handle.spec()
-    provider, op = handle.locationProvider(), uuid.uuid4().hex
-    allow = list(allowed) if allowed is not None else [str(handle.location())]
-    tasks = []
-    for g, group in enumerate(groups):
-        inputs = files[g]
-        counts = [f.records for f in inputs]
-        partition = group.fileScanTasks().get(0).file().partition()
-        for k, part in enumerate(split_rows(counts, int(group.expectedOutputFiles()))):
-            name = f"{g:05d}-{k}-{op}-00001.parquet"
-            out = str(provider.newDataLocation(spec, partition, name) if spec.isPartitioned()
-                      else provider.newDataLocation(name))
-            try:
-                locations.check(out, allow, literal=True)
-            except locations.LocationError as e:
-                raise table_guard.LocationRefused(f"compaction refused: output {e}") from None
-            tasks.append({"group": g, "output": out, "allowed": allow, "columns": cols,
-                          "format": dict(fmt),
-                          "inputs": [(inputs[i].path, skip, take, counts[i])
-                                     for i, skip, take in part]})
-    return tasks
-
-
-def task_function(sc: Any, fn: Any, s3: arrow_s3.S3Options | None) -> Any:
-    """``fn`` with the S3 keys bound (``run_tasks``), refused (``SecretTooLarge``) when its
-    pickle is too large to travel in memory."""
-    import functools
-
-    from pyspark import cloudpickle
-
-    for module in (arrow_task, arrow_s3, locations):
-        cloudpickle.register_pickle_by_value(module)
-    if s3 is None:
-        return fn
-    func = functools.partial(fn, s3=s3)
-    limit = int(sc._jvm.PythonUtils.getBroadcastThreshold(sc._jsc))
-    size = len(cloudpickle.dumps(func))
-    if size >= limit * IN_MEMORY_SHARE:
-        raise SecretTooLarge(f"the arrow task's code ({size} bytes pickled) is too close to "
-                             f"PySpark's broadcast threshold ({limit} bytes), above which "
-                             f"it would be written to disk with the S3 keys")
-    return func
-
-
-def run_tasks(spark: Any, tasks: list[dict[str, Any]], s3: arrow_s3.S3Options | None = None,
-              what: str | None = None, fn: Any = None) -> list[dict[str, Any]]:
-    """The tasks as Spark tasks (one partition each), ``arrow_task.run`` unless ``fn`` says.
-    The task module travels by value, so a worker needs pyarrow, not TMS.
-
-    Where the S3 keys go: PySpark sends an RDD's data to the JVM through a temporary file
-    (``parallelize`` without IO encryption), which a driver killed at that moment leaves on
-    disk; the task's function goes in memory (Py4J, then the task's sockets) while its pickle
-    stays under the broadcast threshold, above which PySpark writes it to a file too. So the
-    descriptors hold no secret, the keys are bound to the function, and a function too large
-    to travel in memory is refused (``SecretTooLarge``) before anything runs."""
-    sc = spark.sparkContext
-    func = task_function(sc, fn or arrow_task.run, s3)
-    sc.setJobDescription(f"tms arrow rewrite: {what or f'{len(tasks)} output file(s)'}")
-    try:
-        return list(sc.parallelize(tasks, len(tasks)).map(func).collect())
-    finally:
-        sc.setJobDescription(None)
-
-
-def first_refusal(results: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
-    """A location refusal before any other (it refuses the whole compaction)."""
-    refused = sorted((r for r in results if "refused" in r),
-                     key=lambda r: r["refused"] != "location")
-    return refused[0] if refused else None
-
-
 def refusal(kind: str, reason: str) -> Attempt:
     """A task's refusal: the compaction refused (a location), or left to Spark's path."""
     if kind == "location":
         raise table_guard.LocationRefused(f"compaction refused: {reason}")
     return Attempt(None, reason)
-
-
-def remove_outputs(tasks: Sequence[Mapping[str, Any]], s3: arrow_s3.S3Options | None = None
-                   ) -> None:
-    """Delete what the tasks may have written (a name only this rewrite used), as a task
-    removes its own (``arrow_task.Store.remove``)."""
-    store = arrow_task.Store(s3)
-    for t in tasks:
-        store.remove(t["output"], t["allowed"])
 
 
 def hold_for_tests(table_name: str, environ: Mapping[str, str] = os.environ) -> None:
@@ -348,30 +239,30 @@ def on_arrow_path(spark: Any, handle: Any, table_name: str, options: Mapping[str
         if why is not None:
             return Attempt(None, why)
     assert codec is not None  # table_refusal refuses a table without one
-    tasks = describe(handle, groups, files, writer_format(props, codec, level), allowed)
+    tasks = arrow_spark.describe(handle, groups, files, writer_format(props, codec, level), allowed)
     clock.lap("eligibility_and_tasks")
     try:  # before any task runs: the same function travels with every group
         for fn in (arrow_task.run, arrow_task.probe):
-            task_function(spark.sparkContext, fn, s3)
-    except SecretTooLarge as e:
+            arrow_spark.task_function(spark.sparkContext, fn, s3)
+    except arrow_spark.SecretTooLarge as e:
         return Attempt(None, str(e))
     progress = arrow_progress.Progress.of(options)
     if progress.partial and len(groups) > 1:  # no group refused once another is committed
         try:
-            probed = run_tasks(spark, arrow_progress.probe_tasks(tasks), s3, "input check",
-                               arrow_task.probe)
+            probed = arrow_spark.run_tasks(spark, arrow_progress.probe_tasks(tasks), s3,
+                                           "input check", arrow_task.probe)
         except Exception as e:
             if arrow_progress.stops_all(e):
                 return Attempt(None, "pyarrow not importable in the Spark workers")
             raise
-        first = first_refusal(probed)
+        first = arrow_spark.first_refusal(probed)
         if first is not None:
             return refusal(str(first["refused"]), str(first["reason"]))
         clock.lap("input_check")
     work = arrow_progress.Groups(
         groups, [len(f) for f in files],
         lambda i: rewrite_group(spark, handle, groups, files, tasks, i, s3),
-        lambda i: remove_outputs([t for t in tasks if t["group"] == i], s3),
+        lambda i: arrow_spark.remove_outputs([t for t in tasks if t["group"] == i], s3),
         lambda: hold_for_tests(table_name))
     sequence = options.get("use-starting-sequence-number", "true") == "true"
     manager = arrow_commit.manager(jvm, handle, int(start.snapshotId()), sequence)
@@ -405,14 +296,14 @@ def rewrite_group(spark: Any, handle: Any, groups: Sequence[Any],
     group's outputs are deleted first."""
     mine = [dict(t) for t in tasks if t["group"] == index]
     try:
-        written = run_tasks(spark, mine, s3, f"file group {index + 1} of {len(groups)}, "
-                                             f"{len(mine)} output file(s)")
-        first = first_refusal(written)
+        written = arrow_spark.run_tasks(
+            spark, mine, s3, f"file group {index + 1} of {len(groups)}, {len(mine)} output file(s)")
+        first = arrow_spark.first_refusal(written)
         if first is not None:
             raise arrow_progress.GroupRefused(str(first["refused"]), str(first["reason"]))
         arrow_commit.build(spark.sparkContext._gateway, handle, groups[index], index,
                            sum(f.records for f in files[index]), written)
     except BaseException:
-        remove_outputs(mine, s3)
+        arrow_spark.remove_outputs(mine, s3)
         raise
     return written
