@@ -36,7 +36,8 @@ from bench.common.procs import scratch_dir  # noqa: E402
 
 CATALOG = "bench_compaction"
 MIB = 1024 * 1024
-PHASES = (("table_guard", "check_table"), ("manifest_prep", "consolidate"),
+PHASES = (("table_guard", "check_table"), ("read_guard", "check_current_files"),
+          ("manifest_prep", "consolidate"),
           ("manifest_prep", "sizes"), ("manifest_prep", "merge_in_driver"),
           ("write_format", "plan"), ("write_format", "written_codec"), ("outcome", "measure"),
           ("arrow_rewrite", "attempt"), ("outcome", "current_snapshot"))

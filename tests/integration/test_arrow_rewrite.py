@@ -457,6 +457,29 @@ def test_an_out_of_range_writer_property_fails_before_anything_is_written(
     assert sorted((local_path(table.location()) / "metadata").iterdir()) == metadata
 
 
+def test_a_policy_level_out_of_the_tables_codecs_range_fails_before_anything_is_written(
+        lake: Lake) -> None:
+    """The policy's compaction.compression-level is checked against zstd's range when it is
+    set (0-22); the table's codec is gzip, whose writer takes 1-9: refused, nothing written."""
+    table = lake.table("gzip_level", appends=3, partitioned=False)
+    with table.transaction() as tx:
+        tx.set_properties({"write.parquet.compression-codec": "gzip"})
+    table = table.refresh()
+    snapshot, before = table.current_snapshot(), checksum(table)
+    data_dir = local_path(table.location()) / "data"
+    on_disk = sorted(data_dir.rglob("*"))
+
+    failed = lake.run("gzip_level", {"min-input-files": "2", "compression-level": "15"},
+                      expect_ok=False)
+
+    assert failed["retryable"] is False
+    assert "compaction.compression-level" in str(failed["error"])
+    assert "codec gzip" in str(failed["error"]) and "from 1 to 9" in str(failed["error"])
+    table = table.refresh()
+    assert table.current_snapshot() == snapshot and checksum(table) == before
+    assert sorted(data_dir.rglob("*")) == on_disk
+
+
 def test_with_partial_progress_a_refused_input_sends_every_group_to_spark(lake: Lake) -> None:
     # partition a holds files of the old schema, b and c only new ones: the probe finds a's
     # before any group commits, so no group is committed on the arrow path

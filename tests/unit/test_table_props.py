@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tms.jobs import errors, iceberg_maintenance
+from tms.jobs import errors, iceberg_maintenance, table_props
 from tms.jobs.arrow_rewrite import writer_format
 from tms.jobs.table_props import JAVA_INT_MAX, JAVA_LONG_MAX, PropertyRefused, check, parse_int
 
@@ -96,3 +96,18 @@ def test_the_job_reports_it_as_not_retryable_with_a_hint() -> None:
     assert payload["ok"] is False and payload["retryable"] is False
     assert payload["error_class"] == errors.INVALID_TABLE_PROPERTY
     assert PAGE in payload["error"] and "fix or unset" in payload["hint"]
+
+
+@pytest.mark.parametrize("codec,level,ok", [
+    ("gzip", "9", True), ("gzip", "10", False), ("gzip", "0", False), ("GZIP", "15", False),
+    ("zstd", "22", True), ("zstd", "23", False), ("brotli", "11", True), ("brotli", "12", False),
+    ("snappy", "15", True),  # no level read for snappy
+    ("gzip", None, True), (None, "15", True), ("gzip", "９", False), ("gzip", "09", False)])
+def test_the_policys_level_must_fit_the_codec_the_rewrite_writes(codec: str | None,
+                                                                 level: str | None,
+                                                                 ok: bool) -> None:
+    if ok:
+        table_props.check_level(codec, level)
+    else:
+        with pytest.raises(table_props.PropertyRefused, match="compaction.compression-level"):
+            table_props.check_level(codec, level)

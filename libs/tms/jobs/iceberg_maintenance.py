@@ -704,6 +704,7 @@ def run_rewrite(spark: Any, spec: MaintenanceRequest, table: table_guard.Checked
     # the owner's writer properties, before anything is written (manifests included)
     table_props.check({str(k): str(v) for k, v in table.handle.properties().items()},
                       fmt.codec, deletes)
+    table_props.check_level(fmt.codec, fmt.level)  # the policy's level for the codec chosen
     manifests, _ = replanning(spark, spec, lambda: manifest_prep.consolidate(
         spark, _table_arg(spec), quote_ident(spec.catalog_name), table.handle,
         enabled=call.manifests_first))

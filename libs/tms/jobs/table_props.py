@@ -81,3 +81,17 @@ def check(props: Mapping[str, str], codec: str | None, deletes: bool = False
             out[key] = parse_int(key, props[key], *bounds)
     return out
 
+
+
+def check_level(codec: str | None, level: str | None) -> None:
+    """The level a rewrite will write with (the policy's ``compaction.compression-level``, else
+    the table's), within the chosen codec's range: the policy's key is checked against zstd's
+    range when it is set, before the codec is known (the table's may be gzip)."""
+    bounds = LEVELS.get((codec or "").lower())
+    if bounds is None or level is None:
+        return
+    if not _DIGITS_RE.fullmatch(level) or not bounds[0] <= int(level) <= bounds[1]:
+        raise PropertyRefused(
+            f"compression level {level[:40]!r} (the policy's compaction.compression-level or "
+            f"the table's write.parquet.compression-level) does not fit the codec {codec}: "
+            f"expected an integer from {bounds[0]} to {bounds[1]}")
