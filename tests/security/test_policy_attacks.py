@@ -159,6 +159,19 @@ def test_allowed_spark_keys_refuse_smuggled_values(api_process: ApiProcess) -> N
                  f"table.policy[{key}]")
 
 
+def test_a_level_its_codec_refuses_is_refused_when_set(api_process: ApiProcess) -> None:
+    """The schema takes 0-22 (zstd's range); set together with gzip, a level its
+    writer refuses is INVALID_ARGUMENT at once, in a policy or a trigger's parameters."""
+    for codec, level in (("gzip", "10"), ("gzip", "0"), ("gzip", "22")):
+        _refused(lambda c=codec, lv=level: register(api_process, "lvl", policy={
+            "compaction.compression-codec": c, "compaction.compression-level": lv}),
+            "table.policy[compaction.compression-level]")
+    register(api_process, "lvl_ok", policy={"compaction.compression-codec": "gzip",
+                                            "compaction.compression-level": "9"}, create=True)
+    _refused(lambda: _trigger(api_process.stub, "lvl_ok", "compaction", {
+        "compression-codec": "gzip", "compression-level": "15"}), "params[compression-level]")
+
+
 def test_update_refuses_what_registration_refuses(api_process: ApiProcess) -> None:
     stub = api_process.stub
     register(api_process, "upd", policy={"spark.conf.spark.sql.shuffle.partitions": "64",

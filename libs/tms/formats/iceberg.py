@@ -35,7 +35,7 @@ from tms.formats.base import (
 )
 from tms.formats.iceberg_discovery import list_tables
 from tms.formats.iceberg_params import PARAMS
-from tms.formats.iceberg_policy import RULES, K, Measured, write_codec
+from tms.formats.iceberg_policy import RULES, K, Measured, level_problems, write_codec
 from tms.formats.iceberg_unchanged import (
     MAX_UNCHANGED_ENTRIES,
     VALID_UNTIL,
@@ -89,10 +89,18 @@ class IcebergFormat(TableFormatPlugin):
                              "required for iceberg: letters, digits, _ - (max 128)"))
         return problems
 
+    def check_policy(self, policy: Mapping[str, str], field: str = "table.policy"
+                     ) -> list[tuple[str, str]]:
+        """The schema's checks, then a codec and level set together that its writer refuses."""
+        return super().check_policy(policy, field) or level_problems(
+            policy.get("compaction.compression-codec"), policy.get("compaction.compression-level"),
+            f"{field}[compaction.compression-level]", "compaction.compression-codec")
+
     def check_params(self, action: str, params: Mapping[str, str], field: str = "params"
                      ) -> list[tuple[str, str]]:
         """The schema's checks, then the structure of a ``partitions`` parameter (JSON whose
-        every value is typed and bounded: tms.jobs.partition_filter)."""
+        every value is typed and bounded: tms.jobs.partition_filter) and a codec and level
+        its writer refuses."""
         problems = super().check_params(action, params, field)
         raw = params.get(partition_filter.PARAM)
         if raw is not None and not problems and partition_filter.PARAM in self.action_params.get(
@@ -101,7 +109,9 @@ class IcebergFormat(TableFormatPlugin):
                 partition_filter.parse_partitions(raw)
             except partition_filter.PartitionFilterError as e:
                 problems.append((f"{field}[{partition_filter.PARAM}]", str(e)))
-        return problems
+        return problems or level_problems(
+            params.get("compression-codec"), params.get("compression-level"),
+            f"{field}[compression-level]", "compression-codec")
 
     # catalog --------------------------------------------------------------------------------
     @staticmethod

@@ -18,7 +18,7 @@ from typing import Any
 
 from tms.domain import Decision, Operation
 from tms.formats import iceberg_deletes, iceberg_plan, iceberg_tiers
-from tms.jobs import write_format
+from tms.jobs import table_props, write_format
 from tms.policy_types import Kind, PolicyKey, boolean, by_key, choice, decimal, integer, text
 
 KIB = 1024
@@ -166,6 +166,20 @@ def write_codec(pol: Mapping[str, str], props: Mapping[str, str]) -> str:
     if prop:
         return f"{prop.lower()} (table property {write_format.DATA_CODEC})"
     return "the data files' own (read from their Parquet footers when a rewrite runs)"
+
+
+def level_problems(codec: str | None, level: str | None, field: str, codec_key: str
+                   ) -> list[tuple[str, str]]:
+    """A codec and a level set together (a policy, a trigger's parameters) that its writer
+    does not take (gzip 1-9, brotli 0-11): refused when set, not when the rewrite runs (the
+    job checks the level against the codec it chose too, for a codec not named here)."""
+    bounds = table_props.LEVELS.get((codec or "").lower())
+    if bounds is None or level is None or not level.isascii() or not level.isdigit():
+        return []  # a malformed level is the schema's to refuse
+    if bounds[0] <= int(level) <= bounds[1]:
+        return []
+    return [(field, f"{level} does not fit {codec_key} {codec}: expected {bounds[0]} to "
+                    f"{bounds[1]}")]
 
 
 def _too_soon(action: str, key: str, pol: Mapping[str, str], last: Operation | None,
