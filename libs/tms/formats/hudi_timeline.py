@@ -235,6 +235,12 @@ class Timeline:
         return self.store.join(self.path, name)
 
 
+def scan_instants(store: Store, tl_dir: str) -> tuple[Instant, ...]:
+    """Every instant in the timeline directory ``tl_dir``, oldest first, its state from its
+    file names (TimelineError when the directory cannot be listed)."""
+    return _scan(store, tl_dir)
+
+
 def _scan(store: Store, tl_dir: str) -> tuple[Instant, ...]:
     try:
         names = [e.name for e in store.list_dir(tl_dir) if e.is_file]
