@@ -389,13 +389,31 @@ def test_a_marker_type_file_of_garbage_and_too_many_markers(
 
 
 def test_a_symlinked_timeline_is_refused_not_retried(lake: dict[str, Path]) -> None:
-    """A ``.hoodie/timeline`` linked into another table: final (Hudi would follow it)."""
+    """A ``.hoodie/timeline`` linked into another table: final (Hudi would follow it), in the
+    guard and in the job's build."""
+    from tests.unit.fakes import make_access
+
     base = table_of(lake, V8_MOR)
     other = table_of(lake, V9_COW)
     tl = base / ".hoodie" / "timeline"
     shutil_rmtree(tl)
     tl.symlink_to(other / ".hoodie" / "timeline", target_is_directory=True)
     refused(base, "symlink")
+    table = make_table(format="hudi", base_path=str(base), table_name="t")
+    access = replace(make_access(str(lake["lake"])), properties={
+        f"hudi.writer.{k}": v for k, v in WRITER.items()})
+    with pytest.raises(ValueError, match="symlink"):
+        HudiFormat().build_job(table, access, make_op(action="clean"))
+
+
+def test_a_marker_file_named_as_a_data_file_is_read_both_ways(lake: dict[str, Path]) -> None:
+    """A top-level ``MARKERS...`` file is read for its lines and, when named like a marker,
+    as the direct marker Hudi's direct listing takes it for."""
+    base = table_of(lake, V9_COW)
+    pending_write(base)
+    (base / "MARKERSx.parquet").symlink_to(lake["secret"])
+    direct_marker(base, "MARKERSx.parquet.marker.APPEND")
+    refused(base, LATER, "direct marker 'MARKERSx.parquet.marker.APPEND'", str(lake["secret"]))
 
 
 def test_a_write_stat_path_is_relative_to_the_base_path(lake: dict[str, Path]) -> None:

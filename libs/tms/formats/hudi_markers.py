@@ -141,6 +141,8 @@ def read_markers(store: Store, marker_dir: str, budget: Budget) -> list[tuple[st
                 lines = _lines(data, e.name)
                 budget.spend(entries=len(lines))
                 out += [(e.name, line) for line in lines if line]
+                if MARKER_EXTN in e.name:  # Hudi's direct listing reads it as a marker too
+                    out.append(("direct", child))
             else:
                 out.append(("direct", child))
     return out
