@@ -419,17 +419,60 @@ def test_a_marker_file_named_as_a_data_file_is_read_both_ways(lake: dict[str, Pa
 def test_a_write_stat_path_is_relative_to_the_base_path(lake: dict[str, Path]) -> None:
     """Hudi joins a write stat's ``path`` to the base path (it holds the partition): a file
     linked out is found there, not under the partition twice."""
+    from tms.formats.hudi_plan_guard import problems
+    from tms.formats.hudi_plans import PendingPlan
+
     base = table_of(lake, V6_COW)
     meta = json.loads(real_inflight(V6_COW, r"\d+\.inflight"))
     (partition, stats), *_ = meta["partitionToWriteStats"].items()
     (base / partition / "evil.parquet").symlink_to(lake["secret"])
     stats[0]["partitionPath"] = partition
-    stats[0]["path"] = f"{partition}/mine.parquet"
-    pending_write(base, metadata=json.dumps(meta).encode())
-    check_table(str(base))
-    stats[0]["path"] = f"{partition}/evil.parquet"
-    pending_write(base, metadata=json.dumps(meta).encode())
-    refused(base, "evil.parquet", str(lake["secret"]))
+
+    def found(path: str) -> list[str]:
+        stats[0]["path"] = path
+        return problems(PendingPlan(LATER, "commit", "inflight", f"{LATER}.inflight",
+                                    "HoodieCommitMetadata", meta), resolve(parse(str(base))))
+
+    assert found(f"{partition}/mine.parquet") == []
+    (why,) = found(f"{partition}/evil.parquet")
+    assert "evil.parquet" in why and str(lake["secret"]) in why
+
+
+def test_a_failed_write_without_markers_and_a_linked_partition(lake: dict[str, Path]) -> None:
+    """No markers: Hudi lists the partitions (following links) and deletes the files named by
+    the failed instant's time, which the writer chose to be the other tenant's."""
+    base = table_of(lake, V8_MOR)
+    victim = lake["secret"].parent / f"f1-0_0-1-1_{LATER}.parquet"
+    victim.write_bytes(b"the other tenant's data")
+    (victim.parent / ".hoodie_partition_metadata").write_bytes(b"")
+    pending_write(base, "deltacommit")
+    check_table(str(base))  # nothing linked: the listing stays in the table
+    (base / "city=elsewhere").symlink_to(lake["secret"].parent, target_is_directory=True)
+    refused(base, f"{LATER} deltacommit", "'city=elsewhere'", "listing-based rollback")
+    (base / "city=elsewhere").unlink()
+    (base / "city=chennai" / f".f1-0_{LATER}.log.1_0-1-1").symlink_to(victim)  # a log file
+    refused(base, f"city=chennai/.f1-0_{LATER}.log.1_0-1-1")
+    (base / "city=chennai" / f".f1-0_{LATER}.log.1_0-1-1").unlink()
+    (base / "a" / "b").mkdir(parents=True)  # deeper than partitions, as Hudi's walk goes
+    (base / "a" / "b" / "c").symlink_to(lake["secret"].parent, target_is_directory=True)
+    refused(base, "'a/b/c'")
+    assert victim.read_bytes() == lake["secret"].read_bytes() == b"the other tenant's data"
+
+
+def test_the_tree_walk_is_bounded(tmp_path: Path) -> None:
+    from tms.formats import hudi_tree
+
+    (tmp_path / ".hoodie" / "x").mkdir(parents=True)
+    (tmp_path / ".hoodie" / "link").symlink_to(tmp_path)  # Hudi's walk skips .hoodie
+    for i in range(5):
+        (tmp_path / f"f{i}").write_bytes(b"")
+    assert hudi_tree.links(LocalStore(), str(tmp_path)) == []
+    with pytest.raises(PlanRefused, match="more than 3 files"):
+        hudi_tree.links(LocalStore(), str(tmp_path), max_entries=3)
+    deep = tmp_path / "/".join(["d"] * (hudi_tree.MAX_TREE_DEPTH + 1))
+    deep.mkdir(parents=True)
+    with pytest.raises(PlanRefused, match="nested deeper"):
+        hudi_tree.links(LocalStore(), str(tmp_path))
 
 
 # the local store: never through a symlink --------------------------------------------------------

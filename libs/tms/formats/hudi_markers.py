@@ -19,7 +19,9 @@ writers, who are not trusted, so for every pending instant of those actions TMS 
   ``Path(base, child)`` joins it (an absolute path or another bucket wins);
 - the instant's ``.requested`` / ``.inflight`` files: commit metadata as JSON (table version 6)
   or Avro (8 and 9), every path in it checked as :mod:`tms.formats.hudi_plan_guard` checks a
-  plan (write-stat paths are relative to the base path).
+  plan (write-stat paths are relative to the base path);
+- for a local table, its whole tree: no symlink Hudi's partition listing would follow
+  (:mod:`tms.formats.hudi_tree`).
 
 Every path must resolve inside the table by the one location normaliser (local paths with
 every symlink followed). The marker directory is walked without following a symlink (Hudi's
@@ -33,10 +35,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from tms.formats import hudi_tree
 from tms.formats.hudi_plan_guard import MAX_SHOWN, path_problem, problems
 from tms.formats.hudi_plans import AVRO_MAGIC, MAX_PLAN_BYTES, PendingPlan, PlanRefused, decode
 from tms.formats.hudi_timeline import State, scan_instants
-from tms.formats.storage import Entry, Store, SymlinkRefused
+from tms.formats.storage import Entry, LocalStore, Store, SymlinkRefused
 from tms.jobs.locations import Location
 
 TEMP_DIR = ".temp"  # HoodieTableMetaClient.TEMPFOLDER_NAME, under .hoodie
@@ -87,6 +90,7 @@ def check_writes(store: Store, root: str, timeline_dir: str, table: Location) ->
                           "symlink Hudi would follow to roll back and delete markers)")
     budget = Budget(MAX_MARKER_ENTRIES, MAX_MARKER_BYTES)  # read now: tests lower them
     checked = 0
+    tree_checked = False
     files = {e.name: e for e in store.list_dir(timeline_dir)}
     for instant in scan_instants(store, timeline_dir):
         if instant.state is State.COMPLETED or instant.action not in ROLLED_BACK_ACTIONS:
@@ -94,6 +98,11 @@ def check_writes(store: Store, root: str, timeline_dir: str, table: Location) ->
         label = f"{instant.time} {instant.action} ({instant.state.value.lower()})"
         found: list[str] = []
         try:
+            if not tree_checked and isinstance(store, LocalStore):
+                tree_checked = True  # once per table: Hudi's listing rollback walks it all
+                found += [f"{link[:200]!r} is not a regular file or directory (a symlink "
+                          "Hudi's listing-based rollback would follow)"
+                          for link in hudi_tree.links(store, root)]
             markers = read_markers(store, store.join(temp, instant.time), budget)
             for source, marker in markers:
                 found += marker_problems(source, marker, table)
