@@ -259,6 +259,12 @@ def plant_oversized_markers(lake: dict[str, Path], base: Path) -> str:
     return f"more than {MAX_MARKER_BYTES} bytes"
 
 
+def plant_linked_partition_no_markers(lake: dict[str, Path], base: Path) -> str:
+    pending_write(base)
+    (base / "part=elsewhere").symlink_to(lake["secret"].parent, target_is_directory=True)
+    return "'part=elsewhere'"
+
+
 def shutil_rmtree(path: Path) -> None:
     import shutil
 
@@ -280,6 +286,7 @@ ATTACKS: dict[str, tuple[str, Callable[[dict[str, Path], Path], str]]] = {
     "v9_avro": (V9_COW, plant_v9_avro),
     "garbage_markers": (V8_MOR, plant_garbage_markers),
     "oversized_markers": (V9_COW, plant_oversized_markers),
+    "linked_partition_no_markers": (V6_COW, plant_linked_partition_no_markers),
 }
 
 

@@ -145,8 +145,10 @@ def read_markers(store: Store, marker_dir: str, budget: Budget) -> list[tuple[st
             elif not rel and e.name == MARKER_TYPE_FILE:
                 _check_type_file(store, store.join(directory, e.name), e.size)
             elif not rel and e.name.startswith(MARKERS_PREFIX):
-                budget.spend(size=e.size)
-                data = store.read(store.join(directory, e.name), e.size)
+                budget.spend(size=e.size)  # refused from its listed size, unread
+                left = budget.max_bytes - budget.bytes + e.size  # it may have grown since
+                data = store.read(store.join(directory, e.name), left)
+                budget.spend(size=len(data) - e.size)
                 lines = _lines(data, e.name)
                 budget.spend(entries=len(lines))
                 out += [(e.name, line) for line in lines if line]
