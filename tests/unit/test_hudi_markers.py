@@ -423,6 +423,19 @@ def test_a_marker_file_named_as_a_data_file_is_read_both_ways(lake: dict[str, Pa
     refused(base, LATER, "direct marker 'MARKERSx.parquet.marker.APPEND'", str(lake["secret"]))
 
 
+def test_an_instant_file_that_is_a_symlink_is_refused(lake: dict[str, Path]) -> None:
+    """TMS's timeline reader counts regular files only; Hudi would take a linked instant file
+    as a pending write and roll it back with the markers planted for it."""
+    base = table_of(lake, V9_COW)
+    (tl, _), *_ = timelines(base)
+    elsewhere = lake["secret"].parent / "empty"
+    elsewhere.write_bytes(b"")
+    (tl / f"{LATER}.commit.requested").symlink_to(elsewhere)
+    ts_markers(base, f"{lake['secret']}.marker.CREATE")
+    refused(base, f"timeline entry '{LATER}.commit.requested'", "symlink")
+    assert lake["secret"].read_bytes() == b"the other tenant's data"
+
+
 def test_a_write_stat_path_is_relative_to_the_base_path(lake: dict[str, Path]) -> None:
     """Hudi joins a write stat's ``path`` to the base path (it holds the partition): a file
     linked out is found there, not under the partition twice."""

@@ -92,6 +92,10 @@ def check_writes(store: Store, root: str, timeline_dir: str, table: Location) ->
     checked = 0
     tree_checked = False
     files = {e.name: e for e in store.list_dir(timeline_dir)}
+    odd = sorted(n for n, e in files.items() if not e.is_file and not e.is_dir)
+    if odd:  # TMS's timeline reader skips these; Hudi would follow one as an instant
+        raise PlanRefused(f"timeline entry {odd[0][:200]!r} is not a regular file or "
+                          "directory (a symlink Hudi would read as an instant to roll back)")
     for instant in scan_instants(store, timeline_dir):
         if instant.state is State.COMPLETED or instant.action not in ROLLED_BACK_ACTIONS:
             continue
