@@ -179,7 +179,7 @@ def plant_direct_through_partition_link(lake: dict[str, Path], base: Path) -> st
     pending_write(base)
     (base / "city=elsewhere").symlink_to(lake["secret"].parent, target_is_directory=True)
     direct_marker(base, "city=elsewhere/secret.parquet.marker.CREATE")
-    return str(lake["secret"])
+    return "'city=elsewhere'"  # the tree's link is found first; the marker resolves out too
 
 
 def plant_direct_link_in_markers(lake: dict[str, Path], base: Path) -> str:
@@ -203,7 +203,7 @@ def plant_linked_instant_dir(lake: dict[str, Path], base: Path) -> str:
     pending_write(base)
     temp(base).parent.mkdir(parents=True, exist_ok=True)
     temp(base).symlink_to(lake["secret"].parent, target_is_directory=True)
-    return "is a symlink"
+    return f".temp entry '{LATER}' is not a regular file or directory"
 
 
 def plant_v6_json(lake: dict[str, Path], base: Path) -> str:
@@ -296,7 +296,7 @@ def test_a_failed_write_reaching_out_is_refused(lake: dict[str, Path], attack: s
     base = table_of(lake, zip_name)
     check_table(str(base))  # the copy as shipped passes
     words = plant(lake, base)
-    if attack == "linked_temp":  # refused for the table, whatever instant is pending
+    if attack in ("linked_temp", "linked_instant_dir"):  # refused for the table as a whole
         refused(base, words)
     else:
         refused(base, "failed Hudi write refused", LATER, words)
@@ -417,10 +417,11 @@ def test_a_marker_file_named_as_a_data_file_is_read_both_ways(lake: dict[str, Pa
     """A top-level ``MARKERS...`` file is read for its lines and, when named like a marker,
     as the direct marker Hudi's direct listing takes it for."""
     base = table_of(lake, V9_COW)
-    pending_write(base)
-    (base / "MARKERSx.parquet").symlink_to(lake["secret"])
     direct_marker(base, "MARKERSx.parquet.marker.APPEND")
-    refused(base, LATER, "direct marker 'MARKERSx.parquet.marker.APPEND'", str(lake["secret"]))
+    (temp(base) / "MARKERSx.parquet.marker.APPEND").write_text("p/a.parquet.marker.CREATE\n")
+    read = hudi_markers.read_markers(LocalStore(), str(temp(base)), hudi_markers.Budget())
+    assert sorted(read) == [("MARKERSx.parquet.marker.APPEND", "p/a.parquet.marker.CREATE"),
+                            ("direct", "MARKERSx.parquet.marker.APPEND")]
 
 
 def test_an_instant_file_that_is_a_symlink_is_refused(lake: dict[str, Path]) -> None:
@@ -456,6 +457,31 @@ def test_a_write_stat_path_is_relative_to_the_base_path(lake: dict[str, Path]) -
     assert found(f"{partition}/mine.parquet") == []
     (why,) = found(f"{partition}/evil.parquet")
     assert "evil.parquet" in why and str(lake["secret"]) in why
+
+
+def test_a_marker_through_a_linked_directory_resolves_out(lake: dict[str, Path]) -> None:
+    base = table_of(lake, V8_MOR)
+    (base / "city=elsewhere").symlink_to(lake["secret"].parent, target_is_directory=True)
+    where = resolve(parse(str(base)))
+    assert hudi_markers.marker_problems("direct", "city=chennai/a.parquet.marker.CREATE",
+                                        where) == []
+    (why,) = hudi_markers.marker_problems(
+        "MARKERS0", "city=elsewhere/secret.parquet.marker.CREATE", where)
+    assert "marker in MARKERS0" in why and str(lake["secret"]) in why
+
+
+def test_markers_and_metadata_of_writes_the_reader_does_not_count(lake: dict[str, Path]) -> None:
+    """Hudi 0.x takes any instant time: a write named ``1`` (TMS's reader wants 14 digits)
+    and a marker directory of no instant at all are checked too."""
+    base = table_of(lake, V6_COW)
+    (tl, _), *_ = timelines(base)
+    ts_markers(base, f"{lake['secret']}.marker.CREATE", instant="1")
+    refused(base, "1 (a write's markers or metadata)", str(lake["secret"]))
+    shutil_rmtree(temp(base, "1"))
+    meta = json.loads(real_inflight(V6_COW, r"\d+\.inflight"))
+    meta["partitionToWriteStats"] = {"../../b/other_table/part": []}
+    (tl / "1.inflight").write_text(json.dumps(meta))
+    refused(base, "1.inflight", "partitionToWriteStats key")
 
 
 def test_a_failed_write_without_markers_and_a_linked_partition(lake: dict[str, Path]) -> None:

@@ -8,7 +8,9 @@ delete (or, for log files, to append rollback blocks to) from the instant's *mar
 marker directory exists (``MarkerBasedRollbackStrategy``), else from a listing of the
 partitions and the instant's commit metadata (``ListingBasedRollbackStrategy``:
 ``partitionToWriteStats`` keys and each write stat's ``path``). Both are written by the table's
-writers, who are not trusted, so for every pending instant of those actions TMS reads:
+writers, who are not trusted, so for every pending instant of those actions (and, to be
+safe, every marker directory and every not completed requested / inflight file of a commit
+action, whatever its instant's name) TMS reads:
 
 - the marker directory ``.hoodie/.temp/<instant>``: a ``MARKERS.type`` file holding
   ``TIMELINE_SERVER_BASED`` makes Hudi read the ``MARKERS<n>`` files there (one marker per
@@ -33,6 +35,7 @@ refusal, as is a file that is no marker Hudi writes or is not UTF-8.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 from tms.formats import hudi_tree
@@ -57,6 +60,8 @@ ROLLED_BACK_ACTIONS = frozenset({"commit", "deltacommit", "replacecommit", "comp
                                  "logcompaction", "clustering"})
 # of those, the ones whose requested / inflight files hold commit metadata, not a plan
 COMMIT_METADATA_ACTIONS = frozenset({"commit", "deltacommit", "replacecommit"})
+# a requested / inflight file as Hudi 0.x names it (any instant time; ``<t>.inflight``: commit)
+_LOOSE_PENDING = re.compile(r"([^.]+)\.(?:([a-z]+)\.)?(requested|inflight)")
 
 
 @dataclass
@@ -89,32 +94,28 @@ def check_writes(store: Store, root: str, timeline_dir: str, table: Location) ->
         raise PlanRefused(f"{str(table)[:300]}/.hoodie/{TEMP_DIR} is not a directory (a "
                           "symlink Hudi would follow to roll back and delete markers)")
     budget = Budget(MAX_MARKER_ENTRIES, MAX_MARKER_BYTES)  # read now: tests lower them
-    checked = 0
-    tree_checked = False
     files = {e.name: e for e in store.list_dir(timeline_dir)}
     odd = sorted(n for n, e in files.items() if not e.is_file and not e.is_dir)
     if odd:  # TMS's timeline reader skips these; Hudi would follow one as an instant
         raise PlanRefused(f"timeline entry {odd[0][:200]!r} is not a regular file or "
                           "directory (a symlink Hudi would read as an instant to roll back)")
-    for instant in scan_instants(store, timeline_dir):
-        if instant.state is State.COMPLETED or instant.action not in ROLLED_BACK_ACTIONS:
-            continue
-        label = f"{instant.time} {instant.action} ({instant.state.value.lower()})"
+    subjects = _subjects(store, timeline_dir, temp, files)
+    checked = 0
+    if subjects and isinstance(store, LocalStore):  # Hudi's listing rollback walks it all
+        links = hudi_tree.links(store, root)
+        if links:
+            raise PlanRefused(f"failed Hudi write refused, {subjects[0][1]}: {links[0][:200]!r} "
+                              "is not a regular file or directory (a symlink Hudi's "
+                              "listing-based rollback would follow)")
+    for time, label, metadata in subjects:
         found: list[str] = []
         try:
-            if not tree_checked and isinstance(store, LocalStore):
-                tree_checked = True  # once per table: Hudi's listing rollback walks it all
-                found += [f"{link[:200]!r} is not a regular file or directory (a symlink "
-                          "Hudi's listing-based rollback would follow)"
-                          for link in hudi_tree.links(store, root)]
-            markers = read_markers(store, store.join(temp, instant.time), budget)
+            markers = read_markers(store, store.join(temp, time), budget)
             for source, marker in markers:
                 found += marker_problems(source, marker, table)
             checked += len(markers)
-            if instant.action in COMMIT_METADATA_ACTIONS:
-                for name in _metadata_files(instant.time, instant.action, set(files)):
-                    found += _metadata_problems(store, timeline_dir, files[name], instant.time,
-                                                instant.action, table)
+            for name in metadata:
+                found += _metadata_problems(store, timeline_dir, files[name], time, table)
         except (SymlinkRefused, PlanRefused) as e:
             found.append(str(e))
         if found:
@@ -196,17 +197,33 @@ def _lines(data: bytes, name: str) -> list[str]:
     return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
-def _metadata_files(instant: str, action: str, names: set[str]) -> list[str]:
-    """The instant's requested and inflight files that hold (or may hold) commit metadata:
-    ``<t>.inflight`` is a commit's inflight file."""
-    wanted = [f"{instant}.{action}.requested", f"{instant}.{action}.inflight"]
-    if action == "commit":
-        wanted.append(f"{instant}.inflight")
-    return [n for n in wanted if n in names]
+def _subjects(store: Store, timeline_dir: str, temp: str, files: dict[str, Entry]
+              ) -> list[tuple[str, str, list[str]]]:
+    """(instant time, label, its commit-metadata files) of everything Hudi could roll back:
+    every pending instant of ROLLED_BACK_ACTIONS by TMS's timeline reader; every requested or
+    inflight file of a commit action whose instant that reader does not find completed (named
+    loosely: Hudi 0.x takes any instant time); every directory in ``.hoodie/.temp``."""
+    instants = scan_instants(store, timeline_dir)
+    done = {i.time for i in instants if i.state is State.COMPLETED}
+    labels = {i.time: f"{i.time} {i.action} ({i.state.value.lower()})" for i in instants
+              if i.state is not State.COMPLETED and i.action in ROLLED_BACK_ACTIONS}
+    metadata: dict[str, list[str]] = {}
+    for name in sorted(files):
+        m = _LOOSE_PENDING.fullmatch(name)
+        if m and (m[2] or "commit") in COMMIT_METADATA_ACTIONS and m[1] not in done:
+            metadata.setdefault(m[1], []).append(name)
+    temp_entries = store.list_dir(temp)
+    odd = sorted(e.name for e in temp_entries if not e.is_file and not e.is_dir)
+    if odd:
+        raise PlanRefused(f"{TEMP_DIR} entry {odd[0][:200]!r} is not a regular file or "
+                          "directory (a symlink Hudi would follow to its markers)")
+    times = labels.keys() | metadata.keys() | {e.name for e in temp_entries if e.is_dir}
+    return [(t, labels.get(t, f"{t} (a write's markers or metadata)"), metadata.get(t, []))
+            for t in sorted(times)]
 
 
 def _metadata_problems(store: Store, timeline_dir: str, entry: Entry, instant: str,
-                       action: str, table: Location) -> list[str]:
+                       table: Location) -> list[str]:
     """What the commit metadata in the timeline file ``entry`` names outside ``table``."""
     name = entry.name
     if not entry.is_file:
@@ -228,7 +245,7 @@ def _metadata_problems(store: Store, timeline_dir: str, entry: Entry, instant: s
         schema_name = "HoodieCommitMetadata (JSON)"
     state = "inflight" if name.endswith("inflight") else "requested"
     return [f"{name}: {p}" for p in problems(
-        PendingPlan(instant, action, state, name, schema_name, record), table)]
+        PendingPlan(instant, "commit", state, name, schema_name, record), table)]
 
 
 __all__ = ["MAX_MARKER_BYTES", "MAX_MARKER_ENTRIES", "Budget", "check_writes",
