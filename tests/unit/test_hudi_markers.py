@@ -247,7 +247,7 @@ def plant_v9_avro(lake: dict[str, Path], base: Path) -> str:
 def plant_garbage_markers(lake: dict[str, Path], base: Path) -> str:
     pending_write(base)
     ts_markers(base, "city=chennai/mine.parquet.marker.CREATE")
-    (temp(base) / "MARKERS1").write_bytes(b"\xff\xfe not UTF-8")
+    (temp(base) / "MARKERS1").write_bytes(b"\xff\xfe not UTF-8\n")
     return "not UTF-8"
 
 
@@ -380,6 +380,27 @@ def test_markers_hudi_would_not_read_as_written(lake: dict[str, Path], content: 
     ts_markers(base)
     (temp(base) / "MARKERS0").write_bytes(content)
     refused(base, LATER, words)
+
+
+@pytest.mark.parametrize("content,words", [
+    (b"p/a.parquet.marker.CREATE\np/b.parq", None),  # cut mid-write: not a marker yet
+    ("p/a.parquet.marker.CREATE\np/\u00e9".encode()[:-1], None),  # cut mid-character
+    (b"p/a.parquet.marker.CREATE\n../../b/other_table/x.parquet.marker.CREATE", "'..'"),
+    (b"p/a.parquet.marker.CREATE\n/abs/x\xff.parquet.marker.MERGE", "outside the table"),
+])
+def test_a_markers_file_being_written(lake: dict[str, Path], content: bytes,
+                                      words: str | None) -> None:
+    """A last line without its newline may be mid-write: kept when it reads as a marker
+    (checked), dropped when it does not (Hudi would fail on it, deleting nothing)."""
+    base = table_of(lake, V9_COW)
+    pending_write(base)
+    ts_markers(base)
+    (temp(base) / "MARKERS0").write_bytes(content)
+    (temp(base) / "MARKERS.type").write_text("TIMELINE_SERV")  # being written too
+    if words is None:
+        check_table(str(base))
+    else:
+        refused(base, LATER, words)
 
 
 def test_a_marker_type_file_of_garbage_and_too_many_markers(

@@ -169,7 +169,7 @@ def marker_problems(source: str, marker: str, table: Location) -> list[str]:
     refused, as Hudi's rollback would join it to the base path; empty when it stays inside."""
     where = "direct marker" if source == "direct" else f"marker in {source}"
     cut = marker.find(MARKER_EXTN)  # WriteMarkers.stripMarkerSuffix: up to the first .marker
-    if cut <= 0 or marker.rsplit(".", 1)[-1] not in IO_TYPES:
+    if not _is_marker(marker):
         return [f"{where} {marker[:200]!r} is not a <file>{MARKER_EXTN}.<CREATE|MERGE|APPEND> "
                 "marker"]
     why = path_problem(marker[:cut], str(table), None, table)
@@ -179,22 +179,32 @@ def marker_problems(source: str, marker: str, table: Location) -> list[str]:
 def _check_type_file(store: Store, path: str, size: int) -> None:
     if size > MAX_TYPE_FILE_BYTES:
         raise PlanRefused(f"{MARKER_TYPE_FILE} is {size} bytes, not a marker type")
-    text = _lines(store.read(path, MAX_TYPE_FILE_BYTES), MARKER_TYPE_FILE)
-    if "".join(text) not in MARKER_TYPES:
-        raise PlanRefused(f"{MARKER_TYPE_FILE} holds {''.join(text)[:40]!r}, not a marker type "
-                          "Hudi writes")
+    text = store.read(path, MAX_TYPE_FILE_BYTES).decode("utf-8", errors="replace")
+    if not any(t.startswith(text) for t in MARKER_TYPES):  # a prefix: being written now
+        raise PlanRefused(f"{MARKER_TYPE_FILE} holds {text[:40]!r}, not a marker type Hudi "
+                          "writes")
 
 
 def _lines(data: bytes, name: str) -> list[str]:
     """Lines as Java's BufferedReader reads them; PlanRefused when not UTF-8 or holding a NUL
-    (garbage, not markers)."""
+    (garbage, not markers). The timeline server ends every marker with a newline and rewrites
+    the file as it goes, so a last line without one may be cut mid-write (mid-character too):
+    it is kept, decoded as Java decodes it, only when it reads as a marker (Hudi fails on one
+    that does not, deleting nothing)."""
+    complete, _, tail = data.rpartition(b"\n")
     try:
-        text = data.decode("utf-8")
+        text = complete.decode("utf-8")
     except UnicodeDecodeError:
         raise PlanRefused(f"marker file {name[:100]!r} is not UTF-8") from None
     if "\0" in text:
         raise PlanRefused(f"marker file {name[:100]!r} holds a NUL byte")
-    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    last = tail.decode("utf-8", errors="replace")  # as Java decodes it
+    return lines + [t for t in last.replace("\r", "\n").split("\n") if _is_marker(t)]
+
+
+def _is_marker(line: str) -> bool:
+    return line.find(MARKER_EXTN) > 0 and line.rsplit(".", 1)[-1] in IO_TYPES
 
 
 def _subjects(store: Store, timeline_dir: str, temp: str, files: dict[str, Entry]
