@@ -157,6 +157,39 @@ def test_a_pending_plan_naming_another_tables_objects_is_refused(
         check_table(base, storage(moto))
 
 
+def test_a_failed_writes_markers_naming_another_tables_objects_are_refused(
+        lake: tuple[MotoServer, Path]) -> None:
+    """The v9 table copied to its own prefix with a write left inflight and its markers (a
+    timeline-server MARKERS file and a direct marker, as Hudi lays them out): its own objects
+    pass; a marker naming an object of the table next to it (by ``..``, ``s3a://``, a sibling
+    prefix) or of another bucket is refused, before Hudi's rollback would delete it."""
+    from tms.formats.hudi_plan_guard import check_table
+    from tms.formats.hudi_plans import PlanRefused
+
+    moto, local = lake
+    s3 = moto.boto3_client("s3")
+    upload(moto, local / "txns_v9", "tenant_b/txns")
+    base, t = f"s3://{BUCKET}/tenant_b/txns", "20990101000000000"
+
+    def put(key: str, body: bytes) -> None:
+        s3.put_object(Bucket=BUCKET, Key=f"tenant_b/txns/{key}", Body=body)  # type: ignore[attr-defined]
+
+    put(f".hoodie/timeline/{t}.deltacommit.requested", b"")
+    put(f".hoodie/timeline/{t}.deltacommit.inflight", b"")
+    put(f".hoodie/.temp/{t}/MARKERS.type", b"TIMELINE_SERVER_BASED")
+    put(f".hoodie/.temp/{t}/region=us/b.parquet.marker.CREATE", b"")
+    put(f".hoodie/.temp/{t}/MARKERS0", b"region=us/a.parquet.marker.CREATE\n")
+    assert check_table(base, storage(moto)) == 0  # no plan; the write's markers pass
+    for foreign in ("../../ns/trips_v6/city=chennai/x.parquet",
+                    f"s3a://{BUCKET}/ns/trips_v6/city=chennai/x.parquet",
+                    f"s3://{BUCKET}/tenant_b/txns_other/x.parquet",
+                    "s3://another-bucket/tenant_b/txns/x.parquet"):
+        put(f".hoodie/.temp/{t}/MARKERS0", f"{foreign}.marker.CREATE\n".encode())
+        with pytest.raises(PlanRefused, match=f"{t} deltacommit") as e:
+            check_table(base, storage(moto))
+        assert foreign in str(e.value)
+
+
 def hadoop_catalog(api: Api, moto: MotoServer, allowed: str = f"s3://{BUCKET}/ns") -> None:
     api.stub().CreateCatalog(tms_pb2.CreateCatalogRequest(catalog_id="hudi_s3", catalog=(
         tms_pb2.Catalog(type="hadoop", storage_options={

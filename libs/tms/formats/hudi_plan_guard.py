@@ -31,7 +31,7 @@ from typing import Any
 
 from tms.formats.hudi_plans import PendingPlan, PlanRefused, read_pending
 from tms.formats.hudi_timeline import TimelineError, locate_timeline, open_table
-from tms.formats.storage import StorageError, Store
+from tms.formats.storage import StorageError, Store, SymlinkRefused
 from tms.jobs import locations
 from tms.jobs.locations import Location, LocationError
 
@@ -71,24 +71,36 @@ _ABSOLUTE_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:|/")
 
 def check_table(base: str, storage_options: Mapping[str, str] | None = None) -> int:
     """Check every pending plan of the table at the checked base path ``base`` and of its
-    metadata table; returns how many plans were checked. PlanRefused (a ValueError, final)
-    names the first refused plan and its first offending values; StorageError and
-    TimelineError when the timeline cannot be read."""
+    metadata table, and what Hudi's rollback of their failed writes would touch
+    (:mod:`tms.formats.hudi_markers`); returns how many plans were checked. PlanRefused (a
+    ValueError, final) names the first refused plan or write and its first offending values,
+    also when a directory read is reached through a symlink; StorageError and TimelineError
+    when the timeline cannot be read."""
+    try:
+        return _check_table(base, storage_options)
+    except SymlinkRefused as e:  # Hudi would follow the link: refused, not retried
+        raise PlanRefused(f"the table's metadata is reached through a symlink: {e}") from None
+
+
+def _check_table(base: str, storage_options: Mapping[str, str] | None) -> int:
+    from tms.formats import hudi_markers  # it builds on this module's path checks
+
     where = locations.resolve(locations.parse(base, literal=True))
     checked = 0
     store, root = open_table(base, storage_options)
     if not _is_table(store, root, base):
         return 0  # Hudi cannot load a table here: its utility fails before any plan runs
     tl_dir = locate_timeline(base, storage_options)[2]
-    dirs = [(tl_dir, where)]
+    dirs = [(tl_dir, where, root)]
     mdt_base = f"{base.rstrip('/')}/.hoodie/metadata"
-    if _is_table(store, store.join(root, ".hoodie", "metadata"), mdt_base):
-        mdt = locations.resolve(locations.parse(mdt_base, literal=True))
-        if not mdt.is_under(where):  # a symlink to another table's metadata table
-            raise PlanRefused(f"the metadata table {mdt_base[:300]!r} resolves to "
-                              f"{str(mdt)[:300]!r}, outside the table")
-        dirs.append((locate_timeline(mdt_base, storage_options)[2], mdt))
-    for directory, table in dirs:
+    mdt_root = store.join(root, ".hoodie", "metadata")
+    mdt = locations.resolve(locations.parse(mdt_base, literal=True))
+    if not mdt.is_under(where):  # a symlink to another table's metadata table
+        raise PlanRefused(f"the metadata table {mdt_base[:300]!r} resolves to "
+                          f"{str(mdt)[:300]!r}, outside the table")
+    if _is_table(store, mdt_root, mdt_base):
+        dirs.append((locate_timeline(mdt_base, storage_options)[2], mdt, mdt_root))
+    for directory, table, table_root in dirs:
         for plan in read_pending(store, directory):
             found = problems(plan, table)
             if found:
@@ -98,6 +110,7 @@ def check_table(base: str, storage_options: Mapping[str, str] | None = None) -> 
                                   "no Hudi utility runs on this table until its owner rolls "
                                   "the plan back or removes it")
             checked += 1
+        hudi_markers.check_writes(store, table_root, directory, table)
     return checked
 
 
@@ -188,6 +201,8 @@ def _values(record: Any) -> Iterator[tuple[str, str, str, str | None]]:
             if isinstance(own, bytes):
                 own = own.decode("utf-8", errors="replace")
             here = own if isinstance(own, str) else partition
+            if field == "partitionToWriteStats[]":
+                here = None  # a write stat's paths are relative to the base path
             for key, value in node.items():
                 if field in PATH_KEYED_MAPS and container != field:
                     yield "path", f"{field} key", str(key), None

@@ -25,6 +25,7 @@ take a ``timezone`` argument for writers elsewhere.
 from __future__ import annotations
 
 import enum
+import os
 import re
 import zlib
 from collections import Counter
@@ -148,10 +149,12 @@ def open_table(base_path: str, storage_options: Mapping[str, str] | None = None
                ) -> tuple[Store, str]:
     """(the store holding the table, its base path in that store): local paths and
     ``file://`` URIs through the OS, object stores through pyarrow with the catalog's storage
-    options. UnsupportedSchemeError when the scheme cannot be read from here."""
+    options. UnsupportedSchemeError when the scheme cannot be read from here. A local base
+    path is resolved (as its location is checked); below it nothing is read through a
+    symlink (:class:`tms.formats.storage.LocalStore`)."""
     parts = urlsplit(base_path)
     if not parts.scheme or parts.scheme.lower() == "file":
-        return LocalStore(), str(local_path(base_path))
+        return LocalStore(), os.path.realpath(local_path(base_path))
     try:
         return open_store(base_path, storage_options or {})
     except (StorageError, LocationError) as e:
@@ -233,6 +236,12 @@ class Timeline:
 
     def file(self, name: str) -> str:
         return self.store.join(self.path, name)
+
+
+def scan_instants(store: Store, tl_dir: str) -> tuple[Instant, ...]:
+    """Every instant in the timeline directory ``tl_dir``, oldest first, its state from its
+    file names (TimelineError when the directory cannot be listed)."""
+    return _scan(store, tl_dir)
 
 
 def _scan(store: Store, tl_dir: str) -> tuple[Instant, ...]:

@@ -8,19 +8,25 @@ Only listing and small reads are offered: inspection reads metadata, never data.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from tms.jobs.locations import LOCAL_SCHEME, Location, parse
+from tms.jobs.locations import LOCAL_SCHEME, Location, parent_no_follow, parse, resolve
 
 MAX_METADATA_READ_BYTES = 64 << 20  # a metadata file larger than this is refused, not read
 
 
 class StorageError(OSError):
     """A file could not be listed or read (missing, too large, unreachable)."""
+
+
+class SymlinkRefused(StorageError):
+    """A local directory or file is reached through a symlink: never followed (the table's
+    files must lie where it is; a link may lead into another tenant's table)."""
 
 
 @dataclass(frozen=True)
@@ -49,28 +55,42 @@ class Store(Protocol):
 
 
 class LocalStore:
-    """Local files, never through a symlink (a table's files must lie where it is)."""
+    """Local files, never through a symlink (a table's files must lie where it is): every
+    component of a path listed or read is opened without following one, so callers pass
+    resolved roots (:func:`open_store` resolves its location; a Hudi base path is checked
+    resolved)."""
 
     def join(self, *parts: str) -> str:
         return os.path.join(*parts)
 
     def list_dir(self, path: str) -> list[Entry]:
+        """Entries of the directory, reached from ``/`` without following any symlink (a
+        ``.hoodie/.temp`` or timeline directory linked elsewhere is refused, SymlinkRefused):
+        callers pass resolved roots (a checked base path has every symlink resolved)."""
+        try:
+            fd = _open_no_follow(path, os.O_RDONLY | os.O_DIRECTORY)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except SymlinkRefused:
+            raise
+        except OSError as e:
+            raise StorageError(f"cannot list {path}: {e.strerror}") from None
         try:
             out = []
-            with os.scandir(path) as it:
-                for e in it:
+            with os.scandir(fd) as it:
+                for item in it:
                     try:
-                        st = e.stat(follow_symlinks=False)
+                        st = item.stat(follow_symlinks=False)
                     except FileNotFoundError:  # deleted while listed (a cleaner ran)
                         continue
                     is_file = stat.S_ISREG(st.st_mode)
-                    out.append(Entry(e.name, stat.S_ISDIR(st.st_mode), is_file,
+                    out.append(Entry(item.name, stat.S_ISDIR(st.st_mode), is_file,
                                      st.st_size if is_file else 0, st.st_mtime))
             return out
-        except (FileNotFoundError, NotADirectoryError):
-            return []
         except OSError as e:
             raise StorageError(f"cannot list {path}: {e.strerror}") from None
+        finally:
+            os.close(fd)
 
     def kind(self, path: str) -> str | None:
         try:
@@ -80,16 +100,63 @@ class LocalStore:
         return "dir" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode) else None
 
     def read(self, path: str, max_bytes: int = MAX_METADATA_READ_BYTES) -> bytes:
-        if self.kind(path) != "file":
-            raise StorageError(f"{path} is not a regular file")
         try:
-            with open(path, "rb") as f:
-                data = f.read(max_bytes + 1)
+            fd = _open_no_follow(path, os.O_RDONLY)
+        except (FileNotFoundError, NotADirectoryError):
+            raise StorageError(f"{path} is not a regular file") from None
+        except SymlinkRefused:
+            raise
         except OSError as e:
             raise StorageError(f"cannot read {path}: {e.strerror}") from None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise StorageError(f"{path} is not a regular file")
+            with os.fdopen(fd, "rb", closefd=False) as f:
+                data = f.read(max_bytes + 1)
+        except StorageError:
+            raise
+        except OSError as e:
+            raise StorageError(f"cannot read {path}: {e.strerror}") from None
+        finally:
+            os.close(fd)
         if len(data) > max_bytes:
             raise StorageError(f"{path} is larger than {max_bytes} bytes")
         return data
+
+
+def _open_no_follow(path: str, flags: int) -> int:
+    """A descriptor of the local ``path`` opened with ``flags``, every component reached
+    without following a symlink (:func:`tms.jobs.locations.parent_no_follow`). SymlinkRefused
+    names the first component that is a symlink; FileNotFoundError / NotADirectoryError when
+    the path does not exist as asked."""
+    absolute = os.path.abspath(path)
+    try:
+        parent, name = parent_no_follow(absolute)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.ENOTDIR):
+            _refuse_link(absolute)
+        raise
+    try:
+        return os.open(name, flags | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+                       | getattr(os, "O_NONBLOCK", 0), dir_fd=parent)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.ENOTDIR):
+            _refuse_link(absolute)
+        raise
+    finally:
+        os.close(parent)
+
+
+def _refuse_link(path: str) -> None:
+    """SymlinkRefused naming the first component of ``path`` that is a symlink, if any."""
+    here = ""
+    for part in [p for p in path.split("/") if p]:
+        here = f"{here}/{part}"
+        try:
+            if stat.S_ISLNK(os.lstat(here).st_mode):
+                raise SymlinkRefused(f"{here} is a symlink: {path} is not read through it")
+        except FileNotFoundError:
+            return
 
 
 class ArrowStore:
@@ -146,10 +213,12 @@ def file_io_properties(storage_options: Mapping[str, str]) -> dict[str, str]:
 
 def open_store(location: str, storage_options: Mapping[str, str]) -> tuple[Store, str]:
     """(the store holding ``location``, the location's path in it). ``location`` is parsed
-    with the one normaliser first (LocationError, a ValueError, when it is refused)."""
+    with the one normaliser first (LocationError, a ValueError, when it is refused); a local
+    one is resolved as every location check resolves it (symlinks followed, so an operator's
+    linked mount still reads), and below it the LocalStore follows no symlink."""
     where: Location = parse(location, literal=True)
     if where.scheme == LOCAL_SCHEME:
-        return LocalStore(), where.path
+        return LocalStore(), resolve(where).path
     from pyiceberg.io.pyarrow import PyArrowFileIO
 
     io = PyArrowFileIO(file_io_properties(storage_options))
