@@ -22,7 +22,7 @@ from tms.formats.iceberg_stats import (
     PartitionStats,
     table_partitions,
 )
-from tms.jobs import JOB_SUPPORT_FILES
+from tms.jobs import JOB_SUPPORT_FILES, job_spec, procedures
 from tms.jobs import iceberg_maintenance as job
 from tms.jobs.partition_filter import (
     FieldInfo,
@@ -187,7 +187,7 @@ def test_hostile_strings_stay_inside_one_literal(value: str) -> None:
             i += 1
     assert "".join(out) == value
     # and the whole filter survives as one string argument of the procedure
-    arg = job.sql_string(where)
+    arg = job_spec.sql_string(where)
     assert arg.count("'") - arg.count("\\'") == 2
 
 
@@ -223,7 +223,7 @@ def test_the_api_refuses_what_the_job_would() -> None:
     assert plugin.check_params("expire_snapshots", {"partitions": "[[0,[1]]]"})  # not its param
 
 
-def _compaction(options: dict[str, str]) -> job.ProcedureCall:
+def _compaction(options: dict[str, str]) -> procedures.ProcedureCall:
     return job.ACTIONS["compaction"](job.parse_spec({
         "catalog_name": "c", "catalog_properties": {}, "table": "ns.t", "action": "compaction",
         "options": options}))
@@ -231,7 +231,7 @@ def _compaction(options: dict[str, str]) -> job.ProcedureCall:
 
 def test_job_restricts_the_rewrite_and_reports_it() -> None:
     call = _compaction({"partitions": "[[0,[20455]]]", "min-input-files": "2"})
-    out = job.restrict(call, SPECS)
+    out = procedures.restrict(call, SPECS)
     sql = out.sql("c")
     assert "where => '((`ts` >= TIMESTAMP \\'2026-01-02 00:00:00+00:00\\'" in sql
     assert sql.endswith("options => map('min-input-files', '2'))")
@@ -240,7 +240,8 @@ def test_job_restricts_the_rewrite_and_reports_it() -> None:
 
 
 def test_job_falls_back_to_the_whole_table_with_two_input_files() -> None:
-    out = job.restrict(_compaction({"partitions": "[[2,[3]]]", "min-input-files": "1"}), SPECS)
+    out = procedures.restrict(
+        _compaction({"partitions": "[[2,[3]]]", "min-input-files": "1"}), SPECS)
     assert "where" not in out.sql("c") and out.options["min-input-files"] == "2"
     assert out.info["partition_filter"].startswith("whole table")
 
@@ -249,7 +250,7 @@ def test_job_refuses_bad_partitions_before_spark() -> None:
     with pytest.raises(job.SpecError, match="decimal"):
         _compaction({"partitions": "[[0,[1.5]]]"})
     with pytest.raises(job.SpecError, match="no partition spec 7"):
-        job.restrict(_compaction({"partitions": "[[7,[1]]]"}), SPECS)
+        procedures.restrict(_compaction({"partitions": "[[7,[1]]]"}), SPECS)
     assert any(f.name == "partition_filter.py" for f in JOB_SUPPORT_FILES)
 
 

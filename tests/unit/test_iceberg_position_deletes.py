@@ -22,6 +22,7 @@ from tms.formats import iceberg_deletes
 from tms.formats.iceberg import IcebergFormat
 from tms.formats.iceberg_policy import RULES
 from tms.jobs import iceberg_maintenance as job
+from tms.jobs import procedures
 
 KIB = 1024
 
@@ -59,7 +60,7 @@ def test_only_the_partition_with_several_delete_files_is_planned() -> None:
         "table": "ns.t", "options": d.params}))
     assert call.options == {"min-input-files": "2"}
     assert [(p.spec, p.values) for p in call.partitions] == [(0, (DAY0 + 11,))]
-    sql = job.restrict(call, SPECS).sql("c")
+    sql = procedures.restrict(call, SPECS).sql("c")
     assert sql.startswith("CALL `c`.system.rewrite_position_delete_files(table => '`c`.`ns`.`t`', "
                           "where => '((`ts` >= TIMESTAMP \\'2026-01-12 00:00:00+00:00\\'")
     assert sql.endswith("options => map('min-input-files', '2'))")

@@ -8,6 +8,7 @@ import pytest
 from tms.catalogs import CatalogAccess, job_properties
 from tms.domain import CatalogType
 from tms.jobs import iceberg_maintenance as im
+from tms.jobs import job_spec
 from tms.jobs.spark_catalogs import CatalogConfError, catalog_conf
 from tms.policy import validate_policy
 
@@ -145,7 +146,7 @@ def test_a_table_owner_cannot_set_storage_or_catalog_conf_through_policy(key: st
                                    "ns.t\n", "ns..t"])
 def test_a_table_owner_cannot_inject_through_identifiers(table: str) -> None:
     with pytest.raises(im.SpecError, match="invalid table identifier"):
-        im.parse_table(table)
+        job_spec.parse_table(table)
 
 
 def access(kind: CatalogType, props: dict[str, str], storage: dict[str, str]) -> CatalogAccess:

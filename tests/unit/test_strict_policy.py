@@ -12,6 +12,7 @@ from tms.formats.hudi import HudiFormat
 from tms.formats.iceberg import IcebergFormat
 from tms.formats.iceberg_params import PARAMS
 from tms.jobs import iceberg_maintenance as job
+from tms.jobs import procedures
 from tms.policy import (
     COMMON_KEYS,
     effective_policy,
@@ -164,18 +165,19 @@ def test_job_options_render_from_parsed_values() -> None:
 
 
 @pytest.mark.parametrize("action, allowed", [
-    ("compaction", job.DATA_REWRITE_OPTIONS), ("clustering", job.DATA_REWRITE_OPTIONS),
-    ("rewrite_position_deletes", job.REWRITE_OPTIONS)])
+    ("compaction", procedures.DATA_REWRITE_OPTIONS),
+    ("clustering", procedures.DATA_REWRITE_OPTIONS),
+    ("rewrite_position_deletes", procedures.REWRITE_OPTIONS)])
 def test_job_options_match_the_api_schema(action: str, allowed: dict) -> None:
     api = {k: v for k, v in PARAMS[action].items() if k not in ("sort-order", "zorder-columns",
-                                                              "partitions", job.WRITE_CODEC,
-                                                              job.WRITE_LEVEL,
-                                                              job.MANIFESTS_FIRST)}
+                                                              "partitions", procedures.WRITE_CODEC,
+                                                              procedures.WRITE_LEVEL,
+                                                              procedures.MANIFESTS_FIRST)}
     assert set(api) == set(allowed)
     # the write options are the job's own (write_format), checked by it the same way
-    assert PARAMS[action][job.WRITE_CODEC].choices == job.write_format.CODECS
-    level = PARAMS[action][job.WRITE_LEVEL]
-    assert (level.minimum, level.maximum) == (0, job.MAX_COMPRESSION_LEVEL)
+    assert PARAMS[action][procedures.WRITE_CODEC].choices == procedures.write_format.CODECS
+    level = PARAMS[action][procedures.WRITE_LEVEL]
+    assert (level.minimum, level.maximum) == (0, procedures.MAX_COMPRESSION_LEVEL)
     for key, spec in api.items():
         bounds = allowed[key]
         if spec.kind is Kind.BOOL:

@@ -11,6 +11,7 @@ import pytest
 
 from tms.jobs import iceberg_maintenance as job
 from tms.jobs import parquet_footer as pf
+from tms.jobs import procedures
 from tms.jobs import write_format as wf
 from tms.local.iceberg_data import batch
 
@@ -242,7 +243,7 @@ def test_only_many_small_manifests_are_merged_first() -> None:
 
 
 def test_manifests_first_is_on_unless_the_operation_turns_it_off() -> None:
-    def call(options: dict[str, str]) -> job.ProcedureCall:
+    def call(options: dict[str, str]) -> procedures.ProcedureCall:
         return job.ACTIONS["clustering"](job.parse_spec(
             {"catalog_name": "c", "table": "ns.t", "action": "clustering",
              "options": {"sort-order": "id", **options}}))

@@ -25,10 +25,12 @@ whether another attempt could help (``retryable``: false for a bad spec, a missi
 missing class, a bad catalog configuration, a permission refusal, a table writer property out
 of range: ``errors.py``, ``table_props.py``) and gives a hint of what to fix.
 
-Before any action the table's real location, read from its metadata, is checked against the
-spec's ``allowed_locations`` (``table_guard.py``); ``remove_orphan_files`` deletes only
-candidates it checked, and a rewrite reads only files of the current snapshot that passed the
-same check (``READS``, ``guard_reads``). The catalog's properties, credentials included,
+The spec is checked in ``job_spec.py`` and the actions' plans are built in ``procedures.py``,
+both before Spark starts; this file runs them. Before any action the table's real location,
+read from its metadata, is checked against the spec's ``allowed_locations``
+(``table_guard.py``); ``remove_orphan_files`` deletes only candidates it checked, and a
+rewrite reads only files of the current snapshot that passed the same check (``READS``,
+``guard_reads``, ``read_guard.py``). The catalog's properties, credentials included,
 reach Spark only as runtime conf set here: never on a command line.
 
 The warm driver (``warm_driver.py``) runs the same specs through ``run_in_session`` in one
@@ -44,13 +46,10 @@ import base64
 import binascii
 import json
 import os
-import re
 import sys
 import tempfile
 import traceback
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -61,6 +60,7 @@ try:
         manifest_prep,
         outcome,
         partition_filter,
+        procedures,
         read_guard,
         report,
         secret_refs,
@@ -69,7 +69,8 @@ try:
         table_props,
         write_format,
     )
-    from tms.jobs.locations import LocationError, parse
+    from tms.jobs.job_spec import MaintenanceRequest, SpecError, quote_ident
+    from tms.jobs.procedures import ACTIONS, ProcedureCall, parse_spec
 except ImportError:  # shipped alone: the siblings are next to this file
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import arrow_rewrite  # type: ignore[no-redef]
@@ -77,6 +78,7 @@ except ImportError:  # shipped alone: the siblings are next to this file
     import manifest_prep  # type: ignore[no-redef]
     import outcome  # type: ignore[no-redef]
     import partition_filter  # type: ignore[no-redef]
+    import procedures  # type: ignore[no-redef]
     import read_guard  # type: ignore[no-redef]
     import report  # type: ignore[no-redef]
     import secret_refs  # type: ignore[no-redef]
@@ -84,7 +86,8 @@ except ImportError:  # shipped alone: the siblings are next to this file
     import table_guard  # type: ignore[no-redef]
     import table_props  # type: ignore[no-redef]
     import write_format  # type: ignore[no-redef]
-    from locations import LocationError, parse  # type: ignore[no-redef]
+    from job_spec import MaintenanceRequest, SpecError, quote_ident  # type: ignore[no-redef]
+    from procedures import ACTIONS, ProcedureCall, parse_spec  # type: ignore[no-redef]
 
 MAX_ERROR_CHARS = 4000
 STALE_PLAN_RETRIES = 3  # a manifest rewrite planned again after concurrent commits
@@ -93,159 +96,10 @@ SPARK_CATALOG_CLASS = spark_catalogs.SPARK_CATALOG_CLASS
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 JDBC_CATALOG_IMPL = spark_catalogs.JDBC_CATALOG_IMPL
 
-_CATALOG_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
-_IDENT_PART_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-]{0,254}$")
-_OPTION_KEY_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")
 # Spark error classes that mean "the table is not there": no retry helps.
 NOT_FOUND_ERROR_CLASSES = frozenset({"TABLE_OR_VIEW_NOT_FOUND", "SCHEMA_NOT_FOUND"})
-MAX_ALLOWED_LOCATIONS = 100
-_SECRET_KEY_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,199}$")  # a property's name
 MAX_SPEC_BYTES = 64 * 1024  # an inline spec is one argument: Linux allows 128 KiB
 MAX_CAUSES = 8  # of a JVM exception, read for classification
-DATA_PATHS = ("auto", "spark")  # a compaction's data path (arrow_rewrite)
-
-
-class SpecError(ValueError):
-    """The job spec is malformed or unsafe; nothing was run."""
-
-
-@dataclass(frozen=True)
-class MaintenanceRequest:
-    """A validated spec inside the job: the engine's ``JobSpec.spec`` (plain JSON from TMS)
-    after ``parse_spec`` checked every name and option, so only this reaches SQL."""
-
-    catalog_name: str
-    catalog_properties: dict[str, str]
-    table: tuple[str, ...]  # namespace parts + table name
-    action: str
-    options: dict[str, str] = field(default_factory=dict)
-    # None: the spec predates allowed locations and the job checks only what it can alone
-    allowed_locations: tuple[str, ...] | None = None
-    # property -> secret reference (env:TMS_SECRET_* / file:<name>), resolved in the driver
-    catalog_secrets: dict[str, str] = field(default_factory=dict)
-    report: dict[str, Any] | None = None  # where to report the result (else a result file)
-    # the operator's choice of a compaction's data path: "auto" (arrow when eligible) or
-    # "spark" (always Spark's); an executor or bench setting, never a table owner's option
-    data_path: str = "auto"
-
-    def resolved_properties(self) -> dict[str, str]:
-        """The catalog's properties with its secrets resolved here, in the driver (the spec
-        itself carries references only: it travels on a command line)."""
-        return {**self.catalog_properties, **secret_refs.resolve_all(self.catalog_secrets)}
-
-    @property
-    def table_ref(self) -> str:
-        """The table as a Spark multipart identifier inside this job's catalog."""
-        return ".".join(quote_ident(p) for p in self.table)
-
-    @property
-    def qualified_table(self) -> str:
-        return f"{quote_ident(self.catalog_name)}.{self.table_ref}"
-
-
-def quote_ident(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
-def sql_string(value: str) -> str:
-    """A Spark SQL string literal for ``value``.
-
-    Spark's parser treats backslash as an escape and reads ``'a''b'`` as two adjacent literals
-    (concatenated to ``ab``), so SQL-standard quote doubling would silently drop quotes; escaping
-    backslashes and quotes with a backslash is what round-trips. The session pins
-    ``spark.sql.parser.escapedStringLiterals=false`` so this stays true.
-    """
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def _option_value(key: str, value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str | int | float):
-        return str(value)
-    raise SpecError(f"option {key!r}: expected a string or number, got {type(value).__name__}")
-
-
-def parse_table(raw: Any) -> tuple[str, ...]:
-    if not isinstance(raw, str):
-        raise SpecError("table must be a string 'namespace.name'")
-    parts = tuple(raw.split("."))
-    if len(parts) < 2 or not all(_IDENT_PART_RE.fullmatch(p) for p in parts):
-        raise SpecError(f"invalid table identifier {raw[:200]!r}: expected namespace.name")
-    return parts
-
-
-def parse_allowed_locations(raw: Any) -> tuple[str, ...] | None:
-    """The spec's ``allowed_locations``: absent means no check (older producers); present, a
-    list of locations the normaliser accepts (an empty list allows nothing)."""
-    if raw is None:
-        return None
-    if not isinstance(raw, list) or len(raw) > MAX_ALLOWED_LOCATIONS:
-        raise SpecError(f"allowed_locations must be a list of at most {MAX_ALLOWED_LOCATIONS} "
-                        "locations")
-    for item in raw:
-        if not isinstance(item, str):
-            raise SpecError("allowed_locations must hold strings")
-        try:
-            parse(item)
-        except LocationError as e:
-            raise SpecError(f"allowed_locations: {e}") from None
-    return tuple(raw)
-
-
-def parse_data_path(raw: Any) -> str:
-    if raw is None:
-        return "auto"
-    if raw not in DATA_PATHS:
-        raise SpecError(f"{arrow_rewrite.SPEC_SWITCH} must be one of {', '.join(DATA_PATHS)}")
-    return str(raw)
-
-
-def parse_spec(data: Any) -> MaintenanceRequest:
-    if not isinstance(data, dict):
-        raise SpecError("spec must be a JSON object")
-    catalog_name = data.get("catalog_name")
-    if not isinstance(catalog_name, str) or not _CATALOG_NAME_RE.fullmatch(catalog_name):
-        raise SpecError(f"invalid catalog_name {catalog_name!r}")
-    props = data.get("catalog_properties", {})
-    if not isinstance(props, dict):
-        raise SpecError("catalog_properties must be an object")
-    action = data.get("action")
-    if not isinstance(action, str) or action not in ACTIONS:
-        raise SpecError(f"unknown action {action!r}; known: {sorted(ACTIONS)}")
-    options = data.get("options") or {}
-    if not isinstance(options, dict):
-        raise SpecError("options must be an object")
-    for key in options:
-        if not _OPTION_KEY_RE.fullmatch(key):
-            raise SpecError(f"invalid option name {key[:200]!r}")
-    secrets = data.get("catalog_secrets") or {}
-    if not isinstance(secrets, dict):
-        raise SpecError("catalog_secrets must be an object")
-    for key, ref in secrets.items():
-        if not _SECRET_KEY_RE.fullmatch(str(key)) or not isinstance(ref, str):
-            raise SpecError(f"invalid catalog_secrets entry {str(key)[:200]!r}")
-        try:
-            secret_refs.parse_ref(ref)
-        except secret_refs.SecretError as e:
-            raise SpecError(f"catalog_secrets[{key}]: {e}") from None
-    try:
-        report_to = report.parse_report(data.get("report"))
-    except ValueError as e:
-        raise SpecError(str(e)) from None
-    spec = MaintenanceRequest(
-        catalog_name=catalog_name,
-        catalog_properties={str(k): _option_value(str(k), v) for k, v in props.items()},
-        table=parse_table(data.get("table")),
-        action=action,
-        options={k: _option_value(k, v) for k, v in options.items()},
-        allowed_locations=parse_allowed_locations(data.get("allowed_locations")),
-        catalog_secrets=dict(secrets),
-        report=report_to,
-        data_path=parse_data_path(data.get(arrow_rewrite.SPEC_SWITCH)),
-    )
-    ACTIONS[action](spec)  # validates the action's options before anything starts
-    return spec
 
 
 def catalog_conf(name: str, props: Mapping[str, str]) -> dict[str, str]:
@@ -267,348 +121,6 @@ def session_hadoop_conf(props: Mapping[str, str]) -> dict[str, str]:
         return {f"spark.hadoop.{k}": v for k, v in spark_catalogs.hadoop_conf(props).items()}
     except spark_catalogs.CatalogConfError as e:
         raise SpecError(str(e)) from None
-
-
-def _row_dict(row: Any) -> dict[str, Any]:
-    return dict(row.asDict(recursive=True))
-
-
-# --- actions -----------------------------------------------------------------------------------
-#
-# Each action turns the spec's options into one ``CALL <catalog>.system.<procedure>(...)``. The
-# plan is built (and every option validated) in ``parse_spec``, before Spark starts, so a bad spec
-# fails in milliseconds with a clear message instead of after a cold Spark start. Argument values
-# reach SQL only as escaped string literals, validated integers/booleans, or timestamps re-rendered
-# from a parsed ``datetime``.
-
-_COLUMN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,254}(\.[A-Za-z_][A-Za-z0-9_]{0,254})*$")
-_UNSIGNED_RE = re.compile(r"0|[1-9][0-9]{0,18}")
-_DIRECTIONS = ("ASC", "DESC")
-_NULL_ORDERS = ("FIRST", "LAST")
-MAX_INT = 2**31 - 1
-# remove_orphan_files refuses an older_than less than 24 h ago (concurrent writers' files may
-# not be committed yet); checked here too so the job fails before Spark starts.
-MIN_ORPHAN_AGE_S = 24 * 3600
-
-
-def _first_row(df: Any) -> dict[str, Any]:
-    rows = df.collect()
-    return _row_dict(rows[0]) if rows else {}
-
-
-@dataclass(frozen=True)
-class ProcedureCall:
-    """One Iceberg procedure call; ``args`` are ``name => <SQL literal>`` fragments, ``options``
-    the validated options map (rendered last). ``partitions`` (a data rewrite's ``partitions``
-    parameter) restricts the call once the table's specs are known (``restrict``)."""
-
-    procedure: str
-    args: tuple[str, ...]
-    summarize: Callable[[Any], dict[str, Any]] = _first_row
-    info: dict[str, Any] = field(default_factory=dict)  # added to the result (e.g. dry_run)
-    options: dict[str, str] = field(default_factory=dict)
-    partitions: tuple[Any, ...] = ()  # partition_filter.PartitionRef
-    # a rewrite writes files: (codec, level) the policy asked for, each None when it did not
-    # (write_format chooses then); None for actions that write no data or delete files
-    write: tuple[str | None, str | None] | None = None
-    manifests_first: bool = True  # a rewrite merges many small manifests first (manifest_prep)
-    where: str | None = None  # the partitions' filter (``restrict``), as the call's ``where``
-
-    def sql(self, catalog_name: str) -> str:
-        args = [*self.args, _options_map(self.options)] if self.options else list(self.args)
-        return (f"CALL {quote_ident(catalog_name)}.system.{self.procedure}"
-                f"({', '.join(args)})")
-
-
-def _options_map(options: Mapping[str, str]) -> str:
-    pairs = ", ".join(f"{sql_string(k)}, {sql_string(v)}" for k, v in options.items())
-    return f"options => map({pairs})"
-
-
-def _table_arg(spec: MaintenanceRequest) -> str:
-    # catalog-qualified: unqualified, a namespace named like a catalog would be read as one
-    return f"table => {sql_string(spec.qualified_table)}"
-
-
-def _only_options(spec: MaintenanceRequest, allowed: tuple[str, ...]) -> None:
-    """Actions without an options map take only the named options: a typo must not be ignored."""
-    unknown = sorted(set(spec.options) - set(allowed))
-    if unknown:
-        raise SpecError(f"{spec.action}: unknown option(s) {unknown}; "
-                        f"accepted: {sorted(allowed) or 'none'}")
-
-
-def parse_bool(key: str, raw: str) -> bool:
-    """Exactly ``true`` or ``false``: the same strict rule as the API's (tms.strict)."""
-    if raw not in ("true", "false"):
-        raise SpecError(f"option {key!r}: expected 'true' or 'false', got {raw[:50]!r}")
-    return raw == "true"
-
-
-def parse_int(key: str, raw: str, minimum: int, maximum: int) -> int:
-    """ASCII digits only (no sign, spaces, '_' or leading zeros), within the range."""
-    if not _UNSIGNED_RE.fullmatch(raw) or not minimum <= int(raw) <= maximum:
-        raise SpecError(f"option {key!r}: expected an integer from {minimum} to {maximum}, "
-                        f"got {raw[:50]!r}")
-    return int(raw)
-
-
-def parse_positive_int(key: str, raw: str) -> int:
-    return parse_int(key, raw, 1, MAX_INT)
-
-
-# The options of the procedures that take an options map, with their ranges (None: a boolean).
-# Kept in step with the API's schema (tms.formats.iceberg_params) by a unit test; repeated
-# here because this file ships alone and must refuse a bad spec whoever wrote it.
-KIB = 1024
-GIB = 1024 ** 3
-MAX_FILE_BYTES = 16 * GIB
-REWRITE_OPTIONS: dict[str, tuple[int, int] | None] = {
-    "target-file-size-bytes": (KIB, MAX_FILE_BYTES),
-    "min-file-size-bytes": (0, MAX_FILE_BYTES),
-    "max-file-size-bytes": (KIB, MAX_FILE_BYTES),
-    "min-input-files": (1, 100_000),
-    "rewrite-all": None,
-    "max-file-group-size-bytes": (KIB, 1024 * GIB),
-    "max-concurrent-file-group-rewrites": (1, 1000),
-    "partial-progress.enabled": None,
-    "partial-progress.max-commits": (1, 1000),
-}
-DATA_REWRITE_OPTIONS: dict[str, tuple[int, int] | None] = {
-    **REWRITE_OPTIONS, "delete-file-threshold": (1, MAX_INT),
-    "use-starting-sequence-number": None, "remove-dangling-deletes": None}
-
-
-# Not procedure options: the job writes them as the session's codec for the call (write_format).
-WRITE_CODEC, WRITE_LEVEL = write_format.OPTION_CODEC, write_format.OPTION_LEVEL
-MAX_COMPRESSION_LEVEL = write_format.MAX_LEVEL
-
-
-MANIFESTS_FIRST = "manifests-first"  # false: the rewrite's commit rewrites them as they are
-
-
-def pop_rewrite_options(options: dict[str, str]) -> dict[str, Any]:
-    """The rewrite's own options (not the procedure's), removed from ``options``, checked:
-    ``ProcedureCall`` fields."""
-    first = parse_bool(MANIFESTS_FIRST, options.pop(MANIFESTS_FIRST, "true"))
-    return {"write": pop_write_options(options), "manifests_first": first}
-
-
-def pop_write_options(options: dict[str, str]) -> tuple[str | None, str | None]:
-    """The policy's codec and level for a rewrite, removed from ``options``, checked."""
-    codec, level = options.pop(WRITE_CODEC, None), options.pop(WRITE_LEVEL, None)
-    if codec is not None and codec not in write_format.CODECS:
-        raise SpecError(f"option {WRITE_CODEC!r}: expected one of "
-                        f"{', '.join(write_format.CODECS)}, got {codec[:50]!r}")
-    if level is not None:
-        level = str(parse_int(WRITE_LEVEL, level, 0, MAX_COMPRESSION_LEVEL))
-    return codec, level
-
-
-def parse_options(action: str, options: Mapping[str, str],
-                  allowed: Mapping[str, tuple[int, int] | None]) -> dict[str, str]:
-    """The options map of a procedure: known names only, each value typed and in range,
-    re-rendered from the parsed value."""
-    unknown = sorted(set(options) - set(allowed))
-    if unknown:
-        raise SpecError(f"{action}: unknown option(s) {unknown}; accepted: {sorted(allowed)}")
-    out = {}
-    for key, raw in options.items():
-        bounds = allowed[key]
-        if bounds is None:
-            out[key] = "true" if parse_bool(key, raw) else "false"
-        else:
-            out[key] = str(parse_int(key, raw, *bounds))
-    return out
-
-
-def parse_timestamp(key: str, raw: str) -> datetime:
-    """An ISO-8601 timestamp as an aware UTC datetime; one without an offset is taken as UTC."""
-    try:
-        parsed = datetime.fromisoformat(raw.strip())
-        if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=UTC)
-        return parsed.astimezone(UTC)
-    except (ValueError, OverflowError):
-        raise SpecError(f"option {key!r}: expected an ISO-8601 timestamp such as "
-                        f"2024-05-01T00:00:00Z, got {raw[:50]!r}") from None
-
-
-def timestamp_literal(value: datetime) -> str:
-    """A Spark ``TIMESTAMP`` literal with an explicit UTC offset (independent of session zone)."""
-    return f"TIMESTAMP '{value.astimezone(UTC).isoformat(sep=' ', timespec='microseconds')}'"
-
-
-def _column(key: str, raw: str) -> str:
-    name = raw.strip()
-    if not _COLUMN_RE.fullmatch(name):
-        raise SpecError(f"option {key!r}: invalid column name {raw[:100]!r} (expected letters, "
-                        "digits and _, dot-separated for nested fields)")
-    return ".".join(quote_ident(part) for part in name.split("."))
-
-
-def parse_sort_order(raw: str) -> str:
-    """``"id DESC NULLS LAST, kind"`` → Iceberg's sort order string, every word validated."""
-    terms = []
-    for term in raw.split(","):
-        words = term.split()
-        if not words:
-            raise SpecError(f"option 'sort-order': empty sort term in {raw[:200]!r}")
-        out = [_column("sort-order", words[0])]
-        rest = [w.upper() for w in words[1:]]
-        if rest and rest[0] in _DIRECTIONS:
-            out.append(rest.pop(0))
-        if len(rest) == 2 and rest[0] == "NULLS" and rest[1] in _NULL_ORDERS:
-            out += rest
-            rest = []
-        if rest:
-            raise SpecError(f"option 'sort-order': bad sort term {term.strip()[:100]!r}; "
-                            "expected 'column [ASC|DESC] [NULLS FIRST|NULLS LAST]'")
-        terms.append(" ".join(out))
-    return ", ".join(terms)
-
-
-def parse_zorder(raw: str) -> str:
-    columns = [_column("zorder-columns", c) for c in raw.split(",")]
-    return f"zorder({', '.join(columns)})"
-
-
-def _partitions(raw: str | None) -> tuple[Any, ...]:
-    """The ``partitions`` option, parsed strictly (``partition_filter``); () when absent."""
-    if raw is None:
-        return ()
-    try:
-        return partition_filter.parse_partitions(raw)
-    except partition_filter.PartitionFilterError as e:
-        raise SpecError(str(e)) from None
-
-
-def restrict(call: ProcedureCall, specs: Mapping[int, Any]) -> ProcedureCall:
-    """The call limited to its partitions: a ``where`` of typed literals built from the
-    table's own partition specs, or, when some partition's transform no filter can express,
-    the whole table with at least two input files per group (a rewrite of one file merges
-    nothing). The result shows the partitions and the filter used."""
-    if not call.partitions:
-        return call
-    try:
-        where = partition_filter.build_where(call.partitions, specs)
-    except partition_filter.PartitionFilterError as e:
-        raise SpecError(str(e)) from None
-    info = {**call.info, "partitions": [[p.spec, list(p.values)] for p in call.partitions]}
-    if where is None:
-        least = max(2, int(call.options.get("min-input-files", "2")))
-        return replace(call, options={**call.options, "min-input-files": str(least)},
-                       info={**info, "partition_filter": "whole table (a partition no filter "
-                                                         "can select)"})
-    return replace(call, args=(*call.args, f"where => {sql_string(where)}"), where=where,
-                   info={**info, "partition_filter": where})
-
-
-def plan_compaction(spec: MaintenanceRequest) -> ProcedureCall:
-    """Bin-pack small data files (``rewrite_data_files``, strategy binpack)."""
-    options = dict(spec.options)
-    partitions = _partitions(options.pop(partition_filter.PARAM, None))
-    extras = pop_rewrite_options(options)
-    options = parse_options(spec.action, options, DATA_REWRITE_OPTIONS)
-    return ProcedureCall("rewrite_data_files", (_table_arg(spec), "strategy => 'binpack'"),
-                         options=options, partitions=partitions, **extras)
-
-
-def plan_clustering(spec: MaintenanceRequest) -> ProcedureCall:
-    """Rewrite data files sorted (``sort-order``) or Z-ordered (``zorder-columns``).
-
-    Every other option is a ``rewrite_data_files`` option (``rewrite-all``,
-    ``target-file-size-bytes``, ...), checked against ``DATA_REWRITE_OPTIONS``.
-    """
-    options = dict(spec.options)
-    sort_order, zorder = options.pop("sort-order", None), options.pop("zorder-columns", None)
-    partitions = _partitions(options.pop(partition_filter.PARAM, None))
-    extras = pop_rewrite_options(options)
-    options = parse_options(spec.action, options, DATA_REWRITE_OPTIONS)
-    if sort_order is not None and zorder is None:
-        order = parse_sort_order(sort_order)
-    elif zorder is not None and sort_order is None:
-        order = parse_zorder(zorder)
-    else:
-        raise SpecError("clustering needs exactly one of the options 'sort-order' "
-                        "(e.g. 'id DESC NULLS LAST, kind') or 'zorder-columns' (e.g. 'a,b')")
-    args = (_table_arg(spec), "strategy => 'sort'", f"sort_order => {sql_string(order)}")
-    return ProcedureCall("rewrite_data_files", args, options=options, partitions=partitions,
-                         **extras)
-
-
-def plan_expire_snapshots(spec: MaintenanceRequest) -> ProcedureCall:
-    """Expire snapshots older than ``older-than`` (ISO-8601), keeping at least ``retain-last``.
-
-    Without ``older-than`` Iceberg uses the table's ``history.expire.max-snapshot-age-ms``
-    (default five days).
-    """
-    _only_options(spec, ("older-than", "retain-last"))
-    args = [_table_arg(spec)]
-    if "older-than" in spec.options:
-        older_than = parse_timestamp("older-than", spec.options["older-than"])
-        args.append(f"older_than => {timestamp_literal(older_than)}")
-    if "retain-last" in spec.options:
-        retain_last = parse_positive_int("retain-last", spec.options["retain-last"])
-        args.append(f"retain_last => {retain_last}")
-    return ProcedureCall("expire_snapshots", tuple(args))
-
-
-def plan_remove_orphan_files(spec: MaintenanceRequest) -> ProcedureCall:
-    """List files no snapshot references (the procedure always runs as a dry run); unless
-    ``dry-run=true`` the job then deletes them itself, once each passed the location check
-    (``table_guard.remove_orphans``).
-
-    Only files last modified before ``older-than`` are candidates (Iceberg's default: three days
-    ago); Iceberg refuses a value less than 24 hours ago.
-    """
-    _only_options(spec, ("older-than", "dry-run"))
-    args = [_table_arg(spec)]
-    if "older-than" in spec.options:
-        older_than = parse_timestamp("older-than", spec.options["older-than"])
-        if (datetime.now(UTC) - older_than).total_seconds() < MIN_ORPHAN_AGE_S:
-            raise SpecError("option 'older-than': remove_orphan_files needs a time at least 24 "
-                            "hours ago (newer files may belong to commits still in progress)")
-        args.append(f"older_than => {timestamp_literal(older_than)}")
-    dry_run = parse_bool("dry-run", spec.options.get("dry-run", "false"))
-    args.append("dry_run => true")
-    return ProcedureCall("remove_orphan_files", tuple(args), info={"dry_run": dry_run})
-
-
-def plan_rewrite_manifests(spec: MaintenanceRequest) -> ProcedureCall:
-    """Regroup manifests (``rewrite_manifests``); ``use-caching`` toggles Spark caching."""
-    _only_options(spec, ("use-caching",))
-    args = [_table_arg(spec)]
-    if "use-caching" in spec.options:
-        use_caching = parse_bool("use-caching", spec.options["use-caching"])
-        args.append(f"use_caching => {'true' if use_caching else 'false'}")
-    return ProcedureCall("rewrite_manifests", tuple(args))
-
-
-def plan_rewrite_position_deletes(spec: MaintenanceRequest) -> ProcedureCall:
-    """Compact position delete files, dropping dangling deletes (``rewrite_position_delete_files``).
-
-    Options (``rewrite-all``, ...) are checked against ``REWRITE_OPTIONS``; ``partitions``
-    restricts it like a compaction (Iceberg groups delete files by partition, and the
-    procedure's ``where`` filters the partitions by the table's columns).
-    """
-    options = dict(spec.options)
-    partitions = _partitions(options.pop(partition_filter.PARAM, None))
-    extras = pop_rewrite_options(options)
-    options = parse_options(spec.action, options, REWRITE_OPTIONS)
-    return ProcedureCall("rewrite_position_delete_files", (_table_arg(spec),), options=options,
-                         partitions=partitions, **extras)
-
-
-Planner = Callable[[MaintenanceRequest], ProcedureCall]
-ACTIONS: dict[str, Planner] = {
-    "compaction": plan_compaction,
-    "clustering": plan_clustering,
-    "expire_snapshots": plan_expire_snapshots,
-    "remove_orphan_files": plan_remove_orphan_files,
-    "rewrite_manifests": plan_rewrite_manifests,
-    "rewrite_position_deletes": plan_rewrite_position_deletes,
-}
 
 
 def replanning(spark: Any, spec: MaintenanceRequest, work: Callable[[], T]) -> tuple[T, int]:
@@ -670,7 +182,7 @@ def run_action(spark: Any, spec: MaintenanceRequest, table: table_guard.CheckedT
     call's own info)."""
     call = ACTIONS[spec.action](spec)
     if call.partitions:
-        call = restrict(call, partition_filter.specs_of(table.handle))
+        call = procedures.restrict(call, partition_filter.specs_of(table.handle))
     if call.write is not None:
         return run_rewrite(spark, spec, table, call)
 
@@ -706,7 +218,7 @@ def run_rewrite(spark: Any, spec: MaintenanceRequest, table: table_guard.Checked
                       fmt.codec, deletes)
     table_props.check_level(fmt.codec, fmt.level)  # the policy's level for the codec chosen
     manifests, _ = replanning(spark, spec, lambda: manifest_prep.consolidate(
-        spark, _table_arg(spec), quote_ident(spec.catalog_name), table.handle,
+        spark, procedures._table_arg(spec), quote_ident(spec.catalog_name), table.handle,
         enabled=call.manifests_first))
     before = outcome.current_snapshot(table.handle)
     if before != checked:  # manifests merged (or a writer's commit): the new snapshot too

@@ -124,7 +124,7 @@ def quote_ident(name: str) -> str:
 
 
 def string_literal(value: str) -> str:
-    """A Spark SQL string literal (backslash escapes, as ``iceberg_maintenance.sql_string``)."""
+    """A Spark SQL string literal (backslash escapes, as ``job_spec.sql_string``)."""
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
