@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from tms.domain import CatalogType, Decision, JobSpec, Operation, Table, TableSpec
-from tms.formats import hudi_decide, hudi_inspect, hudi_jobs, hudi_plan_guard
+from tms.formats import hudi_clean_guard, hudi_decide, hudi_inspect, hudi_jobs, hudi_plan_guard
 from tms.formats.base import (
     CatalogUnreachable,
     DiscoveredTable,
@@ -59,6 +59,8 @@ CLUSTERING_JOB = "org.apache.hudi.utilities.HoodieClusteringJob"
 CLEANER = "org.apache.hudi.utilities.HoodieCleaner"
 _INSTANT_RE = re.compile(INSTANT_PATTERN)
 PLANS_REFUSED = "pending_plans_refused"  # metric: why the timeline's pending plans are refused
+CLEAN_REFUSED = "clean_refused"  # metric: why no job that cleans may run (hudi_clean_guard)
+AUTO_CLEAN = "auto_clean"  # metric: whether compaction and clustering clean after they commit
 _NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,127}")
 
 
@@ -145,12 +147,15 @@ class HudiFormat(TableFormatPlugin):
         metrics = hudi_inspect.inspect(summary, base, catalog.storage_options, props,
                                        self.clock(), tz, with_clean, catalog.scrub,
                                        unknown_reason(table, catalog) if props is None else "")
-        try:  # what the executor will refuse, shown now (it checks again before each run)
-            hudi_plan_guard.check_table(base, catalog.storage_options)
-        except hudi_plan_guard.PlanRefused as e:
-            metrics[PLANS_REFUSED] = catalog.scrub(str(e))[:2000]
-        except (TimelineError, StorageError):
-            pass  # the timeline was just read: a passing failure, left to the executor's check
+        metrics[AUTO_CLEAN] = hudi_jobs.auto_clean(props)
+        # what the executor will refuse, shown now (it checks again before each run)
+        for guard, key in ((hudi_plan_guard, PLANS_REFUSED), (hudi_clean_guard, CLEAN_REFUSED)):
+            try:
+                guard.check_table(base, catalog.storage_options)
+            except hudi_plan_guard.PlanRefused as e:
+                metrics[key] = catalog.scrub(str(e))[:2000]
+            except (TimelineError, StorageError):
+                pass  # the timeline was just read: a passing failure, left to the executor
         return metrics
 
     @staticmethod
@@ -173,6 +178,13 @@ class HudiFormat(TableFormatPlugin):
         verdicts = {"compaction": hudi_decide.compaction(table.policy, metrics, now),
                     "clustering": hudi_decide.clustering(table.policy, metrics, now),
                     "clean": hudi_decide.clean(table.policy, metrics, now)}
+        cleaning = metrics.get(CLEAN_REFUSED)
+        if cleaning:  # only the jobs that clean are refused
+            verdicts["clean"] = (False, f"not run: {cleaning}", {})
+            if metrics.get(AUTO_CLEAN):
+                for action in ("compaction", "clustering"):
+                    verdicts[action] = (False, "not run (it cleans after it commits): "
+                                        f"{cleaning}", {})
         refused = metrics.get(PLANS_REFUSED)
         if refused:  # every utility would execute the plan first: none may run
             verdicts = {a: (False, f"not run: {refused}", {}) for a in verdicts}
@@ -193,7 +205,8 @@ class HudiFormat(TableFormatPlugin):
         runs as decided, and Hudi's own planner meets the table (no plan ends SKIPPED)."""
         now = self.clock()
         metrics = self.inspect(table, catalog)
-        if metrics.get(PLANS_REFUSED):
+        if metrics.get(PLANS_REFUSED) or (metrics.get(CLEAN_REFUSED) and (
+                operation.action == "clean" or metrics.get(AUTO_CLEAN))):
             return None  # not stale: refused, and the job's build says so (FAILED, final)
         found = [d for d in self.evaluate(table, metrics, {}, now)
                  if d.action == operation.action]
@@ -208,12 +221,16 @@ class HudiFormat(TableFormatPlugin):
     def build_job(self, table: Table, catalog: CatalogAccess, operation: Operation) -> JobSpec:
         """The utility's job, built only when every pending plan on the timeline, read again
         now, stays inside the table (:mod:`tms.formats.hudi_plan_guard`): the utility executes
-        them first. A refused or unreadable plan, or a timeline that cannot be read from here,
-        is final (ValueError); storage that cannot be reached now is retried."""
+        them first; and, for a job that cleans, when every partition Hudi's cleaner could pick
+        does (:mod:`tms.formats.hudi_clean_guard`). A refused or unreadable plan or partition,
+        or a timeline that cannot be read from here, is final (ValueError); storage that cannot
+        be reached now is retried."""
         base = self.checked_base_path(table, catalog)
         job = hudi_jobs.build(table, catalog, operation, base)
         try:
             hudi_plan_guard.check_table(base, catalog.storage_options)
+            if hudi_jobs.can_clean(operation.action, job.spec["hudi"]["properties"]):
+                hudi_clean_guard.check_table(base, catalog.storage_options)
         except TimelineError as e:
             raise ValueError(f"the pending plans cannot be checked: {e}") from None
         except StorageError as e:

@@ -131,6 +131,22 @@ def retention_problem(props: Mapping[str, str]) -> str | None:
     return None
 
 
+def auto_clean(props: Mapping[str, str] | None) -> bool:
+    """Whether a compaction or clustering job cleans after it commits (Hudi's
+    ``hoodie.clean.automatic``, default true): TMS turns it off unless the writers' retention
+    is known and accepted (:func:`build`), and the writer configuration may turn it off. Any
+    value but ``false`` counts as on (the safe side for the checks that depend on it)."""
+    if props is None or retention_problem(props):
+        return False
+    return props.get("hoodie.clean.automatic", "true").strip().lower() != "false"
+
+
+def can_clean(action: str, props: Mapping[str, str] | None) -> bool:
+    """Whether the job for ``action`` runs Hudi's cleaner (:mod:`tms.formats.hudi_clean_guard`
+    checks what it would read first)."""
+    return action == "clean" or (action in ("compaction", "clustering") and auto_clean(props))
+
+
 def _table_name(table: Table, operation: Operation) -> str:
     """HoodieCompactor/HoodieClusteringJob require --table-name but use it only to name the
     Spark app (in the sources checked): the registered name, else hoodie.table.name as

@@ -39,7 +39,7 @@ import re
 from dataclasses import dataclass
 
 from tms.formats import hudi_tree
-from tms.formats.hudi_plan_guard import MAX_SHOWN, path_problem, problems
+from tms.formats.hudi_plan_guard import path_problem, problems, shown
 from tms.formats.hudi_plans import AVRO_MAGIC, MAX_PLAN_BYTES, PendingPlan, PlanRefused, decode
 from tms.formats.hudi_timeline import State, scan_instants
 from tms.formats.storage import Entry, LocalStore, Store, SymlinkRefused
@@ -119,9 +119,7 @@ def check_writes(store: Store, root: str, timeline_dir: str, table: Location) ->
         except (SymlinkRefused, PlanRefused) as e:
             found.append(str(e))
         if found:
-            shown = "; ".join(found[:MAX_SHOWN])
-            more = f" (and {len(found) - MAX_SHOWN} more)" if len(found) > MAX_SHOWN else ""
-            raise PlanRefused(f"failed Hudi write refused, {label}: {shown}{more}; Hudi rolls "
+            raise PlanRefused(f"failed Hudi write refused, {label}: {shown(found)}; Hudi rolls "
                               "it back before any utility runs, so none runs on this table "
                               "until its owner removes the instant's markers and files")
     return checked

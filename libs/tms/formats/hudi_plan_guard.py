@@ -85,13 +85,31 @@ def check_table(base: str, storage_options: Mapping[str, str] | None = None) -> 
 def _check_table(base: str, storage_options: Mapping[str, str] | None) -> int:
     from tms.formats import hudi_markers  # it builds on this module's path checks
 
-    where = locations.resolve(locations.parse(base, literal=True))
     checked = 0
+    store, dirs = table_dirs(base, storage_options)
+    for directory, table, table_root in dirs:
+        for plan in read_pending(store, directory):
+            found = problems(plan, table)
+            if found:
+                raise PlanRefused(f"pending Hudi plan refused, {plan.label}: {shown(found)}; "
+                                  "no Hudi utility runs on this table until its owner rolls "
+                                  "the plan back or removes it")
+            checked += 1
+        hudi_markers.check_writes(store, table_root, directory, table)
+    return checked
+
+
+def table_dirs(base: str, storage_options: Mapping[str, str] | None
+               ) -> tuple[Store, list[tuple[str, Location, str]]]:
+    """(the store, [(timeline directory, resolved base, root in the store)]) of the table at
+    the checked base path ``base`` and of its metadata table, when Hudi would load them (none
+    when there is no ``hoodie.properties``: Hudi's utility fails before it acts). PlanRefused
+    when the metadata table resolves outside the table."""
+    where = locations.resolve(locations.parse(base, literal=True))
     store, root = open_table(base, storage_options)
     if not _is_table(store, root, base):
-        return 0  # Hudi cannot load a table here: its utility fails before any plan runs
-    tl_dir = locate_timeline(base, storage_options)[2]
-    dirs = [(tl_dir, where, root)]
+        return store, []
+    dirs = [(locate_timeline(base, storage_options)[2], where, root)]
     mdt_base = f"{base.rstrip('/')}/.hoodie/metadata"
     mdt_root = store.join(root, ".hoodie", "metadata")
     mdt = locations.resolve(locations.parse(mdt_base, literal=True))
@@ -100,18 +118,13 @@ def _check_table(base: str, storage_options: Mapping[str, str] | None) -> int:
                           f"{str(mdt)[:300]!r}, outside the table")
     if _is_table(store, mdt_root, mdt_base):
         dirs.append((locate_timeline(mdt_base, storage_options)[2], mdt, mdt_root))
-    for directory, table, table_root in dirs:
-        for plan in read_pending(store, directory):
-            found = problems(plan, table)
-            if found:
-                shown = "; ".join(found[:MAX_SHOWN])
-                more = f" (and {len(found) - MAX_SHOWN} more)" if len(found) > MAX_SHOWN else ""
-                raise PlanRefused(f"pending Hudi plan refused, {plan.label}: {shown}{more}; "
-                                  "no Hudi utility runs on this table until its owner rolls "
-                                  "the plan back or removes it")
-            checked += 1
-        hudi_markers.check_writes(store, table_root, directory, table)
-    return checked
+    return store, dirs
+
+
+def shown(found: list[str]) -> str:
+    """The first ``MAX_SHOWN`` offending values of a refusal, and how many more there are."""
+    more = f" (and {len(found) - MAX_SHOWN} more)" if len(found) > MAX_SHOWN else ""
+    return "; ".join(found[:MAX_SHOWN]) + more
 
 
 def _is_table(store: Store, root: str, base: str) -> bool:
@@ -218,4 +231,4 @@ def _values(record: Any) -> Iterator[tuple[str, str, str, str | None]]:
 
 
 __all__ = ["ALLOWED_CLASSES", "PlanRefused", "StorageError", "TimelineError", "check_table",
-           "path_problem", "problems"]
+           "path_problem", "problems", "shown", "table_dirs"]
