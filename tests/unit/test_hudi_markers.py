@@ -24,12 +24,11 @@ from typing import Any
 import fastavro
 import pytest
 
-from tests.unit.fakes import FakeStore, make_catalog, make_op, make_table
-from tests.unit.test_hudi_jobs import WRITER, fake_jar, settings
+from tests.unit.fakes import make_op, make_table
+from tests.unit.hudi_submit import run_with_fake_submit
+from tests.unit.test_hudi_jobs import WRITER
 from tests.unit.test_hudi_plans import FIXTURES, ORIGINAL, ZIPS, lake, table_of, timelines, unzip
 from tms.domain import OperationState
-from tms.engines.spark_submit import SparkSubmitEngine
-from tms.executor.loop import Executor
 from tms.formats import hudi_markers
 from tms.formats.hudi import HudiFormat
 from tms.formats.hudi_markers import MAX_MARKER_BYTES, check_writes
@@ -37,7 +36,6 @@ from tms.formats.hudi_plan_guard import check_table
 from tms.formats.hudi_plans import PlanRefused
 from tms.formats.storage import LocalStore, StorageError, SymlinkRefused
 from tms.jobs.locations import parse, resolve
-from tms.spark import settings as spark_settings_module
 
 __all__ = ["lake"]  # the fixture, used by name
 
@@ -312,25 +310,10 @@ def test_a_failed_write_reaching_out_never_reaches_spark_submit(
     zip_name, plant = ATTACKS[attack]
     base = table_of(lake, zip_name)
     words = plant(lake, base)
-    started = tmp_path / "spark-submit-started"
-    script = tmp_path / "spark-submit"
-    script.write_text(f"#!/bin/sh\ntouch {started}\nrm -f {lake['secret']}\n")
-    script.chmod(0o755)
-    monkeypatch.setattr(spark_settings_module, "spark_submit_path", lambda: str(script))
-    engine = SparkSubmitEngine(settings(), jvm_jar=fake_jar(
-        tmp_path / "hudi-utilities-bundle_2.12-1.1.0.jar"))
-    catalog = make_catalog(allowed_locations=(str(lake["lake"]),), properties={
-        f"hudi.writer.{k}": v for k, v in WRITER.items()})
-    table = make_table(format="hudi", base_path=str(base), table_name="t")
-    op = make_op(action="clean")
-    op = replace(op, work=replace(op.work, trigger="manual"))
-    store = FakeStore(tables={1: table}, to_claim=[op], catalogs={"c": catalog})
-    Executor(store, {"hudi": HudiFormat()}, engine, "e1",  # type: ignore[arg-type]
-             tmp_path / "work").run_once()
-    (_, outcome), = store.finished
+    outcome, started = run_with_fake_submit(lake, base, tmp_path, monkeypatch)
     assert outcome.state is OperationState.FAILED and not outcome.retryable, outcome
     assert words in (outcome.error or ""), outcome.error
-    assert not started.exists() and lake["secret"].read_bytes() == b"the other tenant's data"
+    assert not started and lake["secret"].read_bytes() == b"the other tenant's data"
 
 
 def test_the_scheduler_shows_the_refusal(lake: dict[str, Path]) -> None:

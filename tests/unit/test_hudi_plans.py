@@ -13,7 +13,6 @@ import io
 import json
 import os
 import re
-import threading
 import zipfile
 from dataclasses import replace
 from pathlib import Path
@@ -22,17 +21,15 @@ from typing import Any
 import fastavro
 import pytest
 
-from tests.unit.fakes import FakeStore, make_catalog, make_op, make_table
-from tests.unit.test_hudi_jobs import WRITER, fake_jar, settings
+from tests.unit.fakes import make_op, make_table
+from tests.unit.hudi_submit import run_with_fake_submit
+from tests.unit.test_hudi_jobs import WRITER
 from tms.domain import OperationState
-from tms.engines.spark_submit import SparkSubmitEngine
-from tms.executor.loop import Executor
 from tms.formats.hudi import HudiFormat
 from tms.formats.hudi_plan_guard import check_table, problems
 from tms.formats.hudi_plans import MAX_PLAN_BYTES, PLAN_ACTIONS, PlanRefused, read_pending
 from tms.formats.storage import LocalStore
 from tms.jobs.locations import parse, resolve
-from tms.spark import settings as spark_settings_module
 
 REPO_ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
 FIXTURES = REPO_ROOT / "tests" / "fixtures" / "hudi"
@@ -378,37 +375,14 @@ def test_a_planted_plan_never_reaches_spark_submit(lake: dict[str, Path], tmp_pa
     schema, record = real_plan(ROLLBACK_ZIP, ".rollback.requested")
     record["RollbackRequests"][0]["filesToBeDeleted"] = [str(lake["secret"])]
     plant(base, f"{LATER}.rollback.requested", schema, record)
-    started = tmp_path / "spark-submit-started"
-    script = tmp_path / "spark-submit"
-    script.write_text(f"#!/bin/sh\ntouch {started}\nrm -f {lake['secret']}\n")
-    script.chmod(0o755)
-    monkeypatch.setattr(spark_settings_module, "spark_submit_path", lambda: str(script))
-    engine = SparkSubmitEngine(settings(), jvm_jar=fake_jar(
-        tmp_path / "hudi-utilities-bundle_2.12-1.1.0.jar"))
-    catalog = make_catalog(allowed_locations=(str(lake["lake"]),), properties={
-        f"hudi.writer.{k}": v for k, v in WRITER.items()})
-    table = make_table(format="hudi", base_path=str(base), table_name="t")
-    op = make_op(action="clean")
-    op = replace(op, work=replace(op.work, trigger="manual"))
-    store = FakeStore(tables={1: table}, to_claim=[op], catalogs={"c": catalog})
-    Executor(store, {"hudi": HudiFormat()}, engine, "e1",  # type: ignore[arg-type]
-             tmp_path / "work").run_once()
-    (_, outcome), = store.finished
+    outcome, started = run_with_fake_submit(lake, base, tmp_path, monkeypatch)
     assert outcome.state is OperationState.FAILED and not outcome.retryable
     assert f"{LATER} rollback" in (outcome.error or "")
     assert str(lake["secret"]) in (outcome.error or "")
-    assert not started.exists() and lake["secret"].read_bytes() == b"the other tenant's data"
-    # the same engine runs the job once the plan is gone (the script is reached)
+    assert not started and lake["secret"].read_bytes() == b"the other tenant's data"
+    # the same run reaches spark-submit once the plan is gone
     (timelines(base)[0][0] / f"{LATER}.rollback.requested").unlink()
-    job = HudiFormat().build_job(table, _access(catalog), op)
-    engine.run(job, tmp_path / "work2", threading.Event(), lambda h: None)
-    assert started.exists()
-
-
-def _access(catalog: Any) -> Any:
-    from tms import catalogs
-
-    return catalogs.access(catalog)
+    assert run_with_fake_submit(lake, base, tmp_path / "after", monkeypatch)[1]
 
 
 def test_a_path_written_as_bytes_is_read_as_hudi_would(lake: dict[str, Path]) -> None:
