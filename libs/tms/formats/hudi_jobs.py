@@ -135,9 +135,15 @@ def auto_clean(props: Mapping[str, str] | None) -> bool:
     """Whether a compaction or clustering job cleans after it commits (Hudi's
     ``hoodie.clean.automatic``, default true): TMS turns it off unless the writers' retention
     is known and accepted (:func:`build`), and the writer configuration may turn it off. Any
-    value but ``false`` counts as on (the safe side for the checks that depend on it)."""
-    if props is None or retention_problem(props):
+    value but ``false`` counts as on (the safe side for the checks that depend on it), and
+    so does a configuration no job is built with (numbers that are none, an unknown policy)."""
+    if props is None:
         return False
+    try:
+        if retention_problem(props):
+            return False
+    except (KeyError, ValueError):
+        return True
     return props.get("hoodie.clean.automatic", "true").strip().lower() != "false"
 
 
