@@ -190,6 +190,50 @@ def test_a_failed_writes_markers_naming_another_tables_objects_are_refused(
         assert foreign in str(e.value)
 
 
+def test_a_completed_commit_naming_another_tables_partition_is_refused(
+        lake: tuple[MotoServer, Path]) -> None:
+    """The v9 table copied to its own prefix, no write pending, with a completed delta commit
+    added (the fixture's own, written back in its schema) whose partition key is the cleaner's
+    next partition to list and clean: a partition of its own passes; one reaching the table
+    next to it (``..``), another bucket or an absolute key is refused, as is metadata above
+    the cap (from its listed size)."""
+    from tms.formats import hudi_clean_guard
+    from tms.formats.hudi_plans import MAX_PLAN_BYTES, PlanRefused
+
+    moto, local = lake
+    s3 = moto.boto3_client("s3")
+    upload(moto, local / "txns_v9", "tenant_c/txns")
+    base = f"s3://{BUCKET}/tenant_c/txns"
+    timeline = local / "txns_v9" / ".hoodie" / "timeline"
+    real = next(p for p in sorted(timeline.iterdir()) if p.name.endswith(".deltacommit")
+                and "_" in p.name)
+    rd = fastavro.reader(io.BytesIO(real.read_bytes()))
+    schema, record = rd.writer_schema, next(iter(rd))
+    assert isinstance(record, dict) and isinstance(schema, dict)
+    stats = next(iter(record["partitionToWriteStats"].values()))
+    key = "tenant_c/txns/.hoodie/timeline/20990101000000000_20990101000000001.deltacommit"
+
+    def plant(partition: str) -> None:
+        out = io.BytesIO()
+        fastavro.writer(out, schema, [{**record, "partitionToWriteStats": {partition: stats}}])
+        s3.put_object(Bucket=BUCKET, Key=key, Body=out.getvalue())  # type: ignore[attr-defined]
+
+    checked = hudi_clean_guard.check_table(base, storage(moto))
+    plant("region=us")
+    assert hudi_clean_guard.check_table(base, storage(moto)) == checked + 1
+    for foreign, words in (("../../ns/trips_v6/city=chennai", "'.' or '..' segment"),
+                           ("s3a://another-bucket/p", "':' before its first '/'"),
+                           ("/ns/trips_v6/city=chennai", "absolute path")):
+        plant(foreign)
+        with pytest.raises(PlanRefused, match="20990101000000000_20990101000000001") as e:
+            hudi_clean_guard.check_table(base, storage(moto))
+        assert foreign in str(e.value) and words in str(e.value), str(e.value)
+    s3.put_object(Bucket=BUCKET, Key=key,  # type: ignore[attr-defined]
+                  Body=b"Obj\x01" + b"\0" * MAX_PLAN_BYTES)
+    with pytest.raises(PlanRefused, match="above the"):
+        hudi_clean_guard.check_table(base, storage(moto))
+
+
 def hadoop_catalog(api: Api, moto: MotoServer, allowed: str = f"s3://{BUCKET}/ns") -> None:
     api.stub().CreateCatalog(tms_pb2.CreateCatalogRequest(catalog_id="hudi_s3", catalog=(
         tms_pb2.Catalog(type="hadoop", storage_options={
