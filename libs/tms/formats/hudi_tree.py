@@ -7,7 +7,9 @@ local file system following symlinks as it goes, and deletes the files there nam
 failed instant's time, or appends rollback blocks to the log files there. A writer can choose
 that time to match another tenant's files and link a directory of the table to theirs. So
 while a write is pending, a local table's tree may hold no symlink (nor anything else that is
-neither a regular file nor a directory); object stores have none.
+neither a regular file nor a directory); object stores have none. Hudi's cleaner lists
+partitions the same way, so before any job that cleans the tree may hold none either, write
+pending or not (:mod:`tms.formats.hudi_clean_guard`).
 """
 
 from __future__ import annotations
