@@ -150,6 +150,12 @@ def run(args: argparse.Namespace) -> None:
                           flush=True)
                     for label, (w, c) in timings.seen.items():
                         print(f"    {label:<40} {w:7.2f} s  cpu {c:7.2f} s", flush=True)
+                    res = result["result"]
+                    for label, w in (res.get("arrow_phases_s") or {}).items():
+                        print(f"      arrow {label:<34} {w:7.2f} s", flush=True)
+                    if "arrow_task_cpu_s" in res:
+                        print(f"      arrow tasks' own CPU {res['arrow_task_cpu_s']:.2f} s",
+                              flush=True)
                     data.remove_outputs(out, snap)
                     catalog.drop_table(copy)
             spark.stop()

@@ -5,8 +5,11 @@ No Hudi bundle jar can be obtained here, so this compiles a main class named
 (and an empty "Spark bundle" of the same release). The stand-in
 
 - refuses any flag the real compactor's ``Config`` does not declare (exit 2);
-- reads the ``--props`` file through its ``file://`` URI as the driver would, refusing a line
-  that is not ``key=value`` (exit 3), and applies ``--hoodie-conf`` over it, as Hudi does;
+- reads the ``--props`` file as Hudi's ``DFSPropertiesConfiguration`` does, through Hadoop's
+  ``FileSystem.open`` on its ``file://`` URI (Spark's own Hadoop client, so a named pipe is
+  read exactly as the real utility would read it), refusing a line that is not ``key=value``
+  (exit 3), and applies ``--hoodie-conf`` over it, as Hudi does; it says whether that path
+  was a regular file on disk (``stand-in props kind ...``);
 - appends what it received (``argv ...`` and ``props ...`` lines) to ``<base path>.received``,
   so the test can check the command line and the properties exactly;
 - then behaves like the compactor on the table's timeline (table version 6 in ``.hoodie/``,
@@ -81,7 +84,18 @@ public class HoodieCompactor {
     record.add("argv " + String.join(" ", args));
     Map<String, String> props = new TreeMap<>();
     if (flags.containsKey("--props")) {
-      for (String line : Files.readAllLines(path(flags.get("--props")))) {
+      String uri = flags.get("--props");
+      System.out.println("stand-in props kind "
+          + (Files.isRegularFile(path(uri)) ? "regular-file" : "not-a-file"));
+      org.apache.hadoop.fs.Path hp = new org.apache.hadoop.fs.Path(uri);
+      org.apache.hadoop.fs.FileSystem fs =
+          hp.getFileSystem(new org.apache.hadoop.conf.Configuration());
+      List<String> lines = new ArrayList<>();
+      try (java.io.BufferedReader r = new java.io.BufferedReader(new java.io.InputStreamReader(
+          fs.open(hp), StandardCharsets.UTF_8))) {
+        r.lines().forEach(lines::add);
+      }
+      for (String line : lines) {
         String[] kv = line.split("=", 2);
         if (kv.length != 2 || !kv[0].startsWith("hoodie.")) {
           System.out.println("stand-in: bad properties line");
@@ -194,8 +208,13 @@ def compile_stand_in(root: Path) -> tuple[str, str]:
     src = root / "src" / "org" / "apache" / "hudi" / "utilities"
     src.mkdir(parents=True)
     (src / "HoodieCompactor.java").write_text(STAND_IN)
-    subprocess.run([javac, "--release", "11", "-d", str(root / "classes"),
-                    str(src / "HoodieCompactor.java")], check=True)
+    import pyspark
+
+    hadoop = sorted(Path(pyspark.__file__).parent.joinpath("jars").glob("hadoop-client-api-*"))
+    if not hadoop:
+        raise AssertionError("pyspark's hadoop-client-api jar is missing")
+    subprocess.run([javac, "--release", "11", "-cp", str(hadoop[-1]), "-d",
+                    str(root / "classes"), str(src / "HoodieCompactor.java")], check=True)
     utilities = root / f"hudi-utilities-slim-bundle_2.12-{RELEASE}.jar"
     with zipfile.ZipFile(utilities, "w") as zf:
         for cls in (root / "classes").rglob("*.class"):

@@ -8,7 +8,8 @@ URI as the driver would, records what it got, and ends like the real one: "Could
 schedule" with exit code 255 when the delta commits do not reach the trigger it was given
 (Hudi's default of 5 without one), else "Finish job" and 0. What this shows: spark-submit accepts
 TMS's command line (``--class``, the slim jar, ``--jars`` with only the Spark bundle), the
-properties file is readable by the driver while it runs and gone afterwards, and "no plan"
+properties reach the driver through Hadoop's ``FileSystem.open`` (as Hudi reads them) from a
+named pipe, never a file on disk, and the name is gone afterwards, and "no plan"
 ends skipped. What it cannot show: Hudi's own scheduling (docs/hudi.md).
 """
 
@@ -57,6 +58,8 @@ def test_a_compaction_through_spark_submit(tmp_path: Path, jars: tuple[str, str]
     assert "stand-in: unknown flag" not in res.log_tail
     assert "stand-in conf hoodie.compact.inline.max.delta.commits=2" in res.log_tail
     assert "stand-in prop hoodie.cleaner.commits.retained" in res.log_tail  # read while running
+    # through Hadoop's FileSystem, from a pipe: the properties never were a file on disk
+    assert "stand-in props kind not-a-file" in res.log_tail
     assert not (work / "hudi.properties").exists()  # gone with the attempt
     ((argv, props),) = received(base)
     assert argv[argv.index("--mode") + 1] == "scheduleAndExecute"

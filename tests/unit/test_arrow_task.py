@@ -51,10 +51,20 @@ def _write(path: Path, start: int, n: int, row_group: int = 100) -> None:
                    row_group_size=row_group)
 
 
+READ_THREADS = [1]  # the task tests run with inputs read in the task's thread and ahead
+
+
+@pytest.fixture(autouse=True, params=[1, 3], ids=["read-in-task", "read-ahead"])
+def read_threads(request: pytest.FixtureRequest) -> Any:
+    READ_THREADS[0] = request.param
+    yield request.param
+    READ_THREADS[0] = 1
+
+
 def _task(tmp: Path, inputs: list[tuple[str, int, int, int]], out: str = "out/o.parquet"
           ) -> dict[str, Any]:
     return {"group": 0, "output": str(tmp / out), "allowed": [str(tmp)], "columns": COLUMNS,
-            "format": FORMAT, "inputs": inputs}
+            "format": FORMAT, "inputs": inputs, "read_threads": READ_THREADS[0]}
 
 
 def test_rows_split_evenly_over_the_outputs() -> None:
@@ -282,8 +292,11 @@ class _FakeRdd:
 class _FakeContext:
     """What run_tasks asks of a SparkContext: the broadcast threshold, parallelize, map."""
 
+    defaultParallelism = 2  # noqa: N815 (SparkContext's name)
+
     def __init__(self, threshold: int) -> None:
         self.threshold, self.data, self.func = threshold, None, None
+        self.tasks: list[Any] = []
         utils = type("PythonUtils", (), {"getBroadcastThreshold": lambda _jsc: threshold})
         self._jvm = type("Jvm", (), {"PythonUtils": utils})
         self._jsc = object()
@@ -292,6 +305,7 @@ class _FakeContext:
         import pickle
 
         self.data = pickle.dumps(data)  # what PySpark writes to its temporary file
+        self.tasks = data
         return _FakeRdd(self, data)
 
     def setJobDescription(self, text: str | None) -> None:
@@ -313,6 +327,7 @@ def test_s3_keys_travel_with_the_function_never_in_the_descriptors(tmp_path: Pat
     assert sc.data is not None and secret.encode() not in sc.data
     assert b"AKIDEXAMPLE" not in sc.data
     assert sc.func.keywords["s3"].secret_key == secret  # bound to the function, in memory
+    assert [t["read_threads"] for t in sc.tasks] == [2]  # one task, two cores: it reads ahead
     assert secret not in repr(sc.func.keywords["s3"])  # and never shown
     # without S3 the plain function goes, with no keys at all
     sc2 = _FakeContext(threshold=1 << 20)

@@ -31,7 +31,7 @@ from tests.unit.fakes import (
 )
 from tms.catalogs import CatalogAccess
 from tms.domain import JobSpec, Operation, Table
-from tms.engines import hudi_submit
+from tms.engines import hudi_submit, props_pipe
 from tms.engines.base import EngineResult
 from tms.engines.spark_submit import SparkSubmitEngine
 from tms.executor.loop import Executor
@@ -386,21 +386,29 @@ def test_only_hudi_and_storage_jars_ride_on_a_hudi_job(tmp_path: Path) -> None:
 
 
 def test_the_properties_file_is_private_and_read_back_exactly(tmp_path: Path) -> None:
+    """The properties are served through a 0600 named pipe: nothing is on disk before the run,
+    and a reader of the pipe gets the text exactly."""
     utilities = fake_jar(tmp_path / "hudi-utilities-bundle_2.12-1.0.2.jar")
     job = build("compaction", WRITER, mode="scheduleAndExecute", max_delta_commits="2")
     work = tmp_path / "work"
     work.mkdir(mode=0o700)
-    argv = SparkSubmitEngine(settings(), jvm_jar=utilities).argv(job, work)
+    sub = SparkSubmitEngine(settings(), jvm_jar=utilities).submission(job, work)
+    argv = sub.argv
     args = argv[argv.index(utilities) + 1:]
     parsed = jcommander(COMPACTOR, args)
     assert parsed["--spark-memory"] == ["1g"]
     props_uri, = parsed["--props"]
-    assert props_uri == (work / "hudi.properties").as_uri()  # file://: never the default FS
-    path = work / "hudi.properties"
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert hudi_read_properties(path.read_text()) == WRITER
+    path = (work / "hudi.properties").resolve()
+    assert props_uri == path.as_uri()  # file://: never the default FS
+    assert not path.exists() and list(sub.pipes) == [path]  # nothing written yet
+    with props_pipe.serving(sub.pipes):
+        st = path.lstat()
+        assert stat.S_ISFIFO(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600
+        text = path.read_text()
+    assert not path.exists()
+    assert hudi_read_properties(text) == WRITER
     # what Hudi applies: the file, then --hoodie-conf over it
-    effective = {**hudi_read_properties(path.read_text()), **hoodie_conf(parsed)}
+    effective = {**hudi_read_properties(text), **hoodie_conf(parsed)}
     assert effective["hoodie.compact.inline.max.delta.commits"] == "2"
     assert effective["hoodie.cleaner.commits.retained"] == "30"
 
@@ -435,9 +443,11 @@ def test_secrets_reach_the_private_file_only(tmp_path: Path) -> None:
         "hoodie.write.lock.zookeeper.url": "env:TMS_SECRET_ZK"}
     engine = SparkSubmitEngine(settings(), jvm_jar=utilities)
     env = {"TMS_SECRET_ZK": "zk-secret:2181", "PATH": "/usr/bin"}
-    sub = hudi_submit.job_args(job, settings(), tmp_path, env)
-    assert "zk-secret:2181" not in " ".join(sub)
-    assert hudi_read_properties((tmp_path / "hudi.properties").read_text())[
+    args, pipes = hudi_submit.job_args(job, settings(), tmp_path, env)
+    assert "zk-secret:2181" not in " ".join(args)
+    assert list(tmp_path.iterdir()) == [tmp_path / "hudi-utilities-bundle_2.12-1.0.2.jar"]
+    (text,) = pipes.values()
+    assert hudi_read_properties(text.decode())[
         "hoodie.write.lock.zookeeper.url"] == "zk-secret:2181"
     with pytest.raises(hudi_submit.HudiSubmitError, match="TMS_SECRET_ZK"):
         hudi_submit.job_args(job, settings(), tmp_path, {})
@@ -445,7 +455,8 @@ def test_secrets_reach_the_private_file_only(tmp_path: Path) -> None:
     with pytest.raises(hudi_submit.HudiSubmitError, match="cluster-mode"):
         hudi_submit.job_args(job, cluster, tmp_path, env)
     job.spec["hudi"]["property_secrets"] = {}
-    args = hudi_submit.job_args(job, cluster, tmp_path / "x", env)  # nothing written there
+    args, pipes = hudi_submit.job_args(job, cluster, tmp_path / "x", env)
+    assert pipes == {}  # a cluster-mode driver gets no file
     assert jcommander(CLEANER, args)["--hoodie-conf"][0] == "hoodie.cleaner.commits.retained=30"
     assert engine.settings.deploy_mode == "client"
 
@@ -483,8 +494,10 @@ def _utility_with_a_secret(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, then
     """spark-submit replaced by a script that prints its properties file, as Hudi's utilities
     do when they start, then runs ``then``; the job's lock URL is a secret reference."""
     script = tmp_path / "spark-submit"
-    script.write_text("#!/bin/sh\nfor a; do case $a in file://*) cat \"${a#file://}\";; esac;"
-                      " done\n" + then)
+    script.write_text("#!/bin/sh\nfor a; do case $a in file://*) p=\"${a#file://}\"; "
+                      "test -p \"$p\" && echo props-are-a-pipe; cat \"$p\"; cat \"$p\" >/dev/null;"
+                      " grep -rl zk-secret \"${p%/*}\" --devices=skip && echo secret-on-disk;;"
+                      " esac; done\n" + then)
     script.chmod(0o755)
     monkeypatch.setattr(spark_settings_module, "spark_submit_path", lambda: str(script))
     utilities = fake_jar(tmp_path / "hudi-utilities-bundle_2.12-1.0.2.jar")
@@ -508,6 +521,8 @@ def test_the_engine_runs_a_utility_and_cleans_up(tmp_path: Path,
     # Hudi prints its properties: the secret was in the file, never in the kept log
     assert "hoodie.write.lock.zookeeper.url=****" in res.log_tail
     assert b"zk-secret" not in (work / "driver.log").read_bytes()
+    # read twice while it ran, from a pipe; no file in the work directory held the secret
+    assert "props-are-a-pipe" in res.log_tail and "secret-on-disk" not in res.log_tail
     assert not (work / "hudi.properties").exists()
 
 

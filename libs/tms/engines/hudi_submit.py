@@ -9,11 +9,13 @@ or Avro on one classpath fail in ways no message explains. A bundle older than t
 needs (its table version, LANCE base files, the writers' own release) is refused before any
 JVM starts, naming both releases.
 
-Properties: the writers' configuration goes into ``hudi.properties`` in the attempt's private
-work directory (0600, created without following symlinks, removed when the attempt ends),
-secret references resolved only into it; ``--props file://...`` names it (an unqualified path
-would be read from Hadoop's default file system). A cluster-mode driver cannot read the
-executor's disk: it gets the settings as ``--hoodie-conf`` instead, and secrets are refused.
+Properties: the writers' configuration is served to the driver through ``hudi.properties``
+in the attempt's private work directory, a 0600 named pipe (``props_pipe``) whose text,
+secret references resolved, lives only in the executor's memory: Hudi reads ``--props`` only
+from a file system, and a file would keep the secrets on disk for the whole run (and after it,
+if the executor died). ``--props file://...`` names it (an unqualified path would be read from
+Hadoop's default file system). A cluster-mode driver cannot read the executor's disk: it gets
+the settings as ``--hoodie-conf`` instead, and secrets are refused.
 
 Ending: the utilities exit non-zero when they found nothing to plan, and some releases exit 0
 after a failure they only logged; the log lines the job names decide: a failure logged with an
@@ -142,10 +144,10 @@ def hudi_settings(job: JobSpec, settings: SparkSettings, bundle: str | None) -> 
 
 
 def job_args(job: JobSpec, settings: SparkSettings, workdir: Path,
-             environ: Mapping[str, str]) -> list[str]:
+             environ: Mapping[str, str]) -> tuple[list[str], dict[Path, bytes]]:
     """The utility's arguments: the job's own, the executor memory for utilities that
-    require it, and the writers' properties (a private file, or ``--hoodie-conf`` in cluster
-    mode)."""
+    require it, and the writers' properties (``--hoodie-conf`` in cluster mode); and the
+    private files to serve through a pipe while the job runs (path -> text)."""
     h: dict[str, Any] = job.spec.get("hudi") or {}
     args = list(job.args)
     if h.get("memory_flag"):
@@ -160,16 +162,16 @@ def job_args(job: JobSpec, settings: SparkSettings, workdir: Path,
         render_properties(props)  # the same checks
         for key in sorted(props):
             args += ["--hoodie-conf", f"{key}={props[key]}"]
-        return args
+        return args, {}
     for key, ref in refs.items():
         try:
             props[key] = resolve(ref, environ)
         except SecretError as e:
             raise HudiSubmitError(f"writer setting {key}: {e}") from None
-    if props:
-        path = write_private(workdir / PROPERTIES_FILE_NAME, render_properties(props))
-        args += ["--props", path.resolve().as_uri()]
-    return args
+    if not props:
+        return args, {}
+    path = workdir.resolve() / PROPERTIES_FILE_NAME
+    return [*args, "--props", path.as_uri()], {path: render_properties(props)}
 
 
 def secret_values(job: JobSpec, environ: Mapping[str, str]) -> list[str]:

@@ -24,7 +24,7 @@ from pathlib import Path
 import structlog
 
 from tms.domain import JobSpec
-from tms.engines import cluster_run, cold_jvm, hudi_submit
+from tms.engines import cluster_run, cold_jvm, hudi_submit, props_pipe
 from tms.engines.base import EngineResult, ProgressCallback, read_tail
 from tms.engines.children import die_with_parent, kill_group
 from tms.engines.cold_cds import (
@@ -137,7 +137,7 @@ class SparkSubmitEngine:
                 res = self._run_client(job, self.submission(job, workdir), workdir, stop,
                                        on_handle)
             return res
-        finally:  # a Hudi job's properties may hold resolved secrets: gone with the attempt
+        finally:  # the name of a Hudi job's properties pipe (no data): gone with the attempt
             (workdir / HUDI_PROPERTIES_FILE_NAME).unlink(missing_ok=True)
             if lease is not None:
                 lease.finish(succeeded=res is not None and res.succeeded)
@@ -148,34 +148,35 @@ class SparkSubmitEngine:
         if sub.result_path is not None:
             sub.result_path.unlink(missing_ok=True)
         secrets = hudi_submit.secret_values(job, os.environ) if job.kind == "jvm" else []
-        pump: ScrubbingPump | None = None
-        with log_path.open("wb") as out:
-            proc = subprocess.Popen(sub.argv, stdout=subprocess.PIPE if secrets else out,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    cwd=workdir, env=sub.env, start_new_session=True,
-                                    preexec_fn=die_with_parent)
-        if secrets:  # the log gets the output with the secrets masked on the way
-            assert proc.stdout is not None
-            pump = ScrubbingPump(proc.stdout, log_path.open("ab", buffering=0),
-                                 secrets).start()
-        handle = None
-        stopped = False
-        while True:
-            try:
-                code = proc.wait(POLL_INTERVAL_S)
-                break
-            except subprocess.TimeoutExpired:
-                pass
-            if handle is None:
-                handle = find_handle(log_path)
-                if handle:
-                    on_handle(handle)
-            if stop.is_set() and not stopped:
-                stopped = True
-                kill_group(proc)
-        if pump is not None and not pump.join():
-            log.warning("the driver's output is still open after it exited; its log ends here",
-                        log=str(log_path))
+        with props_pipe.serving(sub.pipes):  # a Hudi job's properties, never on disk
+            pump: ScrubbingPump | None = None
+            with log_path.open("wb") as out:
+                proc = subprocess.Popen(sub.argv, stdout=subprocess.PIPE if secrets else out,
+                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                        cwd=workdir, env=sub.env, start_new_session=True,
+                                        preexec_fn=die_with_parent)
+            if secrets:  # the log gets the output with the secrets masked on the way
+                assert proc.stdout is not None
+                pump = ScrubbingPump(proc.stdout, log_path.open("ab", buffering=0),
+                                     secrets).start()
+            handle = None
+            stopped = False
+            while True:
+                try:
+                    code = proc.wait(POLL_INTERVAL_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                if handle is None:
+                    handle = find_handle(log_path)
+                    if handle:
+                        on_handle(handle)
+                if stop.is_set() and not stopped:
+                    stopped = True
+                    kill_group(proc)
+            if pump is not None and not pump.join():
+                log.warning("the driver's output is still open after it exited; its log ends here",
+                            log=str(log_path))
         handle = handle or find_handle(log_path)
         if job.kind == "jvm":  # before anything reads the log: Hudi prints its properties
             hudi_submit.scrub_log(job, log_path, os.environ)

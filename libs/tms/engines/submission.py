@@ -60,6 +60,9 @@ class Submission:
     properties: dict[str, str] = field(default_factory=dict, repr=False)  # private conf
     pod_name: str | None = None  # Kubernetes cluster mode: the driver pod TMS named
     result_path: Path | None = None  # file mode only
+    # private files served from memory through a named pipe while the job runs (path ->
+    # text; ``props_pipe``): a Hudi utility's writer properties
+    pipes: dict[Path, bytes] = field(default_factory=dict, repr=False)
 
 
 def encode_spec(spec: Mapping[str, Any]) -> str:
@@ -108,14 +111,14 @@ def _jvm(settings: SparkSettings, job: JobSpec, workdir: Path, base_env: Mapping
     try:
         app_jar, bundle = hudi_submit.pick_jars(job, settings, jvm_jar, base_env)
         hudi_submit.check_release(job, app_jar, bundle)
-        args = hudi_submit.job_args(job, settings, workdir, base_env)
+        args, pipes = hudi_submit.job_args(job, settings, workdir, base_env)
     except hudi_submit.HudiSubmitError as e:
         raise SubmissionError(str(e)) from None
     own = hudi_submit.hudi_settings(job, settings, bundle)
     argv = own.submit_argv(app_jar, args, extra_conf={ATTEMPT_CONF: workdir.name})
     at = len(argv) - len(args) - 1
     return Submission([*argv[:at], "--class", job.app, *argv[at:]],
-                      settings.submit_env(base_env))
+                      settings.submit_env(base_env), pipes=pipes)
 
 
 def _pyspark(settings: SparkSettings, job: JobSpec, workdir: Path,

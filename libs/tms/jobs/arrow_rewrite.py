@@ -273,8 +273,11 @@ def on_arrow_path(spark: Any, handle: Any, table_name: str, options: Mapping[str
             result = arrow_commit.totals(outcome.committed, outcome.failed_files)
             extra["arrow_commits"] = outcome.info()
         else:
-            written = arrow_progress.single_commit(
-                work, progress, lambda gs: arrow_commit.commit_all(jvm, manager, gs))
+            def commit(gs: list[Any]) -> None:
+                clock.lap("tasks")
+                arrow_commit.commit_all(jvm, manager, gs)
+
+            written = arrow_progress.single_commit(work, progress, commit)
             result = arrow_commit.totals(groups)
     except arrow_progress.GroupRefused as e:
         return refusal(e.kind, e.reason)
@@ -282,7 +285,7 @@ def on_arrow_path(spark: Any, handle: Any, table_name: str, options: Mapping[str
         if "No module named 'pyarrow'" in str(e):
             return Attempt(None, "pyarrow not importable in the Spark workers")
         raise
-    clock.lap("rewrite_and_commit")
+    clock.lap("rewrite_and_commit" if progress.partial else "commit")
     cpu = round(sum(float(w.get("cpu_s", 0.0)) for w in written), 3)
     return Attempt({**result, **extra, "arrow_phases_s": clock.laps, "arrow_tasks": len(tasks),
                     "arrow_task_cpu_s": cpu})

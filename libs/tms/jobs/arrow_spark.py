@@ -20,10 +20,18 @@ from pathlib import Path
 from typing import Any
 
 try:
-    from tms.jobs import arrow_eligibility, arrow_s3, arrow_task, locations, table_guard
+    from tms.jobs import (
+        arrow_eligibility,
+        arrow_readahead,
+        arrow_s3,
+        arrow_task,
+        locations,
+        table_guard,
+    )
 except ImportError:  # shipped alone, next to its siblings
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import arrow_eligibility  # type: ignore[no-redef]
+    import arrow_readahead  # type: ignore[no-redef]
     import arrow_s3  # type: ignore[no-redef]
     import arrow_task  # type: ignore[no-redef]
     import locations  # type: ignore[no-redef]
@@ -91,7 +99,7 @@ def task_function(sc: Any, fn: Any, s3: arrow_s3.S3Options | None) -> Any:
 
     from pyspark import cloudpickle
 
-    for module in (arrow_task, arrow_s3, locations):
+    for module in (arrow_task, arrow_readahead, arrow_s3, locations):
         cloudpickle.register_pickle_by_value(module)
     if s3 is None:
         return fn
@@ -112,6 +120,9 @@ def run_tasks(spark: Any, tasks: list[dict[str, Any]], s3: arrow_s3.S3Options | 
     bound to the function (see the module's docstring)."""
     sc = spark.sparkContext
     func = task_function(sc, fn or arrow_task.run, s3)
+    # the cores these tasks leave idle read their inputs ahead (arrow_readahead)
+    threads = arrow_readahead.threads_per_task(int(sc.defaultParallelism), len(tasks))
+    tasks = [{**t, "read_threads": threads} for t in tasks]
     sc.setJobDescription(f"tms arrow rewrite: {what or f'{len(tasks)} output file(s)'}")
     try:
         return list(sc.parallelize(tasks, len(tasks)).map(func).collect())

@@ -32,12 +32,27 @@ from pathlib import Path
 from typing import Any
 
 try:
-    from tms.jobs import arrow_s3
-    from tms.jobs.locations import LocationError, check, parent_no_follow
+    from tms.jobs import arrow_readahead, arrow_s3
+    from tms.jobs.locations import (
+        LocationError,
+        check,
+        check_resolved,
+        parent_no_follow,
+        parse,
+        resolved_prefixes,
+    )
 except ImportError:  # shipped alone, next to locations.py
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import arrow_readahead  # type: ignore[no-redef]
     import arrow_s3  # type: ignore[no-redef]
-    from locations import LocationError, check, parent_no_follow  # type: ignore[no-redef]
+    from locations import (  # type: ignore[no-redef]
+        LocationError,
+        check,
+        check_resolved,
+        parent_no_follow,
+        parse,
+        resolved_prefixes,
+    )
 
 FIELD_ID_KEY = b"PARQUET:field_id"
 UTC_ZONES = frozenset({"UTC", "+00:00", "Etc/UTC", "Z", "GMT"})
@@ -127,11 +142,14 @@ def adopt_variants(want: Any, file_schema: Any) -> Any:
     return pa.schema(fields)
 
 
-def open_checked(raw: str, allowed: Sequence[str], flags: int) -> int:
+def open_checked(raw: str, allowed: Sequence[str], flags: int,
+                 prefixes: Sequence[Any] | None = None) -> int:
     """A descriptor for ``raw`` once its resolved path passed the location check, opened by
-    that path without following a symlink anywhere on it (``open_no_follow``)."""
+    that path without following a symlink anywhere on it (``open_no_follow``). ``prefixes``:
+    ``allowed`` already resolved (``locations.resolved_prefixes``)."""
     try:
-        real = check(raw, allowed, literal=True)
+        real = (check(raw, allowed, literal=True) if prefixes is None else
+                check_resolved(raw, prefixes, literal=True))
     except LocationError as e:
         raise TaskRefused("location", f"{raw[:300]}: {e}") from None
     try:
@@ -260,18 +278,39 @@ def probe(task: Mapping[str, Any], s3: Any = None) -> dict[str, Any]:
 
 
 def _run(task: Mapping[str, Any], s3: Any) -> dict[str, Any]:
+    from concurrent.futures import ThreadPoolExecutor
+
+    threads = max(1, min(int(task.get("read_threads", 1)), arrow_readahead.MAX_READ_THREADS))
+    with ThreadPoolExecutor(threads, thread_name_prefix="tms-read") as pool:
+        return _rewrite(task, s3, pool if threads > 1 else None)
+
+
+def _rewrite(task: Mapping[str, Any], s3: Any, pool: Any) -> dict[str, Any]:
+    """The task's rewrite; ``pool``: threads that open and read its inputs ahead of the
+    writer (``arrow_readahead``), None to read them in this thread."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     allowed, want = task["allowed"], output_schema(task["columns"])
-    opened, handles = [], []
+    handles: list[Any] = []
+    store = Store(s3)
+
+    def open_one(item: Sequence[Any]) -> tuple[Any, int, int]:
+        path, skip, take, rows = item
+        handle = store.open_input(path, allowed)
+        handles.append(handle)
+        pf = pq.ParquetFile(handle)
+        check_input(pf, path, rows, want)
+        return pf, skip, take
+
     try:
-        store = Store(s3)
-        for path, skip, take, rows in task["inputs"]:
-            handles.append(store.open_input(path, allowed))
-            pf = pq.ParquetFile(handles[-1])
-            opened.append((pf, skip, take))
-            check_input(pf, path, rows, want)
+        if pool is None:
+            opened = [open_one(item) for item in task["inputs"]]
+            parts: Iterator[Any] = (part for pf, skip, take in opened
+                                    for part in _slices(pf, skip, take))
+        else:
+            opened = arrow_readahead.ordered_map(pool, open_one, task["inputs"])
+            parts = arrow_readahead.slices(pool, opened)
         if opened:
             want = adopt_variants(want, opened[0][0].schema_arrow)
         fmt = task["format"]
@@ -284,14 +323,13 @@ def _run(task: Mapping[str, Any], s3: Any) -> dict[str, Any]:
                     pq.ParquetWriter(sink, want, **writer_options(fmt)) as writer:
                 pending: list[Any] = []
                 buffered = 0
-                for pf, skip, take in opened:
-                    for part in _slices(pf, skip, take):
-                        names = [f.name for f in want]
-                        pending.append(part.select(names).cast(want))
-                        buffered += part.num_rows
-                        if buffered >= per_group:
-                            written += _flush(writer, pa.concat_tables(pending), per_group)
-                            pending, buffered = [], 0
+                names = [f.name for f in want]
+                for part in parts:
+                    pending.append(part.select(names).cast(want))
+                    buffered += part.num_rows
+                    if buffered >= per_group:
+                        written += _flush(writer, pa.concat_tables(pending), per_group)
+                        pending, buffered = [], 0
                 if pending:
                     written += _flush(writer, pa.concat_tables(pending), per_group)
             expected = sum(take for _, _, take in opened)
@@ -302,6 +340,8 @@ def _run(task: Mapping[str, Any], s3: Any) -> dict[str, Any]:
             store.remove(output, allowed)
             raise
     finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)  # no read still using a handle
         for handle in handles:
             handle.close()
     offsets = [_start(meta.row_group(i)) for i in range(meta.num_row_groups)]
@@ -323,8 +363,12 @@ class Store:
     path is checked against the allowed locations before it is opened."""
 
     def __init__(self, s3: Any) -> None:
+        import threading
+
         self._s3 = s3
         self._fs: Any = None
+        self._lock = threading.Lock()  # inputs may be opened from reader threads
+        self._prefixes: dict[tuple[str, ...], Any] = {}  # allowed -> resolved, once per task
 
     def _object(self, raw: str) -> str | None:
         """The S3 object path of ``raw``, None for a local path."""
@@ -332,16 +376,42 @@ class Store:
             return None
         if self._s3 is None:
             raise TaskRefused("ineligible", f"{raw[:300]}: no S3 options for the arrow path")
-        if self._fs is None:
-            self._fs = self._s3.filesystem()
+        with self._lock:
+            if self._fs is None:
+                self._fs = self._s3.filesystem()
         return arrow_s3.object_path(raw)
 
+    def _resolved(self, allowed: Sequence[str]) -> Any:
+        key = tuple(allowed)
+        with self._lock:
+            if key not in self._prefixes:
+                try:
+                    self._prefixes[key] = resolved_prefixes(allowed)
+                except LocationError as e:
+                    raise TaskRefused("location", f"allowed locations: {e}") from None
+            return self._prefixes[key]
+
     def open_input(self, raw: str, allowed: Sequence[str]) -> Any:
-        _checked(raw, allowed)
-        key = self._object(raw)
-        if key is not None:
+        """An input, opened only inside ``allowed``. A local path that is literally inside a
+        resolved allowed location opens with no symlink followed anywhere on it (so the file
+        opened is the one at that path); only a path with a symlink on it is resolved and
+        checked again, then opened by its resolved path (``open_checked``)."""
+        prefixes = self._resolved(allowed)
+        try:
+            where = parse(raw, literal=True)
+        except LocationError as e:
+            raise TaskRefused("location", f"{raw[:300]}: {e}") from None
+        if not where.local:
+            _checked(raw, allowed)
+            key = self._object(raw)
             return self._fs.open_input_file(key)
-        return native(open_checked(raw, allowed, os.O_RDONLY), "rb")
+        if any(where.is_under(p) for p in prefixes):
+            try:
+                return native(open_no_follow(where.path, os.O_RDONLY), "rb")
+            except OSError as e:
+                if e.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise
+        return native(open_checked(raw, allowed, os.O_RDONLY, prefixes), "rb")
 
     def open_output(self, raw: str, allowed: Sequence[str]) -> Any:
         local = _checked(raw, allowed).path  # checked before a directory is made for it

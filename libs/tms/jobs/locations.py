@@ -25,7 +25,7 @@ from __future__ import annotations
 import errno
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from urllib.parse import unquote
 
@@ -138,8 +138,18 @@ def check(raw: str, allowed: Iterable[str], *, literal: bool = False) -> Locatio
     """Parse and resolve ``raw`` and require it inside one of ``allowed`` (each parsed and
     resolved the same way; ``literal`` applies to ``raw`` only). Returns the resolved
     location; LocationError says why not."""
+    return check_resolved(raw, resolved_prefixes(allowed), literal=literal)
+
+
+def resolved_prefixes(allowed: Iterable[str]) -> list[Location]:
+    """The allowed locations parsed and resolved, for many ``check_resolved`` calls."""
+    return [resolve(parse(a)) for a in allowed]
+
+
+def check_resolved(raw: str, prefixes: Sequence[Location], *, literal: bool = False
+                   ) -> Location:
+    """``check`` against allowed locations already resolved (``resolved_prefixes``)."""
     where = resolve(parse(raw, literal=literal))
-    prefixes = [resolve(parse(a)) for a in allowed]
     if not prefixes:
         raise LocationError("no allowed locations are configured")
     if not any(where.is_under(p) for p in prefixes):
