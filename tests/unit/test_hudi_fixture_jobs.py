@@ -60,8 +60,14 @@ def unzip_properties(name: str, dest: Path) -> Path:
     return dest / top
 
 
+SERVED: dict[Path, bytes] = {}  # what the last submission serves through its pipes
+
+
 def argv_after_jar(job: JobSpec, jar: str, work: Path) -> list[str]:
-    argv = SparkSubmitEngine(SparkSettings(), jvm_jar=jar).argv(job, work)
+    sub = SparkSubmitEngine(SparkSettings(), jvm_jar=jar).submission(job, work)
+    SERVED.clear()
+    SERVED.update(sub.pipes)
+    argv = sub.argv
     at = argv.index("--class")
     assert argv[at + 1:at + 3] == [job.app, jar]
     return argv[at + 3:]
@@ -113,7 +119,9 @@ def test_every_fixture_gets_exact_jobs(tmp_path: Path, name: str) -> None:
         app, args = expected[action]
         assert job.app == app
         assert argv_after_jar(job, new_enough, work) == args, action
-        assert hudi_read_properties((work / "hudi.properties").read_text()) == WRITER
+        assert not (work / "hudi.properties").exists()  # served through a pipe while it runs
+        served = SERVED[(work / "hudi.properties").resolve()].decode()
+        assert hudi_read_properties(served) == WRITER
         assert job.spec["hudi"]["min_release"] == needed, action
         with pytest.raises(ValueError, match=f"needs Hudi {re.escape(needed)} or newer; "
                                              "the configured bundle is 0.13.1"):
