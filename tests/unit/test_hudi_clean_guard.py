@@ -28,11 +28,12 @@ from tests.unit.fakes import make_access, make_table
 from tests.unit.hudi_submit import run_with_fake_submit
 from tests.unit.test_hudi_jobs import WRITER
 from tests.unit.test_hudi_plans import FIXTURES, ZIPS, lake, table_of, timelines, unzip
+from tests.unit.test_hudi_plans import refused as plan_refused
 from tms.domain import OperationState
 from tms.formats import hudi_clean_guard, hudi_plan_guard
 from tms.formats.hudi import HudiFormat
 from tms.formats.hudi_clean_guard import check_table, partition_problem
-from tms.formats.hudi_plans import MAX_PLAN_BYTES, PlanRefused
+from tms.formats.hudi_plans import MAX_PLAN_BYTES
 from tms.jobs.locations import parse, resolve
 
 __all__ = ["lake"]  # the fixture, used by name
@@ -84,11 +85,7 @@ def avro_commit(base: Path, zip_name: str, action: str, field: str, key: str) ->
 
 
 def refused(base: Path, *words: str) -> str:
-    with pytest.raises(PlanRefused) as e:
-        check_table(str(base))
-    for w in words:
-        assert w in str(e.value), str(e.value)
-    return str(e.value)
+    return plan_refused(base, *words, check=check_table)
 
 
 # the genuine tables ------------------------------------------------------------------------------

@@ -151,9 +151,11 @@ def table_of(lake: dict[str, Path], zip_name: str) -> Path:
     return unzip(zip_name, lake["lake"] / "a")
 
 
-def refused(base: Path, *words: str) -> str:
+def refused(base: Path, *words: str, check: Any = None) -> str:
+    """The refusal of ``base`` by ``check`` (the plan guard's ``check_table`` by default),
+    which must name every one of ``words``."""
     with pytest.raises(PlanRefused) as e:
-        check_table(str(base))
+        (check or check_table)(str(base))
     for w in words:
         assert w in str(e.value), str(e.value)
     return str(e.value)

@@ -32,27 +32,16 @@ from pathlib import Path
 from typing import Any
 
 try:
-    from tms.jobs import arrow_readahead, arrow_s3
-    from tms.jobs.locations import (
-        LocationError,
-        check,
-        check_resolved,
-        parent_no_follow,
-        parse,
-        resolved_prefixes,
-    )
+    from tms.jobs import arrow_readahead, arrow_s3, locations
 except ImportError:  # shipped alone, next to locations.py
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import arrow_readahead  # type: ignore[no-redef]
     import arrow_s3  # type: ignore[no-redef]
-    from locations import (  # type: ignore[no-redef]
-        LocationError,
-        check,
-        check_resolved,
-        parent_no_follow,
-        parse,
-        resolved_prefixes,
-    )
+    import locations  # type: ignore[no-redef]
+
+LocationError = locations.LocationError
+check, check_resolved, parse = locations.check, locations.check_resolved, locations.parse
+parent_no_follow, resolved_prefixes = locations.parent_no_follow, locations.resolved_prefixes
 
 FIELD_ID_KEY = b"PARQUET:field_id"
 UTC_ZONES = frozenset({"UTC", "+00:00", "Etc/UTC", "Z", "GMT"})
