@@ -79,6 +79,8 @@ def test_table_paths_are_all_checked(tmp_path: Path) -> None:
         {"table location": f"file:{outside}/t"},
         {"table location": f"file:{allowed}/t", "table property write.data.path": str(outside)},
         {"table location": f"file:{allowed}/t", "previous metadata file 0": f"{outside}/m.json"},
+        {"table location": f"file:{allowed}/t",
+         "statistics file 0 (snapshot 1)": f"{allowed}/link/stats.puffin"},
         {"table location": f"file:{allowed}/../outside/t"},
     ]
     for paths in bad:
@@ -173,6 +175,47 @@ def test_expire_snapshots_never_deletes_a_file_a_snapshot_borrowed(pg: Any, tmp_
                            allowed=[str(lake.allowed)]), tmp_path)
 
     _assert_refused(result, str(victim))
+    assert victim.exists()
+    assert len(lake.catalog.load_table(f"{lake.namespace}.t").metadata.snapshots) == snapshots
+
+
+def _set_statistics(table: Any, snapshot_id: int, path: Path) -> None:
+    """What any owner can commit with pyiceberg: a statistics file for a snapshot, at a path
+    of the owner's choosing."""
+    from pyiceberg.table.statistics import StatisticsFile
+
+    with table.update_statistics() as update:
+        update.set_statistics(StatisticsFile(
+            snapshot_id=snapshot_id, statistics_path=str(path),
+            file_size_in_bytes=path.stat().st_size if path.exists() else 1,
+            file_footer_size_in_bytes=1, blob_metadata=[]))
+
+
+@pytest.mark.parametrize("where", ["outside", "symlink"])
+def test_expire_snapshots_never_deletes_a_statistics_file_named_outside(
+        pg: Any, tmp_path: Path, where: str) -> None:
+    """The owner names another tenant's file as the statistics file of a snapshot that is
+    about to expire (directly, or through a symlink inside the table): Iceberg's expiration
+    deletes the statistics files of the snapshots it expires, so the job must refuse."""
+    lake = Lake(pg.dsn, tmp_path / "lake")
+    table = lake.table("t", commits=3)
+    victim = lake.outside / "tenant-b.parquet"
+    pq.write_table(iceberg_data.batch(1000, 5), victim)
+    named = victim
+    if where == "symlink":
+        named = Path(table.location().removeprefix("file:").removeprefix("//")) / "stats"
+        named.symlink_to(lake.outside, target_is_directory=True)
+        named = named / victim.name
+    oldest = table.metadata.snapshots[0].snapshot_id
+    _set_statistics(table, oldest, named)
+    snapshots = len(table.metadata.snapshots)
+    older_than = (datetime.now(UTC) + timedelta(minutes=1)).isoformat()
+
+    result = _run(lake.job("t", "expire_snapshots", {"older-than": older_than,
+                                                      "retain-last": "1"},
+                           allowed=[str(lake.allowed)]), tmp_path)
+
+    _assert_refused(result, "statistics file")
     assert victim.exists()
     assert len(lake.catalog.load_table(f"{lake.namespace}.t").metadata.snapshots) == snapshots
 

@@ -4,7 +4,9 @@
 The location a table was registered with is only a claim: the location storage will use comes
 from the table's metadata in the catalog, which a table owner writes. So the job loads the
 Iceberg table, reads its location (and the properties that move data or metadata elsewhere:
-``write.data.path``, ``write.metadata.path``, ...) and checks each with the one normaliser
+``write.data.path``, ``write.metadata.path``, ...; the metadata log, whose oldest files a
+commit deletes; the statistics and partition statistics files, which ``expire_snapshots``
+deletes with the snapshots they describe) and checks each with the one normaliser
 (``locations.py``, realpath for local paths) against the allowed locations in the spec.
 
 ``remove_orphan_files`` lists with Iceberg's procedure in dry-run mode, requires every candidate
@@ -55,6 +57,9 @@ except ImportError:  # shipped alone, next to locations.py
         resolve,
     )
 
+# Paths one table's metadata may name for the check (metadata log, statistics files): past
+# this the table is refused rather than checked for minutes.
+MAX_TABLE_PATHS = 100_000
 # Table properties that send data or metadata files somewhere other than the table location.
 LOCATION_PROPERTIES = ("write.data.path", "write.metadata.path", "write.object-storage.path",
                        "write.folder-storage.path")
@@ -91,11 +96,20 @@ def table_paths(table: Any) -> dict[str, str]:
             paths[f"table property {key}"] = str(value)
     try:
         current = table.operations().current()
-        paths["metadata file"] = str(current.metadataFileLocation())
-        for i, entry in enumerate(current.previousFiles()):
-            paths[f"previous metadata file {i}"] = str(entry.file())
     except Exception:  # not a BaseTable: location and properties are what we can check
-        pass
+        return paths
+    paths["metadata file"] = str(current.metadataFileLocation())
+    for i, entry in enumerate(current.previousFiles()):
+        paths[f"previous metadata file {i}"] = str(entry.file())
+    # statistics (Puffin) and partition statistics files: the owner names them (a
+    # set-statistics update), and expire_snapshots deletes those of the snapshots it expires
+    for kind, files in (("statistics file", current.statisticsFiles()),
+                        ("partition statistics file", current.partitionStatisticsFiles())):
+        for i, entry in enumerate(files):
+            paths[f"{kind} {i} (snapshot {entry.snapshotId()})"] = str(entry.path())
+    if len(paths) > MAX_TABLE_PATHS:
+        raise LocationRefused(f"the table's metadata names {len(paths)} metadata, statistics "
+                              f"and location paths, more than the {MAX_TABLE_PATHS} checked")
     return paths
 
 
