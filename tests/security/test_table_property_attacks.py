@@ -1,7 +1,8 @@
 """A hostile table owner sets a property Iceberg reads while maintenance runs, with pyiceberg:
 a commit retry count past Java's int (or one Java takes and would retry for hours), a negative
 number of snapshots to keep, a garbage boolean Java would read as ``false`` without a word, a
-manifest target in Arabic-Indic digits; ``gc.enabled=false``, which Iceberg itself refuses to
+manifest target in Arabic-Indic digits, a class name for Iceberg to instantiate as the location
+provider, a metrics mode Java would ignore; ``gc.enabled=false``, which Iceberg itself refuses to
 expire under (TMS used to retry that). Each operation must end FAILED at once (one attempt of
 three, not retried), the error naming the property and what it may be, and leave the table's
 snapshots, data and metadata files, and any orphan file, exactly as they were; the same action
@@ -28,7 +29,7 @@ from tests.integration.iceberg_files import local_path
 from tests.security.job_harness import Lake, Runner, spark_settings
 from tms.domain import OperationState
 from tms.engines.warm import WarmSparkEngine
-from tms.jobs import maintenance_props
+from tms.jobs import maintenance_keys
 from tms.local.postgres import LocalPostgres
 from tms.storage.postgres import PostgresStore
 
@@ -42,7 +43,7 @@ ORPHANS = {"older-than": (NOW - timedelta(days=2)).isoformat()}
 # name: (action, the owner's properties, options, what the error must say)
 ATTACKS: dict[str, tuple[str, dict[str, str], dict[str, str] | None, str]] = {
     "retries_past_int": ("compaction", {"commit.retry.num-retries": "99999999999"}, None,
-                         f"from 0 to {maintenance_props.MAX_COMMIT_RETRIES}"),
+                         f"from 0 to {maintenance_keys.MAX_COMMIT_RETRIES}"),
     "retries_for_hours": ("rewrite_manifests", {"commit.retry.num-retries": "2147483647",
                                                 "commit.retry.min-wait-ms": "2147483647"},
                           {"use-caching": "false"}, "commit.retry."),
@@ -50,6 +51,13 @@ ATTACKS: dict[str, tuple[str, dict[str, str], dict[str, str] | None, str]] = {
                        EXPIRE_ALL, "from 1 to 2147483647"),
     "gc_yes": ("remove_orphan_files", {"gc.enabled": "yes"}, ORPHANS, "true, false"),
     "gc_off": ("expire_snapshots", {"gc.enabled": "false"}, EXPIRE_ALL, "gc.enabled=false"),
+    # a class Iceberg would instantiate (any (String, Map) constructor) to place new files
+    "location_class": ("compaction", {"write.location-provider.impl":
+                                      "org.apache.iceberg.hadoop.HadoopTableOperations"},
+                       None, "it unset"),
+    "metrics_unicode": ("rewrite_position_deletes",
+                        {"write.metadata.metrics.default": "truncate(١٦)"},
+                        {"rewrite-all": "true"}, "truncate(N)"),
     "manifest_target_arabic": ("clustering", {"commit.manifest.target-size-bytes": "٣٠٠٠"},
                                {"sort-order": "id DESC", "rewrite-all": "true"},
                                "(ASCII digits"),

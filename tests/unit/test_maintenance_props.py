@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tms.jobs import errors, iceberg_maintenance, manifest_prep
-from tms.jobs import maintenance_props as mprops
+from tms.jobs import maintenance_keys as mkeys
 from tms.jobs.maintenance_props import KEYS_BY_ACTION, PropertyRefused, check
 from tms.jobs.table_props import JAVA_INT_MAX, JAVA_LONG_MAX
 
@@ -120,7 +120,7 @@ def test_booleans_in_any_ascii_case_as_iceberg_reads_them(key: str) -> None:
     action = action_reading(key)
     for raw, value in (("true", True), ("TRUE", True), ("True", True), ("false", False),
                        ("FALSE", False), ("fAlSe", False)):
-        if key == mprops.GC_KEY and not value:
+        if key == mkeys.GC_KEY and not value:
             continue  # refused for the actions that read it: see below
         assert check({key: raw}, action) == {key: value}
 
@@ -129,8 +129,8 @@ def test_booleans_in_any_ascii_case_as_iceberg_reads_them(key: str) -> None:
 def test_gc_disabled_is_refused_where_iceberg_would_refuse_it_anyway(action: str) -> None:
     for raw in ("false", "FALSE", "False"):
         with pytest.raises(PropertyRefused, match="gc.enabled=false"):
-            check({mprops.GC_KEY: raw}, action)
-    assert check({mprops.GC_KEY: "false"}, "compaction") == {}  # a rewrite deletes nothing
+            check({mkeys.GC_KEY: raw}, action)
+    assert check({mkeys.GC_KEY: "false"}, "compaction") == {}  # a rewrite deletes nothing
 
 
 @pytest.mark.parametrize("key", ENUMS)
@@ -183,4 +183,56 @@ def test_the_job_reports_it_as_not_retryable_naming_the_property() -> None:
     assert payload["ok"] is False and payload["retryable"] is False
     assert payload["error_class"] == errors.INVALID_TABLE_PROPERTY
     assert "commit.retry.num-retries" in payload["error"]
-    assert f"from 0 to {mprops.MAX_COMMIT_RETRIES}" in payload["error"]
+    assert f"from 0 to {mkeys.MAX_COMMIT_RETRIES}" in payload["error"]
+
+
+def test_a_location_provider_class_is_refused_for_every_action() -> None:
+    key = "write.location-provider.impl"
+    for action in KEYS_BY_ACTION:  # Iceberg instantiates the named class before checking it
+        for raw in ("org.apache.iceberg.LocationProviders$DefaultLocationProvider", "", "x"):
+            with pytest.raises(PropertyRefused, match=key):
+                check({key: raw}, action)
+
+
+@pytest.mark.parametrize("raw", ["none", "COUNTS", "Full", "truncate(16)", "TRUNCATE(1)",
+                                 f"truncate({JAVA_INT_MAX})"])
+def test_metrics_modes_as_iceberg_names_them(raw: str) -> None:
+    key = "write.metadata.metrics.default"
+    assert check({key: raw}, "compaction") == {key: raw.lower()}
+    column = "write.metadata.metrics.column.id"
+    assert check({column: raw}, "clustering") == {column: raw.lower()}
+
+
+@pytest.mark.parametrize("raw", ["truncate(0)", "truncate(016)", "truncate(-1)",
+                                 f"truncate({JAVA_INT_MAX + 1})", "truncate(١٦)", "truncate 16",
+                                 "truncate(16) ", "fulI", "ful\u013e", "trunc(16)", "", "counts;"])
+def test_metrics_modes_java_would_ignore_or_misread_are_refused(raw: str) -> None:
+    for key in ("write.metadata.metrics.default", "write.metadata.metrics.column.data"):
+        with pytest.raises(PropertyRefused, match="truncate\\(N\\)"):
+            check({key: raw}, "rewrite_position_deletes")
+
+
+@pytest.mark.parametrize(("raw", "ok"), [
+    ("0.01", True), ("0.5", True), ("0.999999", True), ("0.000000000000000001", True),
+    ("0", False), ("1", False), ("1.0", False), ("0.0", False), ("0.", False), (".01", False),
+    ("1e-2", False), ("NaN", False), ("Infinity", False), ("0x1p-7", False), (" 0.01", False),
+    ("0.01 ", False), ("-0.01", False), ("0.٠١", False), ("0.0000000000000000001", False)])
+def test_bloom_filter_probabilities_strictly_between_0_and_1(raw: str, ok: bool) -> None:
+    key = "write.parquet.bloom-filter-fpp.column.id"
+    if ok:
+        assert check({key: raw}, "compaction") == {key: float(raw)}
+    else:
+        with pytest.raises(PropertyRefused, match="above 0 and below 1"):
+            check({key: raw}, "compaction")
+
+
+def test_every_column_key_of_a_prefix_is_checked_only_by_rewrites() -> None:
+    props = {"write.parquet.bloom-filter-enabled.column.id": "true",
+             "write.parquet.stats-enabled.column.id": "FALSE",
+             "write.parquet.bloom-filter-enabled.column.data": "yes"}
+    with pytest.raises(PropertyRefused, match="column.data"):
+        check(props, "compaction")
+    assert check(props, "rewrite_manifests") == {}  # writes no data file
+    del props["write.parquet.bloom-filter-enabled.column.data"]
+    assert check(props, "clustering") == {"write.parquet.bloom-filter-enabled.column.id": True,
+                                          "write.parquet.stats-enabled.column.id": False}
