@@ -236,3 +236,12 @@ def test_every_column_key_of_a_prefix_is_checked_only_by_rewrites() -> None:
     del props["write.parquet.bloom-filter-enabled.column.data"]
     assert check(props, "clustering") == {"write.parquet.bloom-filter-enabled.column.id": True,
                                           "write.parquet.stats-enabled.column.id": False}
+
+
+def test_the_threat_model_lists_every_property_checked() -> None:
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "security.md").read_text()
+    prefixes = {p for rules in mkeys.PREFIXES_BY_ACTION.values() for p in rules}
+    for key in [*ALL_RULES, *(f"{p}*" for p in prefixes)]:
+        assert f"`{key}`" in doc, key
