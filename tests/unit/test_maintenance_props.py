@@ -3,9 +3,21 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
-from tms.jobs import errors, iceberg_maintenance, manifest_prep
+from tms.jobs import (
+    ICEBERG_MAINTENANCE_APP,
+    JOB_SUPPORT_FILES,
+    errors,
+    iceberg_maintenance,
+    manifest_prep,
+)
 from tms.jobs import maintenance_keys as mkeys
 from tms.jobs.maintenance_props import KEYS_BY_ACTION, PropertyRefused, check
 from tms.jobs.table_props import JAVA_INT_MAX, JAVA_LONG_MAX
@@ -239,9 +251,24 @@ def test_every_column_key_of_a_prefix_is_checked_only_by_rewrites() -> None:
 
 
 def test_the_threat_model_lists_every_property_checked() -> None:
-    from pathlib import Path
-
     doc = (Path(__file__).resolve().parents[2] / "docs" / "security.md").read_text()
     prefixes = {p for rules in mkeys.PREFIXES_BY_ACTION.values() for p in rules}
     for key in [*ALL_RULES, *(f"{p}*" for p in prefixes)]:
         assert f"`{key}`" in doc, key
+
+
+def test_shipped_alone_a_refusal_is_still_the_jobs_not_retryable_class(tmp_path: Path) -> None:
+    """Next to the job on a cluster (no TMS installed) the modules import each other by file:
+    the refusal must still be the class the job classifies as an invalid property."""
+    for f in (ICEBERG_MAINTENANCE_APP, *JOB_SUPPORT_FILES):
+        shutil.copy(f, tmp_path / f.name)
+    code = ("import sys; sys.path.insert(0, '.')\n"
+            "import json, iceberg_maintenance as job, maintenance_props as m\n"
+            "try:\n    m.check({'gc.enabled': 'yes'}, 'expire_snapshots')\n"
+            "except Exception as e:\n    print(json.dumps(job.failure_payload(e)))\n")
+    proc = subprocess.run([sys.executable, "-I", "-S", "-c", code], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    payload = json.loads(proc.stdout)
+    assert payload["retryable"] is False and payload["error_class"] == errors.INVALID_TABLE_PROPERTY
+    assert "gc.enabled" in payload["error"]
