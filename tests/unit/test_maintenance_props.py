@@ -161,6 +161,9 @@ def test_enums_are_icebergs_names_in_ascii_any_case(key: str) -> None:
     ("write.distribution-mode", "haſh"),  # equalsIgnoreCase would take it
     ("write.distribution-mode", "hash\n"), ("read.data-planning-mode", "diſtributed"),
     ("write.delete.granularity", "row"), ("read.delete-planning-mode", "remote"),
+    ("write.parquet.compression-codec", "zſtd"),  # upper-cases to ZSTD in Java
+    ("write.parquet.compression-codec", "ＺＳＴＤ"), ("write.parquet.compression-codec", "lz4-raw"),
+    ("write.delete.parquet.compression-codec", "zstd "), ("write.avro.compression-codec", "xz"),
 ])
 def test_enum_spellings_outside_icebergs_set_are_refused(key: str, raw: str) -> None:
     with pytest.raises(PropertyRefused, match=key):

@@ -29,6 +29,10 @@ MAX_PLANNING_LOOKBACK = 1000  # open bins while packing splits (Iceberg's defaul
 FILE_FORMATS = ("parquet", "avro", "orc")  # what Spark's writers write (FileFormat.fromString
 # also names METADATA and PUFFIN, which no data writer takes)
 
+# Parquet's CompressionCodecName and Iceberg's Avro codecs, which Iceberg looks up with
+# valueOf(name.toUpperCase()): the table's codec, when the policy sets none
+PARQUET_CODECS = ("uncompressed", "snappy", "gzip", "lzo", "brotli", "lz4", "zstd", "lz4_raw")
+AVRO_CODECS = ("uncompressed", "snappy", "gzip", "zstd")
 METRICS_MODES = ("none", "counts", "full")  # and truncate(N), N > 0 (MetricsModes.fromString)
 
 Rule = tuple[str, int, int, tuple[str, ...]]  # (kind, low, high, choices)
@@ -95,6 +99,10 @@ SPARK_REWRITE: dict[str, Rule] = {
     "write.delete.format.default": choice(*FILE_FORMATS),
     "write.distribution-mode": choice("none", "hash", "range"),
     "write.delete.granularity": choice("partition", "file"),
+    "write.parquet.compression-codec": choice(*PARQUET_CODECS),
+    "write.delete.parquet.compression-codec": choice(*PARQUET_CODECS),
+    "write.avro.compression-codec": choice(*AVRO_CODECS),
+    "write.delete.avro.compression-codec": choice(*AVRO_CODECS),
     "write.spark.fanout.enabled": BOOLEAN,
     "write.spark.advisory-partition-size-bytes": POSITIVE_LONG,
     "write.wap.enabled": BOOLEAN,
