@@ -16,6 +16,7 @@ try:
 except ImportError:  # shipped alone: the siblings are next to this file
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from table_props import JAVA_INT_MAX, JAVA_LONG_MAX  # type: ignore[no-redef]
+
 MAX_COMMIT_RETRIES = 20  # Iceberg's default 4; each retry writes a manifest list again
 MAX_COMMIT_WAIT_MS = 5 * 60 * 1000  # one sleep between attempts (Iceberg's default max: 60 s)
 MAX_COMMIT_TOTAL_MS = 30 * 60 * 1000  # Iceberg's default total: an attempt's commit at most
