@@ -13,6 +13,7 @@ from tms.jobs import iceberg_maintenance as job
 from tms.jobs import parquet_footer as pf
 from tms.jobs import procedures
 from tms.jobs import write_format as wf
+from tms.jobs.table_props import PropertyRefused
 from tms.local.iceberg_data import batch
 
 ARROW = "parquet-cpp-arrow version 26.0.1"
@@ -238,7 +239,9 @@ def test_only_many_small_manifests_are_merged_first() -> None:
     assert mp.count(FakeTable([small] * 20 + [big] * 5, {})) == (25, 20)
     # the table's own target size decides what is small
     assert mp.count(FakeTable([small] * 20, {mp.TARGET_PROPERTY: "8192"})) == (20, 0)
-    assert mp.count(FakeTable([small] * 3, {mp.TARGET_PROPERTY: "bad"})) == (3, 3)
+    # a target Iceberg's commit would refuse is refused here too, never quietly the default
+    with pytest.raises(PropertyRefused, match=mp.TARGET_PROPERTY):
+        mp.count(FakeTable([small] * 3, {mp.TARGET_PROPERTY: "bad"}))
     assert mp.needed(mp.MIN_SMALL_MANIFESTS) and not mp.needed(mp.MIN_SMALL_MANIFESTS - 1)
 
 

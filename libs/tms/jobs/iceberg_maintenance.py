@@ -22,8 +22,9 @@ Table names and options come from users, so they reach SQL only as validated ide
 escaped string literals. The result is always reported, success or not, so the caller never
 has to scrape Spark's log output; exit status is 0 on success and 1 on failure. A failure says
 whether another attempt could help (``retryable``: false for a bad spec, a missing table, a
-missing class, a bad catalog configuration, a permission refusal, a table writer property out
-of range: ``errors.py``, ``table_props.py``) and gives a hint of what to fix.
+missing class, a bad catalog configuration, a permission refusal, a table property out of
+range: ``errors.py``, ``table_props.py``, ``maintenance_props.py``) and gives a hint of what
+to fix.
 
 The spec is checked in ``job_spec.py`` and the actions' plans are built in ``procedures.py``,
 both before Spark starts; this file runs them. Before any action the table's real location,
@@ -57,6 +58,7 @@ try:
     from tms.jobs import (
         arrow_rewrite,
         errors,
+        maintenance_props,
         manifest_prep,
         outcome,
         partition_filter,
@@ -75,6 +77,7 @@ except ImportError:  # shipped alone: the siblings are next to this file
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import arrow_rewrite  # type: ignore[no-redef]
     import errors  # type: ignore[no-redef]
+    import maintenance_props  # type: ignore[no-redef]
     import manifest_prep  # type: ignore[no-redef]
     import outcome  # type: ignore[no-redef]
     import partition_filter  # type: ignore[no-redef]
@@ -276,6 +279,10 @@ def run_in_session(spark: Any, spec: MaintenanceRequest) -> dict[str, Any]:
     """
     spark.sql(f"REFRESH TABLE {spec.qualified_table}")
     table = table_guard.check_table(spark, spec.qualified_table, spec.allowed_locations)
+    # the properties Iceberg reads while the action runs (retries, merging, expiry, Spark's
+    # read and write conf), before anything is read, written or expired
+    maintenance_props.check({str(k): str(v) for k, v in table.handle.properties().items()},
+                            spec.action)
     if spec.action == "expire_snapshots" and spec.allowed_locations is not None:
         read_guard.check_referenced_files(spark, spec.qualified_table, spec.allowed_locations)
     before = outcome.current_snapshot(table.handle)

@@ -20,12 +20,21 @@ then), not as the ``rewrite_manifests`` procedure's Spark job (a shuffle and two
 few hundred small files): measured on 400 tiny commits (issue 17, docs/figures.md). The
 constant key is a ``java.util.function.Function`` made by the Guava that Hadoop ships shaded
 (``CONSTANT_FUNCTIONS``); where the classpath has none, or the merge is larger, the procedure
-runs as before. Standard library only; the JVM objects come in.
+runs as before. The target is the table owner's, parsed strictly (``maintenance_props``).
+Standard library only; the JVM objects come in.
 """
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
+
+try:
+    from tms.jobs import maintenance_props
+except ImportError:  # shipped alone: the siblings are next to this file
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import maintenance_props  # type: ignore[no-redef]
 
 TARGET_PROPERTY = "commit.manifest.target-size-bytes"
 TARGET_DEFAULT_BYTES = 8 * 1024 * 1024  # Iceberg's MANIFEST_TARGET_SIZE_BYTES_DEFAULT
@@ -44,11 +53,10 @@ REPLACED_KEY, CREATED_KEY = "manifests-replaced", "manifests-created"
 
 
 def target_bytes(props: Any) -> int:
-    raw = props.get(TARGET_PROPERTY)
-    try:
-        return int(raw) if raw is not None and int(raw) > 0 else TARGET_DEFAULT_BYTES
-    except ValueError:
-        return TARGET_DEFAULT_BYTES
+    """The table's manifest target, parsed as strictly as the job checked it first
+    (``maintenance_props``): a value Iceberg's commit would read differently, or refuse, is
+    ``PropertyRefused`` here too, never quietly the default."""
+    return maintenance_props.manifest_target_bytes(props, TARGET_DEFAULT_BYTES)
 
 
 def count(handle: Any) -> tuple[int, int]:
