@@ -3,6 +3,7 @@ driver, per queue), retrying failures with backoff."""
 
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from tms.engines.cold_cds import CDS_DIR_NAME
 from tms.engines.profiles import ENGINE_COLD, EngineRouter, QueueProfile, load_profiles
 from tms.engines.spark_submit import ENV_CDS_DIR
 from tms.executor.loop import (
+    ATTEMPT_TIMEOUT_S,
     HEARTBEAT_INTERVAL_S,
     LEASE_TIMEOUT_S,
     POLL_INTERVAL_S,
@@ -37,6 +39,20 @@ ENV_QUEUES = "TMS_EXECUTOR_QUEUES"
 ENV_API_TARGET = "TMS_API_TARGET"
 ENV_API_CA_FILE = "TMS_API_CA_FILE"
 ENV_API_SERVER_NAME = "TMS_API_SERVER_NAME"
+ENV_ATTEMPT_TIMEOUT = "TMS_ATTEMPT_TIMEOUT_S"
+MAX_ATTEMPT_TIMEOUT_S = 7 * 24 * 3600.0  # a week: past that a job is not maintenance
+
+
+def attempt_timeout(raw: str) -> float:
+    """``--attempt-timeout-s``: seconds, finite, above 0 and at most a week."""
+    try:
+        value = float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {raw[:40]!r}") from None
+    if not 0 < value <= MAX_ATTEMPT_TIMEOUT_S:  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(
+            f"must be above 0 and at most {MAX_ATTEMPT_TIMEOUT_S:g} s, got {raw[:40]!r}")
+    return value
 
 
 def make_router(settings: SparkSettings, config: Path | None, workdir: Path) -> EngineRouter:
@@ -98,6 +114,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--poll-interval-s", type=float, default=POLL_INTERVAL_S)
     parser.add_argument("--shutdown-grace-s", type=float, default=SHUTDOWN_GRACE_S,
                         help="on SIGTERM, let a running job finish this long, then hand it back")
+    parser.add_argument("--attempt-timeout-s", type=attempt_timeout,
+                        default=os.environ.get(ENV_ATTEMPT_TIMEOUT, str(ATTEMPT_TIMEOUT_S)),
+                        help="stop a job that runs longer than this and fail its operation, "
+                             f"not retried (env {ENV_ATTEMPT_TIMEOUT}; default "
+                             f"{ATTEMPT_TIMEOUT_S:g} s)")
     parser.add_argument("--retry-base-delay-s", type=float, default=RETRY_BASE_DELAY_S,
                         help="wait after a failed first attempt; doubles with each failure")
     parser.add_argument("--retry-max-delay-s", type=float, default=RETRY_MAX_DELAY_S,
@@ -129,7 +150,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         Executor(store, load_formats(), router, args.id, workdir, **executor_kw,
                  poll_interval_s=args.poll_interval_s,
-                 shutdown_grace_s=args.shutdown_grace_s, queues=queues or None,
+                 shutdown_grace_s=args.shutdown_grace_s,
+                 attempt_timeout_s=args.attempt_timeout_s, queues=queues or None,
                  retry=retry, api=api).run(stop)
     finally:
         router.close()

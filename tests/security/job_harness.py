@@ -114,11 +114,12 @@ class Runner:
     """An executor on a real store: ``run`` queues one operation and runs one attempt."""
 
     def __init__(self, store: PostgresStore, workdir: Path,
-                 engine: ExecutionEngine | None = None) -> None:
+                 engine: ExecutionEngine | None = None, **executor_kw: Any) -> None:
         self.store, self.workdir = store, workdir
         self.format = GivenJobs()
         self.executor = Executor(store, {"iceberg": self.format}, engine or cold_engine(),
-                                 "sec-executor", workdir, retry=RetryPolicy(0.0, 0.0))
+                                 "sec-executor", workdir, retry=RetryPolicy(0.0, 0.0),
+                                 **executor_kw)
 
     def run(self, table_id: str, job: JobSpec, action: str = "compaction") -> Operation:
         store_catalog(self.store, CATALOG_NAME)  # the row the executor looks up (never opened)

@@ -117,6 +117,44 @@ def test_cancel_request_stops_the_engine_and_ends_cancelled(tmp_path: Path) -> N
     assert outcome.state is OperationState.CANCELLED and outcome.error == "cancelled by request"
 
 
+def test_an_attempt_past_its_timeout_is_stopped_and_fails_not_retried(tmp_path: Path) -> None:
+    """A job that would run for ever (held by a table's commit retries, a catalog that stopped
+    answering) is stopped at the executor's attempt timeout; attempts left do not matter."""
+    store = FakeStore(tables={1: make_table()}, to_claim=[make_op(attempt=1, max_attempts=3)])
+    engine = FakeEngine(block_until_stopped=True)
+    ex = executor(store, engine, tmp_path, attempt_timeout_s=0.2)
+    t = threading.Thread(target=ex.run_once)
+    t.start()
+    t.join(10)
+    assert not t.is_alive()
+    assert store.retried == []
+    (_, outcome), = store.finished
+    assert outcome.state is OperationState.FAILED and not outcome.retryable
+    assert outcome.error is not None and "timed out" in outcome.error and "0.2 s" in outcome.error
+
+
+def test_a_job_within_its_timeout_is_not_stopped(tmp_path: Path) -> None:
+    store = FakeStore(tables={1: make_table()}, to_claim=[make_op()])
+    executor(store, FakeEngine(), tmp_path, attempt_timeout_s=600).run_once()
+    assert store.finished[0][1].state is OperationState.SUCCEEDED
+
+
+@pytest.mark.parametrize("bad", [0, -1, float("nan")])
+def test_the_attempt_timeout_must_be_positive(tmp_path: Path, bad: float) -> None:
+    with pytest.raises(ValueError, match="attempt_timeout_s"):
+        executor(FakeStore(), FakeEngine(), tmp_path, attempt_timeout_s=bad)
+
+
+@pytest.mark.parametrize("raw", ["0", "-5", "nan", "inf", "1e9", "four hours", ""])
+def test_the_executor_refuses_a_bad_attempt_timeout(raw: str) -> None:
+    import argparse
+
+    from tms_services.executor import attempt_timeout
+    with pytest.raises(argparse.ArgumentTypeError):
+        attempt_timeout(raw)
+    assert attempt_timeout("14400") == 14400.0
+
+
 def test_retryable_failure_is_queued_again_with_backoff(tmp_path: Path) -> None:
     store = FakeStore(tables={1: make_table()}, to_claim=[make_op(attempt=2, max_attempts=4)])
     engine = FakeEngine(EngineResult(False, None, "executor OOM", "tail", 1, "app-1"))

@@ -56,6 +56,10 @@ LEASE_TIMEOUT_S = 30.0
 POLL_INTERVAL_S = 1.0
 SHUTDOWN_GRACE_S = 10.0  # a running job may finish within this after SIGTERM, else hand back
 SHUTDOWN_POLL_S = 0.2
+# The longest one attempt may run before its job is stopped and the operation FAILED (not
+# retried: the same work would run as long again). Nothing else bounds an attempt: a job stuck
+# on a catalog, or held by a table's own retry settings, would keep the executor's slot.
+ATTEMPT_TIMEOUT_S = 4 * 3600.0
 assert LEASE_TIMEOUT_S >= 3 * HEARTBEAT_INTERVAL_S
 
 log = structlog.get_logger("tms.executor")
@@ -67,6 +71,7 @@ class Executor:
                  lease_s: float = LEASE_TIMEOUT_S, heartbeat_s: float = HEARTBEAT_INTERVAL_S,
                  poll_interval_s: float = POLL_INTERVAL_S,
                  shutdown_grace_s: float = SHUTDOWN_GRACE_S,
+                 attempt_timeout_s: float = ATTEMPT_TIMEOUT_S,
                  queues: Sequence[str] | None = None,
                  retry: RetryPolicy | None = None,
                  rand: Callable[[], float] = random.random,
@@ -74,6 +79,8 @@ class Executor:
                  api: ApiEndpoint | None = None) -> None:
         if lease_s < 3 * heartbeat_s:
             raise ValueError("lease_s must be at least 3 x heartbeat_s")
+        if not attempt_timeout_s > 0:
+            raise ValueError("attempt_timeout_s must be positive")
         self.store = store
         self.catalogs = CatalogCache(store.catalog_get)
         self.formats = formats
@@ -84,6 +91,7 @@ class Executor:
         self.heartbeat_s = heartbeat_s
         self.poll_interval_s = poll_interval_s
         self.shutdown_grace_s = shutdown_grace_s
+        self.attempt_timeout_s = attempt_timeout_s
         self.queues = tuple(queues) if queues else None  # None: every queue
         self.retry = retry or RetryPolicy()
         self._rand = rand
@@ -140,6 +148,7 @@ class Executor:
         lost = threading.Event()  # the lease is no longer ours
         cancelled = threading.Event()  # a cancel was requested through the API
         handback = threading.Event()  # shutdown grace ran out: return the operation
+        timed_out = threading.Event()  # the attempt ran past attempt_timeout_s
         stop_engine = threading.Event()
         done = threading.Event()
         watchers = [
@@ -149,6 +158,8 @@ class Executor:
             threading.Thread(target=self._watch_shutdown,
                              args=(shutdown, handback, stop_engine, done), daemon=True,
                              name=f"shutdown-{op.id}"),
+            threading.Thread(target=self._watch_deadline, args=(timed_out, stop_engine, done),
+                             daemon=True, name=f"deadline-{op.id}"),
         ]
         for w in watchers:
             w.start()
@@ -171,6 +182,14 @@ class Executor:
                 bound.info("operation cancelled; job stopped")
                 m.operations_finished.add(1, {"action": op.action, "state": "CANCELLED"})
             ended = AttemptState.CANCELLED
+        elif timed_out.is_set() and not handback.is_set():
+            bound.warning("attempt timed out; job stopped", timeout_s=self.attempt_timeout_s)
+            outcome = Outcome(OperationState.FAILED, retryable=False,
+                              error=f"timed out: the attempt ran longer than "
+                                    f"{self.attempt_timeout_s:g} s (the executor's "
+                                    f"--attempt-timeout-s) and its job was stopped",
+                              log_tail=outcome.log_tail, exit_code=outcome.exit_code)
+            ended = self._record(op, outcome, bound)
         elif handback.is_set():
             released = self.store.operation_release(
                 op, self.executor_id, f"handed back by {self.executor_id} on shutdown")
@@ -225,6 +244,13 @@ class Executor:
                     handback.set()
                     stop_engine.set()
                 return
+
+    def _watch_deadline(self, timed_out: threading.Event, stop_engine: threading.Event,
+                        done: threading.Event) -> None:
+        """Stop the job once the attempt has run ``attempt_timeout_s``."""
+        if not done.wait(self.attempt_timeout_s):
+            timed_out.set()
+            stop_engine.set()
 
     def _run(self, op: Operation, stop_engine: threading.Event) -> Outcome:
         table = self.store.table_get_settings(op.table_pk)
