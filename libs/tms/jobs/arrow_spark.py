@@ -14,6 +14,7 @@ Imports only pyspark (lazily), the standard library and its siblings.
 from __future__ import annotations
 
 import sys
+import threading
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -128,6 +129,30 @@ def run_tasks(spark: Any, tasks: list[dict[str, Any]], s3: arrow_s3.S3Options | 
         return list(sc.parallelize(tasks, len(tasks)).map(func).collect())
     finally:
         sc.setJobDescription(None)
+
+
+def prestart_workers(spark: Any) -> threading.Thread:
+    """Start the executor's Python workers, pyarrow imported, in the background: a cold job
+    (one spark-submit per operation) otherwise starts them when its first arrow task runs,
+    after the driver's table checks, manifest merge and planning, and waits for PySpark's
+    daemon, the interpreter and pyarrow's import then (about 1 s here). Started as the session
+    opens, that overlaps the driver's own work; Spark reuses the idle workers for the tasks. A
+    failure here costs nothing: the tasks start their workers as before."""
+    sc = spark.sparkContext
+    slots = max(1, int(sc.defaultParallelism))
+
+    def warm() -> None:
+        try:
+            sc.setJobDescription("tms: Python workers started ahead of the arrow tasks")
+            sc.parallelize(range(slots), slots).map(
+                task_function(sc, arrow_task.prestart, None)).collect()
+        except Exception as e:  # the session stopped first, or no pyarrow: the tasks will say
+            print(f"[tms-job] Python workers not started ahead: {type(e).__name__}",
+                  file=sys.stderr)
+
+    thread = threading.Thread(target=warm, name="tms-prestart-workers", daemon=True)
+    thread.start()
+    return thread
 
 
 def first_refusal(results: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:

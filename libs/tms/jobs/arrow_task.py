@@ -235,6 +235,14 @@ def run(task: Mapping[str, Any], s3: Any = None) -> dict[str, Any]:
         return {"refused": e.kind, "reason": e.reason, "output": task["output"]}
 
 
+def prestart(_: int) -> int:
+    """A task that only imports what ``run`` needs: the Python worker it ran in is ready
+    (``arrow_spark.prestart_workers``)."""
+    import pyarrow.parquet  # noqa: F401
+
+    return os.getpid()
+
+
 def check_input(pf: Any, path: str, rows: int, want: Any) -> None:
     """An open input is exactly the table's schema (else refused) with the manifest's rows."""
     why = schema_refusal(pf.schema_arrow, want)

@@ -56,7 +56,9 @@ from typing import Any, TypeVar
 
 try:
     from tms.jobs import (
+        arrow_eligibility,
         arrow_rewrite,
+        arrow_spark,
         errors,
         maintenance_props,
         manifest_prep,
@@ -75,7 +77,9 @@ try:
     from tms.jobs.procedures import ACTIONS, ProcedureCall, parse_spec
 except ImportError:  # shipped alone: the siblings are next to this file
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import arrow_eligibility  # type: ignore[no-redef]
     import arrow_rewrite  # type: ignore[no-redef]
+    import arrow_spark  # type: ignore[no-redef]
     import errors  # type: ignore[no-redef]
     import maintenance_props  # type: ignore[no-redef]
     import manifest_prep  # type: ignore[no-redef]
@@ -299,6 +303,8 @@ def run_in_session(spark: Any, spec: MaintenanceRequest) -> dict[str, Any]:
 
 def run(spec: MaintenanceRequest) -> dict[str, Any]:
     spark = build_session(spec)
+    if spec.action == "compaction" and arrow_eligibility.switched_off(spec.data_path) is None:
+        arrow_spark.prestart_workers(spark)  # a one-shot job: the arrow tasks' workers
     try:
         return run_in_session(spark, spec)
     finally:
