@@ -42,6 +42,9 @@ InputFile = arrow_eligibility.InputFile
 # the share of PySpark's broadcast threshold a task function holding S3 keys may reach (the
 # pickle of a function is measured once here; Spark's own framing adds a little)
 IN_MEMORY_SHARE = 0.5
+# workers a cold job starts ahead of its arrow tasks: a compaction's tasks are one per output
+# file, and a cluster's whole parallelism would only ask for executors nothing needs
+MAX_PRESTARTED_WORKERS = 8
 
 
 class SecretTooLarge(Exception):
@@ -139,7 +142,7 @@ def prestart_workers(spark: Any) -> threading.Thread:
     opens, that overlaps the driver's own work; Spark reuses the idle workers for the tasks. A
     failure here costs nothing: the tasks start their workers as before."""
     sc = spark.sparkContext
-    slots = max(1, int(sc.defaultParallelism))
+    slots = max(1, min(int(sc.defaultParallelism), MAX_PRESTARTED_WORKERS))
 
     def warm() -> None:
         try:
