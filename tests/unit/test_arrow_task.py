@@ -338,3 +338,25 @@ def test_s3_keys_travel_with_the_function_never_in_the_descriptors(tmp_path: Pat
     with pytest.raises(arrow_spark.SecretTooLarge, match="broadcast threshold"):
         arrow_spark.run_tasks(type("Spark", (), {"sparkContext": small})(), tasks, s3)
     assert small.data is None and small.func is None
+
+
+@pytest.mark.parametrize("cores,want", [(2, 2), (1, 1), (64, 8)])
+def test_a_cold_job_starts_its_python_workers_ahead(cores: int, want: int) -> None:
+    """One trivial task per core (at most 8) importing pyarrow, in the background; the task
+    function is the arrow module's own, shipped by value like the real tasks."""
+    sc = _FakeContext(threshold=1 << 20)
+    sc.defaultParallelism = cores
+    arrow_spark.prestart_workers(type("Spark", (), {"sparkContext": sc})()).join(10)
+    assert list(sc.tasks) == list(range(want)) and sc.func is arrow_task.prestart
+    assert arrow_task.prestart(0) == os.getpid()  # it ran here: pyarrow imports
+
+
+def test_a_failed_prestart_costs_the_job_nothing() -> None:
+    class Broken(_FakeContext):
+        def parallelize(self, data: list[Any], slices: int) -> _FakeRdd:
+            raise RuntimeError("SparkContext was shut down")
+
+    thread = arrow_spark.prestart_workers(
+        type("Spark", (), {"sparkContext": Broken(threshold=1 << 20)})())
+    thread.join(10)
+    assert not thread.is_alive()  # ended quietly; the tasks start their workers as before
