@@ -38,10 +38,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from tms.formats.hudi_plan_guard import PROPERTIES_FILES, path_problem, shown, table_dirs
+from tms.formats.hudi_plan_guard import PROPERTIES_FILES, path_problem, shown
 from tms.formats.hudi_plans import PlanRefused
 from tms.formats.hudi_props import MalformedProperties, java_properties
-from tms.formats.hudi_timeline import MAX_PROPERTIES_BYTES, parse_properties
+from tms.formats.hudi_timeline import MAX_PROPERTIES_BYTES, open_table, parse_properties
 from tms.formats.storage import SymlinkRefused
 from tms.jobs import locations
 from tms.jobs.locations import Location, LocationError
@@ -130,11 +130,17 @@ def check_table(base: str, storage_options: Mapping[str, str] | None = None,
     metadata table (see the module doc); ``allowed``: the catalog's allowed locations, for a
     bootstrap table's source. Returns how many files were checked. PlanRefused (final) names
     the file and its first offending keys; StorageError / TimelineError when unreadable now."""
-    try:
-        store, dirs = table_dirs(base, storage_options)
+    try:  # before the timeline is located: that reads these files with the quick reader
+        store, root = open_table(base, storage_options)
+        where = locations.resolve(locations.parse(base, literal=True))
+        mdt_base = f"{base.rstrip('/')}/{META}/metadata"
+        mdt = locations.resolve(locations.parse(mdt_base, literal=True))
+        if not mdt.is_under(where):  # a symlink to another table's metadata table
+            raise PlanRefused(f"the metadata table {mdt_base[:300]!r} resolves to "
+                              f"{str(mdt)[:300]!r}, outside the table")
         checked = 0
-        for _, table, root in dirs:
-            meta = store.join(root, META)
+        for table, meta in ((where, store.join(root, META)),
+                            (mdt, store.join(root, META, "metadata", META))):
             for entry in store.list_dir(meta):
                 if entry.name not in PROPERTIES_FILES:
                     continue
