@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.fakes import make_access, make_table
+from tests.unit.fakes import make_access, make_op, make_table
 from tests.unit.hudi_submit import run_with_fake_submit
 from tests.unit.test_hudi_plans import ZIPS, lake, table_of, unzip
 from tests.unit.test_hudi_plans import refused as plan_refused
@@ -258,19 +258,36 @@ def test_a_genuine_table_reaches_spark_submit(
     assert started, outcome
 
 
-def test_the_scheduler_holds_back_every_action(lake: dict[str, Path]) -> None:
-    base = table_of(lake, V8_MOR)
+@pytest.mark.parametrize("attack", ["payload_class", "timeline_path", "oversized", "backup",
+                                    "history_linked"])
+def test_the_scheduler_holds_back_every_action(lake: dict[str, Path], attack: str) -> None:
+    """Inspection checks the properties first (the timeline is found through them): a refusal
+    is its one metric, every action is held back with it as the reason, and a queued
+    operation is not skipped as stale (its build fails, naming the refusal)."""
+    zip_name, planter = ATTACKS[attack]
+    base = table_of(lake, zip_name)
     plugin = HudiFormat()
     table = make_table(format="hudi", base_path=str(base), table_name="t")
     access = make_access(str(lake["lake"]))
     assert PROPS_REFUSED not in plugin.inspect(table, access)
-    ATTACKS["payload_class"][1](lake, base)
+    words = planter(lake, base)
     metrics = plugin.inspect(table, access)
-    assert "hoodie.compaction.payload.class" in metrics[PROPS_REFUSED]
+    assert words in metrics[PROPS_REFUSED], metrics
     verdicts = plugin.evaluate(table, metrics, {}, datetime.now(UTC))
     assert {d.action for d in verdicts} == {"compaction", "clustering", "clean"}
     for d in verdicts:
-        assert not d.should_run and "com.evil.X" in d.reason, d.reason
+        assert not d.should_run and words in d.reason, d.reason
+    assert plugin.recheck(table, access, make_op(action="clean")) is None
+
+
+def test_a_linked_metadata_table_is_refused(lake: dict[str, Path]) -> None:
+    """``.hoodie/metadata`` linked to another tenant's metadata table: Hudi would load (and
+    compact) that one."""
+    base = table_of(lake, V9_MDT)
+    other = unzip(V9_MDT, lake["lake"] / "b")
+    (base / ".hoodie" / "metadata").rename(base / ".hoodie" / "metadata-moved")
+    (base / ".hoodie" / "metadata").symlink_to(other / ".hoodie" / "metadata")
+    refused(base, "outside the table")
 
 
 # what stays allowed ------------------------------------------------------------------------------

@@ -148,6 +148,13 @@ class HudiFormat(TableFormatPlugin):
         configuration, else in the policy's ``timeline.timezone`` (a UTC timeline: UTC)."""
         tz = zone_of(writer_zone(table, catalog) or TIMEZONE.as_str(table.policy))
         base = table.location or table.base_path
+        opts, allowed = catalog.storage_options, catalog.allowed_locations
+        try:  # first: the timeline is found through these files (a hostile one stops here)
+            hudi_props_guard.check_table(base, opts, allowed)
+        except hudi_plan_guard.PlanRefused as e:
+            return {PROPS_REFUSED: catalog.scrub(str(e))[:2000]}
+        except (TimelineError, StorageError):
+            pass  # left to the timeline's read below, and to the executor
         summary = read_timeline(base, tz, catalog.storage_options)
         with_clean = bool(POLICY_KEYS["clean.enabled"].get(table.policy)) or any(
             i.action == "clean" and i.state.value != "COMPLETED" for i in summary.instants)
@@ -157,14 +164,9 @@ class HudiFormat(TableFormatPlugin):
                                        unknown_reason(table, catalog) if props is None else "")
         metrics[AUTO_CLEAN] = hudi_jobs.auto_clean(props)
         # what the executor will refuse, shown now (it checks again before each run)
-        opts, allowed = catalog.storage_options, catalog.allowed_locations
-        checks: tuple[tuple[str, Callable[[], int]], ...] = (
-            (PROPS_REFUSED, lambda: hudi_props_guard.check_table(base, opts, allowed)),
-            (PLANS_REFUSED, lambda: hudi_plan_guard.check_table(base, opts)),
-            (CLEAN_REFUSED, lambda: hudi_clean_guard.check_table(base, opts)))
-        for key, check in checks:
+        for guard, key in ((hudi_plan_guard, PLANS_REFUSED), (hudi_clean_guard, CLEAN_REFUSED)):
             try:
-                check()
+                guard.check_table(base, opts)
             except hudi_plan_guard.PlanRefused as e:
                 metrics[key] = catalog.scrub(str(e))[:2000]
             except (TimelineError, StorageError):
@@ -188,6 +190,9 @@ class HudiFormat(TableFormatPlugin):
     def evaluate(self, table: Table, metrics: Mapping[str, Any],
                  last_runs: Mapping[str, Operation | None], now: datetime
                  ) -> list[Decision]:
+        if metrics.get(PROPS_REFUSED):  # every utility loads the table config first
+            return [Decision(action, False, f"not run: {metrics[PROPS_REFUSED]}", dict(metrics),
+                             {}) for action in self.actions]
         verdicts = {"compaction": hudi_decide.compaction(table.policy, metrics, now),
                     "clustering": hudi_decide.clustering(table.policy, metrics, now),
                     "clean": hudi_decide.clean(table.policy, metrics, now)}
@@ -198,8 +203,8 @@ class HudiFormat(TableFormatPlugin):
                 for action in ("compaction", "clustering"):
                     verdicts[action] = (False, "not run (it cleans after it commits): "
                                         f"{cleaning}", {})
-        refused = metrics.get(PROPS_REFUSED) or metrics.get(PLANS_REFUSED)
-        if refused:  # every utility loads the table config / executes the plan first
+        refused = metrics.get(PLANS_REFUSED)
+        if refused:  # every utility would execute the plan first: none may run
             verdicts = {a: (False, f"not run: {refused}", {}) for a in verdicts}
         return [Decision(action, run, reason, dict(metrics), params)
                 for action, (run, reason, params) in verdicts.items()]
