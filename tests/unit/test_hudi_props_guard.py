@@ -125,6 +125,21 @@ def plant_linked_bootstrap(lake: dict[str, Path], base: Path) -> str:
     return "outside the allowed locations"
 
 
+def plant_bootstrap_index(lake: dict[str, Path], base: Path) -> str:
+    """An index mapping a file group to the other tenant's file (its content aside: TMS does
+    not read HFiles, so any index file is refused)."""
+    index = base / ".hoodie" / ".aux" / ".bootstrap" / ".fileids"
+    index.mkdir(parents=True, exist_ok=True)
+    (index / "00000000-0000-0000-0000-000000000000-0_1-0-1_00000000000001.hfile").write_bytes(
+        str(lake["secret"]).encode())
+    return ".aux/.bootstrap/.fileids/00000000-0000-0000-0000-000000000000-0_1-0-1_"
+
+
+def plant_linked_bootstrap_index(lake: dict[str, Path], base: Path) -> str:
+    link_out(lake, base / ".hoodie" / ".aux" / ".bootstrap")
+    return "symlink"
+
+
 ATTACKS: dict[str, tuple[str, Planter]] = {
     "history_dotdot": (V9_MDT, setting("hoodie.timeline.history.path", OTHER, "'..' segment")),
     "history_other_tenant": (V9_MDT, setting("hoodie.timeline.history.path",
@@ -170,6 +185,8 @@ ATTACKS: dict[str, tuple[str, Planter]] = {
     "bootstrap_linked_out": (V6_COW, plant_linked_bootstrap),
     "bootstrap_other_bucket": (V6_COW, setting("hoodie.bootstrap.base.path",
                                                "s3://other-bucket/src", "outside the allowed")),
+    "bootstrap_index": (V6_COW, plant_bootstrap_index),
+    "bootstrap_index_linked": (V9_MDT, plant_linked_bootstrap_index),
     "backup": (V9_MDT, plant_backup),
     "backup_only": (V9_MDT, plant_backup_only),
     "backup_linked": (V9_MDT, plant_linked_backup),
@@ -235,7 +252,8 @@ def test_a_hostile_table_property_is_refused(lake: dict[str, Path], attack: str)
 
 
 @pytest.mark.parametrize("attack", ["history_other_tenant", "history_linked", "keygen_class",
-                                    "bootstrap_outside", "backup", "colon_separator"])
+                                    "bootstrap_outside", "bootstrap_index", "backup",
+                                    "colon_separator"])
 @pytest.mark.parametrize("action", ["clean", "compaction", "clustering"])
 def test_a_hostile_table_never_reaches_spark_submit(
         lake: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, attack: str,

@@ -22,6 +22,8 @@ for the table and its metadata table TMS reads each one present as Java does
 - ``hoodie.table.metadata.partitions`` (and ``.inflight``) name plain directories;
 - ``hoodie.bootstrap.base.path`` (the source data a bootstrap table's compaction and
   clustering read) lies inside the catalog's allowed locations; without them it is refused;
+  and no bootstrap index exists (``.hoodie/.aux/.bootstrap``: its HFiles name the source
+  files by full path, and TMS does not read HFiles), so bootstrap tables are not maintained;
 - the classes Hudi loads by reflection from this file are ones Hudi ships
   (``KEYGEN_CLASSES``, ``PAYLOAD_CLASSES``, ``BOOTSTRAP_INDEX_CLASSES``), and any other key
   named like a class, provider or implementation is refused;
@@ -42,7 +44,7 @@ from tms.formats.hudi_plan_guard import PROPERTIES_FILES, path_problem, shown
 from tms.formats.hudi_plans import PlanRefused
 from tms.formats.hudi_props import MalformedProperties, java_properties
 from tms.formats.hudi_timeline import MAX_PROPERTIES_BYTES, open_table, parse_properties
-from tms.formats.storage import SymlinkRefused
+from tms.formats.storage import Store, SymlinkRefused
 from tms.jobs import locations
 from tms.jobs.locations import Location, LocationError
 
@@ -58,6 +60,7 @@ PATH_KEYS = {
 MDT_PARTITION_KEYS = ("hoodie.table.metadata.partitions",
                       "hoodie.table.metadata.partitions.inflight")
 BOOTSTRAP_BASE_PATH = "hoodie.bootstrap.base.path"
+BOOTSTRAP_INDEX_DIR = ".aux/.bootstrap"  # below .hoodie: HFileBootstrapIndex's files
 _KEYGEN = "org.apache.hudi.keygen."
 _SQL = "org.apache.spark.sql.hudi.command."
 KEYGEN_CLASSES = frozenset({  # KeyGeneratorType's classes (Hudi 0.14 - 1.1), tests' aside
@@ -141,6 +144,12 @@ def check_table(base: str, storage_options: Mapping[str, str] | None = None,
         checked = 0
         for table, meta in ((where, store.join(root, META)),
                             (mdt, store.join(root, META, "metadata", META))):
+            index = bootstrap_index(store, meta)
+            if index:
+                raise PlanRefused(f"{str(table)[:300]}/{META}/{index[:200]} is a bootstrap "
+                                  "index: its HFiles name the source files compaction and "
+                                  "clustering read, which TMS cannot check (bootstrap tables "
+                                  "are not maintained)")
             for entry in store.list_dir(meta):
                 if entry.name not in PROPERTIES_FILES:
                     continue
@@ -160,6 +169,21 @@ def check_table(base: str, storage_options: Mapping[str, str] | None = None,
         return checked
     except SymlinkRefused as e:  # Hudi would follow the link: refused, not retried
         raise PlanRefused(f"the table's metadata is reached through a symlink: {e}") from None
+
+
+def bootstrap_index(store: Store, meta: str) -> str | None:
+    """The first file of a bootstrap index (``.aux/.bootstrap/.partitions`` and ``.fileids``,
+    where Hudi's ``HFileBootstrapIndex`` looks) below the metadata directory ``meta``, or any
+    entry there that is not a directory; None when there is none (Hudi then reads no
+    bootstrap source, whatever the properties say)."""
+    top = store.join(meta, BOOTSTRAP_INDEX_DIR)
+    for entry in store.list_dir(top):
+        if not entry.is_dir:
+            return f"{BOOTSTRAP_INDEX_DIR}/{entry.name}"
+        inner = store.list_dir(store.join(top, entry.name))
+        if inner:
+            return f"{BOOTSTRAP_INDEX_DIR}/{entry.name}/{inner[0].name}"
+    return None
 
 
 def file_problems(data: bytes, table: Location, allowed: Sequence[str] | None) -> list[str]:
