@@ -25,7 +25,7 @@ for the table and its metadata table TMS reads each one present as Java does
   and no bootstrap index exists (``.hoodie/.aux/.bootstrap``: its HFiles name the source
   files by full path, and TMS does not read HFiles), so bootstrap tables are not maintained;
 - the classes Hudi loads by reflection from this file are ones Hudi ships
-  (``KEYGEN_CLASSES``, ``PAYLOAD_CLASSES``, ``BOOTSTRAP_INDEX_CLASSES``), and any other key
+  (:mod:`tms.formats.hudi_props_rules`), and any other key
   named like a class, provider or implementation is refused;
 - the enum values (table type, file formats, key generator type, merge mode, bootstrap index
   type, table format, versions, time zone) are Hudi's own names, merge strategy ids UUIDs;
@@ -43,6 +43,7 @@ from collections.abc import Mapping, Sequence
 from tms.formats.hudi_plan_guard import PROPERTIES_FILES, path_problem, shown
 from tms.formats.hudi_plans import PlanRefused
 from tms.formats.hudi_props import MalformedProperties, java_properties
+from tms.formats.hudi_props_rules import CLASS_KEYS, ENUM_KEYS, UUID_KEYS
 from tms.formats.hudi_timeline import MAX_PROPERTIES_BYTES, open_table, parse_properties
 from tms.formats.storage import Store, SymlinkRefused
 from tms.jobs import locations
@@ -61,62 +62,6 @@ MDT_PARTITION_KEYS = ("hoodie.table.metadata.partitions",
                       "hoodie.table.metadata.partitions.inflight")
 BOOTSTRAP_BASE_PATH = "hoodie.bootstrap.base.path"
 BOOTSTRAP_INDEX_DIR = ".aux/.bootstrap"  # below .hoodie: HFileBootstrapIndex's files
-_KEYGEN = "org.apache.hudi.keygen."
-_SQL = "org.apache.spark.sql.hudi.command."
-KEYGEN_CLASSES = frozenset({  # KeyGeneratorType's classes (Hudi 0.14 - 1.1), tests' aside
-    *(_KEYGEN + n for n in (
-        "SimpleKeyGenerator", "SimpleAvroKeyGenerator", "ComplexKeyGenerator",
-        "ComplexAvroKeyGenerator", "TimestampBasedKeyGenerator", "TimestampBasedAvroKeyGenerator",
-        "CustomKeyGenerator", "CustomAvroKeyGenerator", "NonpartitionedKeyGenerator",
-        "NonpartitionedAvroKeyGenerator", "GlobalDeleteKeyGenerator",
-        "GlobalAvroDeleteKeyGenerator", "AutoRecordGenWrapperKeyGenerator",
-        "AutoRecordGenWrapperAvroKeyGenerator")),
-    "org.apache.hudi.metadata.HoodieTableMetadataKeyGenerator",
-    _SQL + "SqlKeyGenerator", _SQL + "UuidKeyGenerator", _SQL + "MergeIntoKeyGenerator"})
-_MODEL = "org.apache.hudi.common.model."
-PAYLOAD_CLASSES = frozenset({  # RecordPayloadType's classes
-    *(_MODEL + n for n in (
-        "AWSDmsAvroPayload", "HoodieAvroPayload", "DefaultHoodieRecordPayload",
-        "EventTimeAvroPayload", "OverwriteNonDefaultsWithLatestAvroPayload",
-        "OverwriteWithLatestAvroPayload", "PartialUpdateAvroPayload",
-        "debezium.MySqlDebeziumAvroPayload", "debezium.PostgresDebeziumAvroPayload")),
-    "org.apache.hudi.metadata.HoodieMetadataPayload",
-    _SQL + "ValidateDuplicateKeyPayload", _SQL + "payload.ExpressionPayload"})
-_BOOTSTRAP = "org.apache.hudi.common.bootstrap.index."
-BOOTSTRAP_INDEX_CLASSES = frozenset({_BOOTSTRAP + "HFileBootstrapIndex",
-                                     _BOOTSTRAP + "hfile.HFileBootstrapIndex",
-                                     _BOOTSTRAP + "NoOpBootstrapIndex"})
-CLASS_KEYS = {"hoodie.table.keygenerator.class": KEYGEN_CLASSES,
-              "hoodie.compaction.payload.class": PAYLOAD_CLASSES,
-              "hoodie.datasource.write.payload.class": PAYLOAD_CLASSES,
-              "hoodie.bootstrap.index.class": BOOTSTRAP_INDEX_CLASSES}
-_FILE_FORMATS = frozenset({"PARQUET", "HOODIE_LOG", "HFILE", "ORC", "LANCE"})
-_KEYGEN_TYPES = frozenset({"SIMPLE", "SIMPLE_AVRO", "COMPLEX", "COMPLEX_AVRO", "TIMESTAMP",
-                           "TIMESTAMP_AVRO", "CUSTOM", "CUSTOM_AVRO", "NON_PARTITION",
-                           "NON_PARTITION_AVRO", "GLOBAL_DELETE", "GLOBAL_DELETE_AVRO",
-                           "AUTO_RECORD", "AUTO_RECORD_AVRO", "HOODIE_TABLE_METADATA",
-                           "SPARK_SQL", "SPARK_SQL_UUID", "SPARK_SQL_MERGE_INTO"})
-_PAYLOAD_TYPES = frozenset({"AWS_DMS_AVRO", "HOODIE_AVRO", "HOODIE_AVRO_DEFAULT",
-                            "EVENT_TIME_AVRO", "OVERWRITE_NON_DEF_LATEST_AVRO",
-                            "OVERWRITE_LATEST_AVRO", "PARTIAL_UPDATE_AVRO",
-                            "MYSQL_DEBEZIUM_AVRO", "POSTGRES_DEBEZIUM_AVRO", "HOODIE_METADATA",
-                            "VALIDATE_DUPLICATE_AVRO", "EXPRESSION_AVRO"})
-ENUM_KEYS: Mapping[str, frozenset[str]] = {
-    "hoodie.table.type": frozenset({"COPY_ON_WRITE", "MERGE_ON_READ"}),
-    "hoodie.table.version": frozenset(str(v) for v in range(10)),
-    "hoodie.table.initial.version": frozenset(str(v) for v in range(10)),
-    "hoodie.timeline.layout.version": frozenset({"0", "1", "2"}),
-    "hoodie.table.timeline.timezone": frozenset({"LOCAL", "UTC"}),
-    **{k: _FILE_FORMATS for k in ("hoodie.table.base.file.format", "hoodie.table.ro.file.format",
-                                  "hoodie.table.log.file.format", "hoodie.table.rt.file.format")},
-    "hoodie.table.keygenerator.type": _KEYGEN_TYPES,
-    "hoodie.compaction.payload.type": _PAYLOAD_TYPES,
-    "hoodie.record.merge.mode": frozenset({"COMMIT_TIME_ORDERING", "EVENT_TIME_ORDERING",
-                                           "CUSTOM"}),
-    "hoodie.bootstrap.index.type": frozenset({"HFILE", "NONE"}),
-    "hoodie.table.format": frozenset({"native"}),
-}
-UUID_KEYS = ("hoodie.record.merge.strategy.id", "hoodie.compaction.record.merger.strategy")
 # the keys TMS's quick reader takes (timeline, releases): Java must read them the same
 TMS_READ_KEYS = ("hoodie.table.version", "hoodie.table.type", "hoodie.timeline.path",
                  "hoodie.table.timeline.timezone", "hoodie.table.base.file.format")
@@ -271,5 +216,4 @@ def bootstrap_problems(value: str, allowed: Sequence[str] | None) -> list[str]:
     return []
 
 
-__all__ = ["BOOTSTRAP_INDEX_CLASSES", "KEYGEN_CLASSES", "PAYLOAD_CLASSES", "check_table",
-           "file_problems", "relative_path_problem"]
+__all__ = ["check_table", "file_problems", "relative_path_problem"]
