@@ -234,6 +234,43 @@ def test_a_completed_commit_naming_another_tables_partition_is_refused(
         hudi_clean_guard.check_table(base, storage(moto))
 
 
+def test_hostile_table_properties_on_s3_are_refused(lake: tuple[MotoServer, Path]) -> None:
+    """The v9 table copied to its own prefix: as shipped, its properties (and its metadata
+    table's) pass; a history path, index definitions or a backup file reaching the table next
+    to it or another bucket, a class of the writer's, or a bootstrap source outside the
+    catalog's allowed locations are refused."""
+    from tms.formats import hudi_props_guard
+    from tms.formats.hudi_plans import PlanRefused
+
+    moto, local = lake
+    s3 = moto.boto3_client("s3")
+    upload(moto, local / "txns_v9", "tenant_d/txns")
+    base, allowed = f"s3://{BUCKET}/tenant_d/txns", [f"s3://{BUCKET}/tenant_d"]
+    real = (local / "txns_v9" / ".hoodie" / "hoodie.properties").read_text()
+    assert hudi_props_guard.check_table(base, storage(moto), allowed) == 2
+    for name, line, words in (
+            ("hoodie.properties", "hoodie.timeline.history.path=../../../ns/trips_v8",
+             "'..' segment"),
+            ("hoodie.properties", "hoodie.timeline.history.path=s3a://another-bucket/h",
+             "':' before its first '/'"),
+            ("hoodie.properties", "hoodie.table.index.defs.path:/ns/trips_v8/x.json",
+             "absolute path"),
+            ("hoodie.properties", "hoodie.table.keygenerator.class=com.evil.X",
+             "not one of the classes Hudi ships"),
+            ("hoodie.properties", f"hoodie.bootstrap.base.path=s3://{BUCKET}/ns/trips_v8",
+             "outside the allowed locations"),
+            ("hoodie.properties.backup", "hoodie.archivelog.folder=../../../ns/trips_v6",
+             "'..' segment")):
+        key = f"tenant_d/txns/.hoodie/{name}"
+        s3.put_object(Bucket=BUCKET, Key=key, Body=f"{real}{line}\n")  # type: ignore[attr-defined]
+        with pytest.raises(PlanRefused, match=name.replace(".", "[.]") + ":") as e:
+            hudi_props_guard.check_table(base, storage(moto), allowed)
+        assert words in str(e.value), str(e.value)
+        s3.put_object(Bucket=BUCKET, Key=key, Body=real)  # type: ignore[attr-defined]
+    s3.delete_object(Bucket=BUCKET, Key="tenant_d/txns/.hoodie/hoodie.properties.backup")  # type: ignore[attr-defined]
+    assert hudi_props_guard.check_table(base, storage(moto), allowed) == 2
+
+
 def hadoop_catalog(api: Api, moto: MotoServer, allowed: str = f"s3://{BUCKET}/ns") -> None:
     api.stub().CreateCatalog(tms_pb2.CreateCatalogRequest(catalog_id="hudi_s3", catalog=(
         tms_pb2.Catalog(type="hadoop", storage_options={

@@ -18,7 +18,14 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from tms.domain import CatalogType, Decision, JobSpec, Operation, Table, TableSpec
-from tms.formats import hudi_clean_guard, hudi_decide, hudi_inspect, hudi_jobs, hudi_plan_guard
+from tms.formats import (
+    hudi_clean_guard,
+    hudi_decide,
+    hudi_inspect,
+    hudi_jobs,
+    hudi_plan_guard,
+    hudi_props_guard,
+)
 from tms.formats.base import (
     CatalogUnreachable,
     DiscoveredTable,
@@ -60,6 +67,7 @@ CLEANER = "org.apache.hudi.utilities.HoodieCleaner"
 _INSTANT_RE = re.compile(INSTANT_PATTERN)
 PLANS_REFUSED = "pending_plans_refused"  # metric: why the timeline's pending plans are refused
 CLEAN_REFUSED = "clean_refused"  # metric: why no job that cleans may run (hudi_clean_guard)
+PROPS_REFUSED = "table_properties_refused"  # metric: why hoodie.properties is refused
 AUTO_CLEAN = "auto_clean"  # metric: whether compaction and clustering clean after they commit
 _NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,127}")
 
@@ -140,6 +148,13 @@ class HudiFormat(TableFormatPlugin):
         configuration, else in the policy's ``timeline.timezone`` (a UTC timeline: UTC)."""
         tz = zone_of(writer_zone(table, catalog) or TIMEZONE.as_str(table.policy))
         base = table.location or table.base_path
+        opts, allowed = catalog.storage_options, catalog.allowed_locations
+        try:  # first: the timeline is found through these files (a hostile one stops here)
+            hudi_props_guard.check_table(base, opts, allowed)
+        except hudi_plan_guard.PlanRefused as e:
+            return {PROPS_REFUSED: catalog.scrub(str(e))[:2000]}
+        except (TimelineError, StorageError):
+            pass  # left to the timeline's read below, and to the executor
         summary = read_timeline(base, tz, catalog.storage_options)
         with_clean = bool(POLICY_KEYS["clean.enabled"].get(table.policy)) or any(
             i.action == "clean" and i.state.value != "COMPLETED" for i in summary.instants)
@@ -151,7 +166,7 @@ class HudiFormat(TableFormatPlugin):
         # what the executor will refuse, shown now (it checks again before each run)
         for guard, key in ((hudi_plan_guard, PLANS_REFUSED), (hudi_clean_guard, CLEAN_REFUSED)):
             try:
-                guard.check_table(base, catalog.storage_options)
+                guard.check_table(base, opts)
             except hudi_plan_guard.PlanRefused as e:
                 metrics[key] = catalog.scrub(str(e))[:2000]
             except (TimelineError, StorageError):
@@ -175,6 +190,9 @@ class HudiFormat(TableFormatPlugin):
     def evaluate(self, table: Table, metrics: Mapping[str, Any],
                  last_runs: Mapping[str, Operation | None], now: datetime
                  ) -> list[Decision]:
+        if metrics.get(PROPS_REFUSED):  # every utility loads the table config first
+            return [Decision(action, False, f"not run: {metrics[PROPS_REFUSED]}", dict(metrics),
+                             {}) for action in self.actions]
         verdicts = {"compaction": hudi_decide.compaction(table.policy, metrics, now),
                     "clustering": hudi_decide.clustering(table.policy, metrics, now),
                     "clean": hudi_decide.clean(table.policy, metrics, now)}
@@ -205,7 +223,8 @@ class HudiFormat(TableFormatPlugin):
         runs as decided, and Hudi's own planner meets the table (no plan ends SKIPPED)."""
         now = self.clock()
         metrics = self.inspect(table, catalog)
-        if metrics.get(PLANS_REFUSED) or (metrics.get(CLEAN_REFUSED) and (
+        if metrics.get(PROPS_REFUSED) or metrics.get(PLANS_REFUSED) or (
+                metrics.get(CLEAN_REFUSED) and (
                 operation.action == "clean" or metrics.get(AUTO_CLEAN))):
             return None  # not stale: refused, and the job's build says so (FAILED, final)
         found = [d for d in self.evaluate(table, metrics, {}, now)
@@ -219,15 +238,19 @@ class HudiFormat(TableFormatPlugin):
             operation.work.params)
 
     def build_job(self, table: Table, catalog: CatalogAccess, operation: Operation) -> JobSpec:
-        """The utility's job, built only when every pending plan on the timeline, read again
-        now, stays inside the table (:mod:`tms.formats.hudi_plan_guard`): the utility executes
-        them first; and, for a job that cleans, when every partition Hudi's cleaner could pick
-        does (:mod:`tms.formats.hudi_clean_guard`). A refused or unreadable plan or partition,
+        """The utility's job, built only when both ``hoodie.properties`` files, read again now,
+        keep Hudi's paths in the table and its classes Hudi's own
+        (:mod:`tms.formats.hudi_props_guard`), every pending plan on the timeline stays inside
+        the table (:mod:`tms.formats.hudi_plan_guard`): the utility executes them first; and,
+        for a job that cleans, when every partition Hudi's cleaner could pick does
+        (:mod:`tms.formats.hudi_clean_guard`). A refused or unreadable plan or partition,
         or a timeline that cannot be read from here, is final (ValueError); storage that cannot
         be reached now is retried."""
         base = self.checked_base_path(table, catalog)
         job = hudi_jobs.build(table, catalog, operation, base)
         try:
+            hudi_props_guard.check_table(base, catalog.storage_options,
+                                         catalog.allowed_locations)
             hudi_plan_guard.check_table(base, catalog.storage_options)
             if hudi_jobs.can_clean(operation.action, job.spec["hudi"]["properties"]):
                 hudi_clean_guard.check_table(base, catalog.storage_options)
