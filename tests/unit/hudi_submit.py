@@ -12,7 +12,7 @@ import pytest
 
 from tests.unit.fakes import FakeStore, make_catalog, make_op, make_table
 from tests.unit.test_hudi_jobs import WRITER, fake_jar, settings
-from tms.domain import Outcome
+from tms.domain import OperationState, Outcome
 from tms.engines.spark_submit import SparkSubmitEngine
 from tms.executor.loop import Executor
 from tms.formats.hudi import HudiFormat
@@ -45,4 +45,15 @@ def run_with_fake_submit(lake: dict[str, Path], base: Path, tmp_path: Path,
     return outcome, started.exists()
 
 
-__all__ = ["run_with_fake_submit"]
+def assert_refused_before_submit(lake: dict[str, Path], base: Path, tmp_path: Path,
+                                 monkeypatch: pytest.MonkeyPatch, action: str, words: str,
+                                 secret: bytes) -> None:
+    """``action`` on the table at ``base`` fails, not retried, naming ``words``, and the fake
+    spark-submit (which would delete ``lake["secret"]``, holding ``secret``) never started."""
+    outcome, started = run_with_fake_submit(lake, base, tmp_path, monkeypatch, action)
+    assert outcome.state is OperationState.FAILED and not outcome.retryable, outcome
+    assert words in (outcome.error or ""), outcome.error
+    assert not started and lake["secret"].read_bytes() == secret
+
+
+__all__ = ["assert_refused_before_submit", "run_with_fake_submit"]

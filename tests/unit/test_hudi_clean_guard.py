@@ -25,11 +25,10 @@ import fastavro
 import pytest
 
 from tests.unit.fakes import make_access, make_table
-from tests.unit.hudi_submit import run_with_fake_submit
+from tests.unit.hudi_submit import assert_refused_before_submit, run_with_fake_submit
 from tests.unit.test_hudi_jobs import WRITER
 from tests.unit.test_hudi_plans import FIXTURES, ZIPS, lake, table_of, timelines, unzip
 from tests.unit.test_hudi_plans import refused as plan_refused
-from tms.domain import OperationState
 from tms.formats import hudi_clean_guard, hudi_plan_guard
 from tms.formats.hudi import HudiFormat
 from tms.formats.hudi_clean_guard import check_table, partition_problem
@@ -139,7 +138,7 @@ def plant_duplicate_field(lake: dict[str, Path], base: Path) -> str:
     """Jackson keeps the last of two equal fields (so does Python's json): both are read."""
     completed(base, f"{LATER}.commit", ('{"partitionToWriteStats": {"' + OUT + '": []}, '
                                         '"partitionToWriteStats": {"10": []}}').encode())
-    return f"{OUT!r} has a '.' or '..' segment"
+    return f"{OUT!r} has an empty, '.' or '..' segment"
 
 
 def plant_v6_replaced(lake: dict[str, Path], base: Path) -> str:
@@ -220,10 +219,7 @@ def test_a_job_that_cleans_never_reaches_spark_submit(
     zip_name, planter = ATTACKS[attack]
     base = table_of(lake, zip_name)
     words = planter(lake, base)
-    outcome, started = run_with_fake_submit(lake, base, tmp_path, monkeypatch, action)
-    assert outcome.state is OperationState.FAILED and not outcome.retryable, outcome
-    assert words in (outcome.error or ""), outcome.error
-    assert not started and lake["secret"].read_bytes() == SECRET
+    assert_refused_before_submit(lake, base, tmp_path, monkeypatch, action, words, SECRET)
 
 
 def test_a_compaction_that_does_not_clean_is_not_refused(

@@ -18,10 +18,9 @@ from pathlib import Path
 import pytest
 
 from tests.unit.fakes import make_access, make_op, make_table
-from tests.unit.hudi_submit import run_with_fake_submit
+from tests.unit.hudi_submit import assert_refused_before_submit, run_with_fake_submit
 from tests.unit.test_hudi_plans import ZIPS, lake, table_of, unzip
 from tests.unit.test_hudi_plans import refused as plan_refused
-from tms.domain import OperationState
 from tms.formats.hudi import PROPS_REFUSED, HudiFormat
 from tms.formats.hudi_props import java_properties
 from tms.formats.hudi_props_guard import check_table
@@ -263,10 +262,7 @@ def test_a_hostile_table_never_reaches_spark_submit(
     zip_name, planter = ATTACKS[attack]
     base = table_of(lake, zip_name)
     words = planter(lake, base)
-    outcome, started = run_with_fake_submit(lake, base, tmp_path, monkeypatch, action)
-    assert outcome.state is OperationState.FAILED and not outcome.retryable, outcome
-    assert words in (outcome.error or ""), outcome.error
-    assert not started and lake["secret"].read_bytes() == SECRET
+    assert_refused_before_submit(lake, base, tmp_path, monkeypatch, action, words, SECRET)
 
 
 def test_a_genuine_table_reaches_spark_submit(

@@ -43,7 +43,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from tms.formats import hudi_tree
-from tms.formats.hudi_plan_guard import path_problem, shown, table_dirs
+from tms.formats.hudi_plan_guard import (
+    path_problem,
+    relative_shape_problem,
+    shown,
+    table_dirs,
+)
 from tms.formats.hudi_plans import AVRO_MAGIC, MAX_PLAN_BYTES, PlanRefused, decode
 from tms.formats.storage import LocalStore, Store, SymlinkRefused
 from tms.jobs.locations import Location
@@ -174,15 +179,10 @@ def partition_problem(key: str, table: Location) -> str | None:
         return "is not UTF-8 text (a lone surrogate)"
     if _BAD_CHARS.search(key):
         return "holds a control character or a backslash"
-    if key.startswith("/"):
-        return "is an absolute path (Hadoop's Path(base, key) takes it as it is)"
-    if ":" in key.split("/", 1)[0]:
-        return "has a ':' before its first '/' (Hadoop's Path reads a scheme there)"
+    shape = relative_shape_problem(key)
+    if shape is not None:
+        return shape
     segments = key.split("/")
-    if "" in segments:
-        return "has an empty segment"
-    if any(s in (".", "..") for s in segments):
-        return "has a '.' or '..' segment"
     if META_DIR in segments:
         return f"has a {META_DIR} segment (Hudi's own metadata, never a partition)"
     return path_problem(key, str(table), None, table)

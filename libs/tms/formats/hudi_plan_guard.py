@@ -162,6 +162,19 @@ def _look(record: Any, base: str, table: Location, out: list[str]) -> None:
             out.append(f"{field} {value[:200]!r} {why}")
 
 
+def relative_shape_problem(value: str) -> str | None:
+    """Why ``value``, joined to a directory as Hadoop's and Hudi's ``Path(parent, child)``
+    join it, would not stay a path below that directory by its shape alone (absolute, a
+    scheme, an empty, '.' or '..' segment); None when it would."""
+    if value.startswith("/"):
+        return "is an absolute path (Path(parent, it) takes it as it is)"
+    if ":" in value.split("/", 1)[0]:
+        return "has a ':' before its first '/' (Hadoop's Path reads a scheme there)"
+    if any(s in ("", ".", "..") for s in value.split("/")):
+        return "has an empty, '.' or '..' segment"
+    return None
+
+
 def path_problem(value: str, base: str, partition: str | None, table: Location) -> str | None:
     """Why ``value`` (a path in a plan; relative ones to ``partition`` under ``base``) is
     refused, or None when it resolves inside ``table``."""

@@ -40,7 +40,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from tms.formats.hudi_plan_guard import PROPERTIES_FILES, path_problem, shown
+from tms.formats.hudi_plan_guard import (
+    PROPERTIES_FILES,
+    path_problem,
+    relative_shape_problem,
+    shown,
+)
 from tms.formats.hudi_plans import PlanRefused
 from tms.formats.hudi_props import MalformedProperties, java_properties
 from tms.formats.hudi_props_rules import CLASS_KEYS, ENUM_KEYS, UUID_KEYS
@@ -189,14 +194,7 @@ def relative_path_problem(value: str) -> str | None:
         return f"is empty or longer than {MAX_PATH_CHARS} characters"
     if not _PRINTABLE.fullmatch(value):
         return "holds a blank, a backslash, a control or a non-ASCII character"
-    if value.startswith("/"):
-        return "is an absolute path (Hudi's StoragePath(parent, value) takes it as it is)"
-    if ":" in value.split("/", 1)[0]:
-        return "has a ':' before its first '/' (Hadoop's Path reads a scheme there)"
-    segments = value.split("/")
-    if "" in segments or any(s in (".", "..") for s in segments):
-        return "has an empty, '.' or '..' segment"
-    return None
+    return relative_shape_problem(value)
 
 
 def bootstrap_problems(value: str, allowed: Sequence[str] | None) -> list[str]:
