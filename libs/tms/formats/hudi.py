@@ -163,8 +163,13 @@ class HudiFormat(TableFormatPlugin):
                                        self.clock(), tz, with_clean, catalog.scrub,
                                        unknown_reason(table, catalog) if props is None else "")
         metrics[AUTO_CLEAN] = hudi_jobs.auto_clean(props)
-        # what the executor will refuse, shown now (it checks again before each run)
-        for guard, key in ((hudi_plan_guard, PLANS_REFUSED), (hudi_clean_guard, CLEAN_REFUSED)):
+        # what the executor will refuse, shown now (it checks again before each run); the
+        # cleaner's partitions (a walk of a local tree, every completed instant) only when a
+        # job that cleans can be decided
+        guards: list[Any] = [(hudi_plan_guard, PLANS_REFUSED)]
+        if with_clean or metrics[AUTO_CLEAN]:
+            guards.append((hudi_clean_guard, CLEAN_REFUSED))
+        for guard, key in guards:
             try:
                 guard.check_table(base, opts)
             except hudi_plan_guard.PlanRefused as e:

@@ -346,13 +346,6 @@ def _rewrite(task: Mapping[str, Any], s3: Any, pool: Any) -> dict[str, Any]:
             "offsets": offsets}
 
 
-def _checked(raw: str, allowed: Sequence[str]) -> Any:
-    try:
-        return check(raw, allowed, literal=True)
-    except LocationError as e:
-        raise TaskRefused("location", f"{raw[:300]}: {e}") from None
-
-
 class Store:
     """Where the task's files are: local paths (opened by their checked, resolved path with
     ``O_NOFOLLOW``, outputs with ``O_EXCL``), or S3 through the catalog's own endpoint and
@@ -388,6 +381,13 @@ class Store:
                     raise TaskRefused("location", f"allowed locations: {e}") from None
             return self._prefixes[key]
 
+    def _checked(self, raw: str, allowed: Sequence[str]) -> Any:
+        """``raw`` resolved, once it is inside ``allowed`` (resolved once per task)."""
+        try:
+            return check_resolved(raw, self._resolved(allowed), literal=True)
+        except LocationError as e:
+            raise TaskRefused("location", f"{raw[:300]}: {e}") from None
+
     def open_input(self, raw: str, allowed: Sequence[str]) -> Any:
         """An input, opened only inside ``allowed``. A local path that is literally inside a
         resolved allowed location opens with no symlink followed anywhere on it (so the file
@@ -399,7 +399,7 @@ class Store:
         except LocationError as e:
             raise TaskRefused("location", f"{raw[:300]}: {e}") from None
         if not where.local:
-            _checked(raw, allowed)
+            self._checked(raw, allowed)
             key = self._object(raw)
             return self._fs.open_input_file(key)
         if any(where.is_under(p) for p in prefixes):
@@ -411,12 +411,13 @@ class Store:
         return native(open_checked(raw, allowed, os.O_RDONLY, prefixes), "rb")
 
     def open_output(self, raw: str, allowed: Sequence[str]) -> Any:
-        local = _checked(raw, allowed).path  # checked before a directory is made for it
+        local = self._checked(raw, allowed).path  # checked before a directory is made for it
         key = self._object(raw)
         if key is not None:
             return self._fs.open_output_stream(key)
         os.makedirs(os.path.dirname(local), exist_ok=True)
-        return native(open_checked(raw, allowed, os.O_WRONLY | os.O_CREAT | os.O_EXCL), "wb")
+        return native(open_checked(raw, allowed, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+                                   self._resolved(allowed)), "wb")
 
     def written(self, raw: str, allowed: Sequence[str]) -> tuple[Any, int]:
         """The footer and size of a file the task wrote, read back from the store."""
@@ -426,7 +427,7 @@ class Store:
         if key is not None:
             with self._fs.open_input_file(key) as f:
                 return pq.read_metadata(f), int(f.size())
-        local = _checked(raw, allowed).path
+        local = self._checked(raw, allowed).path
         return pq.read_metadata(local), os.path.getsize(local)
 
     def remove(self, raw: str, allowed: Sequence[str]) -> None:
@@ -436,7 +437,7 @@ class Store:
             if key is not None:
                 self._fs.delete_file(key)
             else:
-                unlink_no_follow(_checked(raw, allowed).path)
+                unlink_no_follow(self._checked(raw, allowed).path)
         except (OSError, TaskRefused, arrow_s3.S3Unsupported):  # the driver removes them again
             pass
 
