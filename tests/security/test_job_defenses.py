@@ -78,6 +78,11 @@ def test_table_paths_are_all_checked(tmp_path: Path) -> None:
     bad = [
         {"table location": f"file:{outside}/t"},
         {"table location": f"file:{allowed}/t", "table property write.data.path": str(outside)},
+        # inside the allowed locations, but another table's (registered locations are disjoint)
+        {"table location": f"file:{allowed}/t", "table property write.data.path": f"{allowed}/u"},
+        {"table location": f"file:{allowed}/t", "previous metadata file 0": f"{allowed}/u/m.json"},
+        {"table location": f"file:{allowed}/t",
+         "statistics file 0 (snapshot 1)": f"{allowed}/t2/data/x.parquet"},
         {"table location": f"file:{allowed}/t", "previous metadata file 0": f"{outside}/m.json"},
         {"table location": f"file:{allowed}/t",
          "statistics file 0 (snapshot 1)": f"{allowed}/link/stats.puffin"},
@@ -159,12 +164,30 @@ def test_remove_orphan_files_never_deletes_outside_the_table(pg: Any, tmp_path: 
     assert victim.exists() and orphan.exists()  # refused as a whole: not even the real orphan
 
 
-def test_expire_snapshots_never_deletes_a_file_a_snapshot_borrowed(pg: Any, tmp_path: Path
-                                                                   ) -> None:
+def _neighbours_file(lake: Lake) -> Path:
+    """A live data file of another tenant's table in the same warehouse: inside the
+    catalog's allowed locations, outside the owner's table."""
+    other = lake.table("tenant_b", commits=1)
+    (path,) = other.inspect.files()["file_path"].to_pylist()
+    victim = Path(path.removeprefix("file:").removeprefix("//"))
+    assert victim.is_relative_to(lake.allowed) and victim.exists(), victim
+    return victim
+
+
+def _victim(lake: Lake, where: str) -> Path:
+    if where == "neighbour":
+        return _neighbours_file(lake)
+    victim = lake.outside / "tenant-b.parquet"
+    pq.write_table(iceberg_data.batch(1000, 5), victim)
+    return victim
+
+
+@pytest.mark.parametrize("where", ["outside", "neighbour"])
+def test_expire_snapshots_never_deletes_a_file_a_snapshot_borrowed(pg: Any, tmp_path: Path,
+                                                                   where: str) -> None:
     lake = Lake(pg.dsn, tmp_path / "lake")
     table = lake.table("t")
-    victim = lake.outside / "tenant-b.parquet"  # another tenant's file, added to this table
-    pq.write_table(iceberg_data.batch(1000, 5), victim)
+    victim = _victim(lake, where)  # another tenant's file, added to this table
     table.add_files([str(victim)])
     table.overwrite(iceberg_data.batch(0, 5))  # now only older snapshots reference it
     snapshots = len(table.metadata.snapshots)
@@ -191,16 +214,16 @@ def _set_statistics(table: Any, snapshot_id: int, path: Path) -> None:
             file_footer_size_in_bytes=1, blob_metadata=[]))
 
 
-@pytest.mark.parametrize("where", ["outside", "symlink"])
+@pytest.mark.parametrize("where", ["outside", "symlink", "neighbour"])
 def test_expire_snapshots_never_deletes_a_statistics_file_named_outside(
         pg: Any, tmp_path: Path, where: str) -> None:
     """The owner names another tenant's file as the statistics file of a snapshot that is
-    about to expire (directly, or through a symlink inside the table): Iceberg's expiration
-    deletes the statistics files of the snapshots it expires, so the job must refuse."""
+    about to expire (directly, through a symlink inside the table, or a file of another
+    table in the same warehouse): Iceberg's expiration deletes the statistics files of the
+    snapshots it expires, so the job must refuse."""
     lake = Lake(pg.dsn, tmp_path / "lake")
     table = lake.table("t", commits=3)
-    victim = lake.outside / "tenant-b.parquet"
-    pq.write_table(iceberg_data.batch(1000, 5), victim)
+    victim = _victim(lake, "outside" if where == "symlink" else where)
     named = victim
     if where == "symlink":
         named = Path(table.location().removeprefix("file:").removeprefix("//")) / "stats"

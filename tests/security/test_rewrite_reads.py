@@ -2,13 +2,15 @@
 file, then asks for a rewrite: clustering, ``rewrite_position_deletes`` or ``rewrite_manifests``
 would read that file (or the manifest entries listing it) and copy it into the owner's table.
 
-The owner plants the file with pyiceberg's ``add_files``, either at its real path outside the
-catalog's allowed locations or through a symlinked directory inside the table location that
-leads there. Each rewrite must be refused before it reads anything (the operation FAILED at
-once, not retried, naming the file), leave the table's snapshot and every file of both tenants
-as they were, and still rewrite a clean table. A compaction whose Spark path would apply a
-delete file symlinked outside, and a manifest rewrite of a manifest symlinked outside, are
-refused the same way.
+The owner plants the file with pyiceberg's ``add_files``: at its real path outside the
+catalog's allowed locations, through a symlinked directory inside the table location that
+leads there, or (``neighbour``) a live data file of another tenant's table in the same
+catalog's warehouse, inside the allowed locations but not inside the owner's table. Each
+rewrite (compaction included) must be refused before it reads anything (the operation
+FAILED at once, not retried, naming the file), leave the table's snapshot and every file of
+both tenants as they were, and still rewrite a clean table. A compaction whose Spark path
+would apply a delete file symlinked outside, and a manifest rewrite of a manifest symlinked
+outside, are refused the same way.
 
 Real processes: the tables live in a pyiceberg SQL catalog on the test PostgreSQL, the jobs run
 in one warm Spark driver behind a real executor on the TMS schema; position deletes are written
@@ -48,9 +50,10 @@ ACTIONS = {
     "clustering": {"sort-order": "id DESC", "rewrite-all": "true"},
     "rewrite_position_deletes": {"rewrite-all": "true"},
     "rewrite_manifests": {"use-caching": "false"},
+    "compaction": {"rewrite-all": "true"},
 }
 WITH_DELETES = ("rewrite_position_deletes",)
-CASES = ("clean", "foreign", "symlink")
+CASES = ("clean", "foreign", "symlink", "neighbour")
 
 
 @dataclass
@@ -137,8 +140,24 @@ def _other_tenant(world: World, name: str) -> Path:
     return secret
 
 
+def _neighbour(world: World, name: str) -> Path:
+    """A live data file of another tenant's table in the same warehouse (inside the
+    catalog's allowed locations): the table is registered apart, its location disjoint."""
+    other = iceberg_data.create_table(world.lake.catalog, world.lake.namespace,
+                                      f"tenant_b_{name}")
+    other.append(iceberg_data.batch(SECRET_FIRST_ID, SECRET_ROWS))
+    (path,) = other.inspect.files()["file_path"].to_pylist()
+    secret = local_path(path)
+    assert secret.is_relative_to(world.lake.allowed), secret
+    return secret
+
+
 def _plant(world: World, name: str, case: str) -> Path:
     """The owner's table made to reference the other tenant's file; returns the path added."""
+    if case == "neighbour":
+        added = _neighbour(world, name)
+        world.table(name).add_files([str(added)])
+        return added
     secret = _other_tenant(world, name)
     if case == "foreign":
         added = secret
@@ -169,7 +188,7 @@ def _assert_refused(op: Any, *words: str) -> None:
         assert word in error, error
 
 
-@pytest.mark.parametrize("case", ["foreign", "symlink"])
+@pytest.mark.parametrize("case", ["foreign", "symlink", "neighbour"])
 @pytest.mark.parametrize("action", list(ACTIONS))
 def test_a_rewrite_never_reads_another_tenants_file(world: World, action: str, case: str
                                                     ) -> None:
@@ -180,7 +199,8 @@ def test_a_rewrite_never_reads_another_tenants_file(world: World, action: str, c
     assert set(range(SECRET_FIRST_ID, SECRET_FIRST_ID + SECRET_ROWS)) <= set(rows)
     if action in WITH_DELETES:  # there is something for the rewrite to do
         assert any(c == 1 for c in world.table(name).inspect.files()["content"].to_pylist())
-    before = {"table": _files(world.location(name)), "outside": _files(world.lake.outside)}
+    before = {"table": _files(world.location(name)), "outside": _files(world.lake.outside),
+              "other": _files(added.parent)}
 
     op = _run(world, name, action, ACTIONS[action])
 
@@ -188,8 +208,8 @@ def test_a_rewrite_never_reads_another_tenants_file(world: World, action: str, c
     assert world.table(name).current_snapshot() == snapshot
     assert _rows(world, name) == rows
     # nothing copied, written or removed on either side
-    assert {"table": _files(world.location(name)),
-            "outside": _files(world.lake.outside)} == before
+    assert {"table": _files(world.location(name)), "outside": _files(world.lake.outside),
+            "other": _files(added.parent)} == before
 
 
 @pytest.mark.parametrize("action", list(ACTIONS))

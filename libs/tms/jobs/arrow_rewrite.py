@@ -23,7 +23,7 @@ row-wise Parquet writer). Here:
    of all, or with ``partial-progress.enabled`` Iceberg's commit service (at most
    ``partial-progress.max-commits`` commits; a conflict loses only its own commit).
 
-Every input and output path is checked against the spec's allowed locations (realpath) in
+Every input and output path is checked against the table's own location (realpath) in
 the driver and again in the task: an input outside refuses the whole rewrite (``LocationRefused``,
 no fall-back: Spark's path would read it too). A table or group this path does not handle
 exactly (``arrow_eligibility``) goes to Spark's path, and the result says why. The table's
@@ -129,7 +129,8 @@ def plan_groups(jvm: Any, handle: Any, expression: Any, options: Mapping[str, st
 
 
 def check_inputs(files: Sequence[Sequence[InputFile]], allowed: Sequence[str] | None) -> None:
-    """Every planned input inside the allowed locations (realpath), or the rewrite is refused."""
+    """Every planned input inside ``allowed`` (the table's own location, realpath), or the
+    rewrite is refused."""
     if allowed is None:
         return
     for group in files:

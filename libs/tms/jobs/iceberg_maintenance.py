@@ -28,11 +28,13 @@ to fix.
 
 The spec is checked in ``job_spec.py`` and the actions' plans are built in ``procedures.py``,
 both before Spark starts; this file runs them. Before any action the table's real location,
-read from its metadata, is checked against the spec's ``allowed_locations``
-(``table_guard.py``); ``remove_orphan_files`` deletes only candidates it checked, and a
-rewrite reads only files of the current snapshot that passed the same check (``READS``,
-``guard_reads``, ``read_guard.py``). The catalog's properties, credentials included,
-reach Spark only as runtime conf set here: never on a command line.
+read from its metadata, is checked against the spec's ``allowed_locations``, and every other
+path the table names against that location (``table_guard.py``); ``remove_orphan_files``
+deletes only candidates it checked, ``expire_snapshots`` runs only when every file a
+snapshot references lies inside the table, and a rewrite reads only files of the current
+snapshot that passed the same check (``READS``, ``guard_reads``, ``read_guard.py``). The
+catalog's properties, credentials included, reach Spark only as runtime conf set here: never
+on a command line.
 
 The warm driver (``warm_driver.py``) runs the same specs through ``run_in_session`` in one
 long-lived session. Sibling modules (``locations``, ``errors``, ``table_guard``) come from the
@@ -165,15 +167,15 @@ READS: dict[str, tuple[tuple[str, str], ...]] = {
 
 def guard_reads(spark: Any, spec: MaintenanceRequest, table: table_guard.CheckedTable,
                 tables: tuple[tuple[str, str], ...], refresh: bool = False) -> str | None:
-    """The current snapshot's files the action reads checked against the spec's allowed
-    locations (``read_guard.check_current_files``; nothing without them); the snapshot id.
-    ``refresh``: the table was refreshed for a new plan, the handle is loaded again first."""
-    if spec.allowed_locations is None:
-        return None
+    """The current snapshot's files the action reads checked against the table's own
+    location (``read_guard.check_current_files``): another tenant's table may lie inside the
+    catalog's allowed locations, and a rewrite would copy its rows into this one. The
+    snapshot id. ``refresh``: the table was refreshed for a new plan, the handle is loaded
+    again first."""
     if refresh:
         table.handle.refresh()
     return read_guard.check_current_files(spark, spec.qualified_table, table.handle,
-                                           spec.allowed_locations, spec.action, tables)
+                                           table.own, spec.action, tables)
 
 
 def spark_path_reads(tried: arrow_rewrite.Attempt) -> tuple[tuple[str, str], ...]:
@@ -235,7 +237,7 @@ def run_rewrite(spark: Any, spec: MaintenanceRequest, table: table_guard.Checked
     if spec.action == "compaction":  # bin-pack: pyarrow in Spark tasks when eligible
         tried = arrow_rewrite.attempt(spark, table.handle, spec.qualified_table, call.options,
                                       call.where, fmt.codec, fmt.level,
-                                      spec.allowed_locations, spec.data_path,
+                                      table.own, spec.data_path,
                                       spec.resolved_properties())
         result = tried.result
         path = {"data_path": "arrow"} if result is not None else {
@@ -287,8 +289,8 @@ def run_in_session(spark: Any, spec: MaintenanceRequest) -> dict[str, Any]:
     # read and write conf), before anything is read, written or expired
     maintenance_props.check({str(k): str(v) for k, v in table.handle.properties().items()},
                             spec.action)
-    if spec.action == "expire_snapshots" and spec.allowed_locations is not None:
-        read_guard.check_referenced_files(spark, spec.qualified_table, spec.allowed_locations)
+    if spec.action == "expire_snapshots":  # it deletes what only expired snapshots name
+        read_guard.check_referenced_files(spark, spec.qualified_table, table.own)
     before = outcome.current_snapshot(table.handle)
     result = run_action(spark, spec, table)
     try:  # what it did, in one shape for every action (the scheduler's no-op hold reads it)

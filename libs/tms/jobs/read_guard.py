@@ -1,16 +1,17 @@
 """Before an action deletes or reads the files a table's snapshots reference: each must lie
-inside the allowed locations.
+inside the table's own location (the callers pass ``CheckedTable.own``: the catalog's allowed
+locations hold other tenants' tables too).
 
 ``expire_snapshots`` deletes the files only expired snapshots reference, and a table owner can
 make a snapshot reference any path (``add_files`` of another tenant's file, later removed).
 So before it runs, every file any snapshot references (data and delete files, manifests,
-manifest lists) must lie inside the allowed locations (``check_referenced_files``).
+manifest lists) must lie inside the table (``check_referenced_files``).
 
 A rewrite copies what it reads into the table: clustering and a compaction on Spark's path read
 data and delete files, ``rewrite_position_deletes`` delete files, ``rewrite_manifests`` (and the
 merge of small manifests before a rewrite) manifests, with the column bounds they carry. So
-before one runs, the files of the current snapshot it would read must lie inside the allowed
-locations too (``check_current_files``): a table referencing another tenant's file is refused
+before one runs, the files of the current snapshot it would read must lie inside the table
+too (``check_current_files``): a table referencing another tenant's file is refused
 as a whole, nothing written. Both checks resolve each directory once (realpath, and one listing
 for the symlinks in it): a directory or a file inside the table that is a symlink leading out
 is outside.
@@ -108,8 +109,8 @@ def check_referenced_files(spark: Any, qualified_name: str, allowed: Sequence[st
         if not refusals.full:
             refusals.scan(spark.table(f"{qualified_name}.{table}"), column)
     if refusals.bad:
-        raise LocationRefused(f"the table's snapshots reference files outside the allowed "
-                              f"locations, so expiring them could delete those: {refusals.bad}")
+        raise LocationRefused(f"the table's snapshots reference files outside the table's own "
+                              f"location, so expiring them could delete those: {refusals.bad}")
     return refusals.checked
 
 
@@ -125,7 +126,7 @@ def check_current_files(spark: Any, qualified_name: str, handle: Any, allowed: S
     lists the first few outside; nothing was written then.
 
     The whole snapshot is checked, even when a ``where`` restricts the rewrite to some
-    partitions: a table whose snapshot references files outside its allowed locations
+    partitions: a table whose snapshot references files outside the table
     (``add_files`` of another tenant's file, a hand-written manifest, a symlinked directory)
     is refused as a whole."""
     snap = handle.currentSnapshot()
@@ -144,6 +145,6 @@ def check_current_files(spark: Any, qualified_name: str, handle: Any, allowed: S
                           .table(f"{qualified_name}.{table}"), column)
     if refusals.bad:
         raise LocationRefused(f"{what} refused, nothing written: the table's current snapshot "
-                              f"references files outside the allowed locations, which it "
+                              f"references files outside the table's own location, which it "
                               f"would read: {refusals.bad}")
     return snapshot_id

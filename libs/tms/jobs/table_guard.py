@@ -7,7 +7,16 @@ Iceberg table, reads its location (and the properties that move data or metadata
 ``write.data.path``, ``write.metadata.path``, ...; the metadata log, whose oldest files a
 commit deletes; the statistics and partition statistics files, which ``expire_snapshots``
 deletes with the snapshots they describe) and checks each with the one normaliser
-(``locations.py``, realpath for local paths) against the allowed locations in the spec.
+(``locations.py``, realpath for local paths): the table location against the allowed locations
+in the spec, everything else against the table's own resolved location (``CheckedTable.own``).
+
+The catalog's allowed locations are a warehouse many owners' tables share, and TMS keeps
+registered table locations disjoint. So a path inside the allowed locations may still be
+another tenant's table: a location property, statistics file, metadata log entry or snapshot
+reference pointing there would make TMS read that tenant's data into this table (a rewrite)
+or delete it (an expiry, a commit's metadata clean-up). Everything a job reads, writes or
+deletes must therefore lie inside the table's own location; a table whose
+``write.data.path`` (or metadata path) lies elsewhere is refused, not retried.
 
 ``remove_orphan_files`` lists with Iceberg's procedure in dry-run mode, requires every candidate
 (realpath for local files) to be inside the table's checked location, refuses everything if one
@@ -36,12 +45,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 try:
     from tms.jobs.locations import (
         Location,
         LocationError,
         check,
+        check_resolved,
         parent_no_follow,
         parse,
         resolve,
@@ -52,6 +63,7 @@ except ImportError:  # shipped alone, next to locations.py
         Location,
         LocationError,
         check,
+        check_resolved,
         parent_no_follow,
         parse,
         resolve,
@@ -77,6 +89,20 @@ class CheckedTable:
 
     location: Location
     handle: Any  # the Iceberg Table (a Py4J object), for its FileIO
+
+    @property
+    def own(self) -> tuple[str, ...]:
+        """The table's own location as the allowed locations every later check takes:
+        whatever the job reads, writes or deletes must lie inside it."""
+        return (own_root(self.location),)
+
+
+def own_root(location: Location) -> str:
+    """``location`` written so that ``locations.parse`` (which percent-decodes an allowed
+    location once) reads it back unchanged."""
+    if location.local:
+        return Path(location.path).as_uri()
+    return f"{location.scheme}://{location.authority}{quote(location.path)}"
 
 
 def load_table(spark: Any, qualified_name: str) -> Any:
@@ -115,7 +141,8 @@ def table_paths(table: Any) -> dict[str, str]:
 
 def check_paths(paths: Mapping[str, str], allowed: Sequence[str] | None) -> Location:
     """The table's resolved location once every path passed; LocationRefused says which did
-    not. Without ``allowed`` (older specs) only the symlink rule applies."""
+    not. The table location must lie inside ``allowed`` (without it, older specs, only the
+    symlink rule applies to it); every other path inside the table location itself."""
     try:
         stated = parse(paths["table location"], literal=True)
     except LocationError as e:
@@ -125,11 +152,19 @@ def check_paths(paths: Mapping[str, str], allowed: Sequence[str] | None) -> Loca
         raise LocationRefused(f"table location {str(stated)!r} is reached through a symlink "
                               f"(it resolves to {str(real)!r}); register the real path")
     if allowed is not None:
-        for what, raw in paths.items():
-            try:
-                check(raw, allowed, literal=True)
-            except LocationError as e:
-                raise LocationRefused(f"{what}: {e}") from None
+        try:
+            check(paths["table location"], allowed, literal=True)
+        except LocationError as e:
+            raise LocationRefused(f"table location: {e}") from None
+    own = [real]
+    for what, raw in paths.items():
+        if what == "table location":
+            continue
+        try:
+            check_resolved(raw, own, literal=True)
+        except LocationError as e:
+            raise LocationRefused(f"{what}: {e}; everything a table's metadata names must lie "
+                                  f"inside the table's own location") from None
     return real
 
 
