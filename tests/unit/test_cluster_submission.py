@@ -37,6 +37,7 @@ TOKEN = "t" * 43
 SPEC = {"catalog_name": "lake", "catalog_properties": {"type": "rest", "uri": "http://r"},
         "catalog_secrets": {"token": "env:TMS_SECRET_REST", "s3.secret-access-key": "file:s3"},
         "table": "ns.t", "action": "compaction"}
+S3_IMPL = "spark.hadoop.fs.s3.impl=org.apache.hadoop.fs.s3a.S3AFileSystem"  # no fence jar
 ENV = {"PATH": "/bin", "TMS_SECRET_REST": "rest-token-value", "TMS_SECRET_OTHER": "other"}
 
 
@@ -74,6 +75,7 @@ def test_kubernetes_cluster_mode_command_line_exactly(tmp_path: Path) -> None:
         "--properties-file", str(work / PROPERTIES_FILE_NAME), "--executor-cores", "2",
         "--py-files", ",".join("local://" + f for f in PY_FILES.split(",")),
         "--conf", "spark.executor.memory=1g",
+        "--conf", S3_IMPL,
         "--conf", "spark.dynamicAllocation.enabled=true",
         "--conf", "spark.dynamicAllocation.shuffleTracking.enabled=true",
         "--conf", "spark.dynamicAllocation.minExecutors=1",
@@ -113,6 +115,7 @@ def test_kubernetes_client_mode_runs_the_driver_in_the_executor(tmp_path: Path) 
         SUBMIT, "--master", K8S, "--deploy-mode", "client", "--driver-memory", "1g",
         "--num-executors", "3", "--py-files", PY_FILES,
         "--conf", "spark.executor.memory=1g",
+        "--conf", S3_IMPL,
         "--conf", "spark.kubernetes.namespace=default",
         "--conf", "spark.kubernetes.container.image=registry.example/tms:1.2",
         "--conf", "spark.tms.attempt=op-7-attempt-2", APP]
@@ -131,7 +134,7 @@ def test_yarn_cluster_mode_command_line_exactly(tmp_path: Path) -> None:
         SUBMIT, "--master", "yarn", "--deploy-mode", "cluster", "--driver-memory", "1g",
         "--properties-file", str(work / PROPERTIES_FILE_NAME), "--queue", "maintenance",
         "--num-executors", "2", "--py-files", PY_FILES,
-        "--conf", "spark.executor.memory=2g",
+        "--conf", "spark.executor.memory=2g", "--conf", S3_IMPL,
         "--conf", "spark.dynamicAllocation.enabled=true",
         "--conf", "spark.dynamicAllocation.shuffleTracking.enabled=true",
         "--conf", "spark.dynamicAllocation.maxExecutors=8",
@@ -158,7 +161,8 @@ def test_standalone_client_mode_caps_the_share(tmp_path: Path) -> None:
     sub = build(settings, _job(), tmp_path / "op-1-attempt-1", ENV)
     at = sub.argv.index("--conf")
     assert sub.argv[at:-3] == [
-        "--conf", "spark.executor.memory=1g", "--conf", "spark.cores.max=2",
+        "--conf", "spark.executor.memory=1g",
+        "--conf", S3_IMPL, "--conf", "spark.cores.max=2",
         "--conf", "spark.dynamicAllocation.enabled=true",
         "--conf", "spark.dynamicAllocation.shuffleTracking.enabled=true",
         "--conf", "spark.dynamicAllocation.minExecutors=0",

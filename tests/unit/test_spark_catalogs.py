@@ -14,8 +14,7 @@ from tms.policy import validate_policy
 
 P = "spark.sql.catalog.c"
 BASE = {P: "org.apache.iceberg.spark.SparkCatalog",
-        f"{P}.io-impl": "org.apache.iceberg.hadoop.HadoopFileIO",
-        f"{P}.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem"}
+        f"{P}.io-impl": "org.apache.iceberg.hadoop.HadoopFileIO"}
 S3 = {"s3.endpoint": "http://127.0.0.1:9000", "s3.region": "eu-west-1",
       "s3.path-style-access": "true", "s3.access-key-id": "AKID",
       "s3.secret-access-key": "SECRET"}
@@ -90,7 +89,6 @@ def test_explicit_io_impl_session_token_and_operator_hadoop_conf() -> None:
 
 def test_session_hadoop_conf_of_the_one_shot_job() -> None:
     assert im.session_hadoop_conf({"type": "hive", "s3.endpoint": "http://h:1"}) == {
-        "spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
         "spark.hadoop.fs.s3a.endpoint": "http://h:1",
         "spark.hadoop.fs.s3a.connection.ssl.enabled": "false"}
 

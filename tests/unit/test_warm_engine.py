@@ -187,8 +187,7 @@ def test_driver_refuses_a_catalog_name_with_other_properties() -> None:
     assert spark.conf.values == {
         "spark.sql.catalog.cat": iceberg_maintenance.SPARK_CATALOG_CLASS,
         "spark.sql.catalog.cat.warehouse": "file:///w",
-        "spark.sql.catalog.cat.io-impl": "org.apache.iceberg.hadoop.HadoopFileIO",
-        "spark.sql.catalog.cat.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem"}
+        "spark.sql.catalog.cat.io-impl": "org.apache.iceberg.hadoop.HadoopFileIO"}
     warm_driver.register_catalog(spark, spec("file:///w"), registered)  # known: nothing to do
     other = spec("file:///x")
     with pytest.raises(RuntimeError, match="other properties"):

@@ -36,6 +36,7 @@ from tms.engines.base import EngineResult
 from tms.engines.workdir import HUDI_PROPERTIES_FILE_NAME, write_private
 from tms.secrets import SecretError, resolve
 from tms.spark import jar_check
+from tms.spark.provision_fence import FENCE_JAR, FENCE_ROOTS_CONF
 from tms.spark.settings import ENV_HUDI_SPARK_BUNDLE, ENV_HUDI_UTILITIES_JAR, SparkSettings
 
 PROPERTIES_FILE_NAME = HUDI_PROPERTIES_FILE_NAME
@@ -136,11 +137,19 @@ def check_release(job: JobSpec, utilities: str, bundle: str | None) -> None:
 
 
 def hudi_settings(job: JobSpec, settings: SparkSettings, bundle: str | None) -> SparkSettings:
-    """``settings`` with only the Hudi job's jars and packages."""
+    """``settings`` with only the Hudi job's jars and packages, and TMS's deletion fence
+    (``tms-fence.jar``, when provisioned) held to the table's base path: Hudi's utilities
+    arm nothing themselves, so every JVM of the application reads the roots from the Hadoop
+    conf (``Fence.ROOTS_KEY``). Hudi's cleaner deletes what its metadata table lists, which
+    TMS cannot read ahead; the fence refuses any of it outside the table."""
     location = str((job.spec.get("hudi") or {}).get("location") or "")
-    jars = ((bundle,) if bundle else ()) + jar_check.storage_jars(location, settings.jars)
+    fence = tuple(j for j in settings.jars if Path(j).name == FENCE_JAR)
+    jars = ((bundle,) if bundle else ()) + jar_check.storage_jars(location, settings.jars) + fence
     packages = tuple(p for p in settings.packages if not p.startswith("org.apache.iceberg:"))
-    return replace(settings, jars=jars, packages=packages)
+    conf = dict(settings.conf)
+    if fence and location:
+        conf[FENCE_ROOTS_CONF] = location
+    return replace(settings, jars=jars, packages=packages, conf=conf)
 
 
 def job_args(job: JobSpec, settings: SparkSettings, workdir: Path,

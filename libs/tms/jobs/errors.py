@@ -48,6 +48,7 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"secret (env|file):\S+ (is not set|cannot be read|resolves outside|is larger|is not "
         r"UTF-8)")),
     (CANNOT_REPORT, re.compile(r"the job cannot report its result")),
+    (LOCATION_REFUSED, re.compile(r"TMS fence: \S+( to)? of .+ refused")),  # tms-fence.jar
     (MISSING_CLASS, re.compile(
         r"ClassNotFoundException|NoClassDefFoundError|Cannot find catalog plugin class"
         r"|CATALOG_PLUGIN_CLASS_NOT_FOUND|Failed to load class|Failed to find data source"
@@ -73,7 +74,8 @@ HINTS = {
     BAD_CONFIGURATION: "check the catalog's type, uri and warehouse",
     NOT_FOUND: "check the table's catalog, namespace and name",
     INVALID_SPEC: "check the operation's options and the table's registration",
-    LOCATION_REFUSED: "the table's files must stay inside the catalog's allowed locations",
+    LOCATION_REFUSED: "the table's files must stay inside its own location, and that inside "
+                      "the catalog's allowed locations",
     INVALID_TABLE_PROPERTY: "the table's owner must fix or unset the named property; nothing "
                             "was written",
     SECRET_UNAVAILABLE: "the driver resolves the catalog's secret references itself: give it "

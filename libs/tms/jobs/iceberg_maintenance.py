@@ -62,6 +62,7 @@ try:
         arrow_rewrite,
         arrow_spark,
         errors,
+        fence,
         maintenance_props,
         manifest_prep,
         outcome,
@@ -83,6 +84,7 @@ except ImportError:  # shipped alone: the siblings are next to this file
     import arrow_rewrite  # type: ignore[no-redef]
     import arrow_spark  # type: ignore[no-redef]
     import errors  # type: ignore[no-redef]
+    import fence  # type: ignore[no-redef]
     import maintenance_props  # type: ignore[no-redef]
     import manifest_prep  # type: ignore[no-redef]
     import outcome  # type: ignore[no-redef]
@@ -291,14 +293,16 @@ def run_in_session(spark: Any, spec: MaintenanceRequest) -> dict[str, Any]:
                             spec.action)
     if spec.action == "expire_snapshots":  # it deletes what only expired snapshots name
         read_guard.check_referenced_files(spark, spec.qualified_table, table.own)
-    before = outcome.current_snapshot(table.handle)
-    result = run_action(spark, spec, table)
-    try:  # what it did, in one shape for every action (the scheduler's no-op hold reads it)
-        result["outcome"] = outcome.measure(table.handle, spec.action, result, before)
-        if "write_format" in result:  # which codec the rewrite wrote
-            result["outcome"]["codec_written"] = result["write_format"].get("codec_written")
-    except Exception as e:  # the work is done: a failed reading must not fail it
-        print(f"[tms-job] outcome not measured: {type(e).__name__}: {e}", file=sys.stderr)
+    with fence.armed(spark, table) as fenced:  # deletes and renames held to the table
+        before = outcome.current_snapshot(table.handle)
+        result = run_action(spark, spec, table)
+        try:  # what it did, in one shape for every action (the scheduler's no-op hold reads it)
+            result["outcome"] = outcome.measure(table.handle, spec.action, result, before)
+            if "write_format" in result:  # which codec the rewrite wrote
+                result["outcome"]["codec_written"] = result["write_format"].get("codec_written")
+        except Exception as e:  # the work is done: a failed reading must not fail it
+            print(f"[tms-job] outcome not measured: {type(e).__name__}: {e}", file=sys.stderr)
+        result["fence"] = fenced
     return {"ok": True, "action": spec.action, "result": result,
             "spark_app_id": spark.sparkContext.applicationId}
 

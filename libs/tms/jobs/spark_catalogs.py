@@ -18,9 +18,9 @@ Storage: Spark reads and writes through Hadoop file systems (``io-impl`` ``Hadoo
 the catalog names another), S3 through S3A. The S3 options map onto ``fs.s3a.*`` under the
 catalog's ``hadoop.`` prefix (Iceberg's per-catalog Hadoop conf: it works in a running session
 too, so the warm driver registers catalogs the same way, and two catalogs keep their own
-endpoints and keys), and ``s3://`` is served by S3A. The conf is set on the session from the
-job's private spec: never on a command line. ``fs.*`` storage options are the operator's own
-Hadoop conf and pass as they are, after the derived ones.
+endpoints and keys); ``s3://`` is served by S3A through the session's conf. The conf is set
+on the session from the job's private spec: never on a command line. ``fs.*`` storage
+options are the operator's own Hadoop conf and pass as they are, after the derived ones.
 
 Every property name is checked against a strict pattern before it becomes a conf key.
 Standard library only: spark-submit ships this file next to the maintenance job.
@@ -36,7 +36,6 @@ SPARK_CATALOG_CLASS = "org.apache.iceberg.spark.SparkCatalog"
 JDBC_CATALOG_IMPL = "org.apache.iceberg.jdbc.JdbcCatalog"
 GLUE_CATALOG_IMPL = "org.apache.iceberg.aws.glue.GlueCatalog"
 HADOOP_FILE_IO = "org.apache.iceberg.hadoop.HadoopFileIO"
-S3A_FILE_SYSTEM = "org.apache.hadoop.fs.s3a.S3AFileSystem"
 S3A_TEMPORARY_CREDENTIALS = "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"
 HADOOP_PREFIX = "hadoop."  # spark.sql.catalog.<name>.hadoop.* -> the catalog's Hadoop conf
 
@@ -135,8 +134,10 @@ def _strict_bool(key: str, value: str) -> str:
 
 def hadoop_conf(props: Mapping[str, str]) -> dict[str, str]:
     """The catalog's Hadoop conf (keys without the ``hadoop.`` prefix): S3A from the S3
-    options, ``s3://`` served by S3A, then the operator's own ``fs.*`` options."""
-    conf = {"fs.s3.impl": S3A_FILE_SYSTEM}
+    options, then the operator's own ``fs.*`` options. Which class serves ``s3://`` and
+    ``s3a://`` is the session's conf (``tms.spark.provision_fence.storage_conf``): set per
+    catalog, it would replace the fenced file system with the plain one."""
+    conf: dict[str, str] = {}  # s3:// -> S3A (fenced) is the session's (TMS's Spark settings)
     for option, hadoop_key in S3A_OPTIONS.items():
         value = props.get(option)
         if value is None:

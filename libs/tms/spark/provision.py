@@ -6,7 +6,8 @@ Our machines cannot reach Maven Central, so every jar comes from PyPI or Debian:
 - what that copy of the runtime lacks, relocated with Debian's jarjar: Jackson (from pyspark) and
   httpclient5 for the REST catalog (from Debian, with a small shim: ``provision_shade``);
 - S3A (``hadoop-aws`` + the AWS SDK bundle) from a PyPI sdist (``provision_aws``);
-- the PostgreSQL JDBC driver (Iceberg's JDBC catalog) from Debian's ``libpostgresql-jdbc-java``.
+- the PostgreSQL JDBC driver (Iceberg's JDBC catalog) from Debian's ``libpostgresql-jdbc-java``;
+- TMS's own fenced Hadoop file systems, compiled here (``provision_fence``).
 
 Downloaded jars are pinned by size and sha256. Run as ``python -m tms.spark.provision --home
 DIR``; it is idempotent and only does work for jars that are missing or not the pinned bytes.
@@ -27,6 +28,7 @@ import zipfile
 from pathlib import Path
 
 from tms.spark.provision_aws import AWS_SDK_BUNDLE, HADOOP_AWS, ensure_s3a_jars
+from tms.spark.provision_fence import FENCE_JAR, ensure_fence_jar
 from tms.spark.provision_io import (
     DEBIAN_JAVA_DIR,
     PinnedFile,
@@ -45,7 +47,7 @@ from tms.spark.provision_shade import (
     ensure_shaded_jackson,
 )
 
-__all__ = ["AWS_SDK_BUNDLE", "HADOOP_AWS", "ICEBERG_RUNTIME_JAR", "POSTGRES_JDBC_JAR",
+__all__ = ["AWS_SDK_BUNDLE", "FENCE_JAR", "HADOOP_AWS", "ICEBERG_RUNTIME_JAR", "POSTGRES_JDBC_JAR",
            "SHADED_HTTPCLIENT5_JAR", "SHADED_JACKSON_JAR", "ProvisionError", "default_jars",
            "find_java", "jars_dir", "provision", "pyspark_jars_dir"]
 
@@ -58,7 +60,7 @@ POSTGRES_JDBC_JAR = DEBIAN_JAVA_DIR / "postgresql.jar"
 
 # In classpath order: the runtime first, then what it lacks, then S3A.
 PROVISIONED_JARS = (ICEBERG_RUNTIME_JAR, SHADED_JACKSON_JAR, SHADED_HTTPCLIENT5_JAR,
-                    HADOOP_AWS.name, AWS_SDK_BUNDLE.name)
+                    HADOOP_AWS.name, AWS_SDK_BUNDLE.name, FENCE_JAR)
 
 
 def default_jars(home: Path) -> list[str]:
@@ -98,6 +100,7 @@ def provision(home: Path) -> list[str]:
     ensure_shaded_jackson(home)
     ensure_shaded_httpclient5(home)
     ensure_s3a_jars(home)
+    ensure_fence_jar(home)
     if not POSTGRES_JDBC_JAR.is_file():
         log.warning(
             "%s missing: Iceberg JDBC catalogs will not work; install libpostgresql-jdbc-java",

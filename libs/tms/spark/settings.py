@@ -29,6 +29,8 @@ from tms.secrets import ENV_PREFIX as SECRET_ENV_PREFIX
 from tms.spark import cluster_settings as cs
 from tms.spark.cluster import refusal
 from tms.spark.provision import ICEBERG_RUNTIME_JAR, POSTGRES_JDBC_JAR, default_jars
+from tms.spark.provision_fence import CLASS_PATH_KEYS, FENCE_JAR, storage_conf
+from tms.spark.provision_io import jars_dir
 
 log = logging.getLogger(__name__)
 
@@ -206,6 +208,9 @@ class SparkSettings:
             if not any(Path(j).name == ICEBERG_RUNTIME_JAR for j in jars):
                 log.warning("no Iceberg runtime jar in %s and %s unset: Spark jobs will fail; "
                             "run scripts/setup", home / "jars", ENV_PACKAGES)
+        fence = jars_dir(home) / FENCE_JAR  # TMS's own: whichever way the rest comes
+        if fence.is_file() and not any(Path(j).name == FENCE_JAR for j in jars):
+            jars = (*jars, str(fence))
         return cls(
             master=get(ENV_MASTER, DEFAULT_MASTER),
             deploy_mode=get(ENV_DEPLOY_MODE, DEFAULT_DEPLOY_MODE),
@@ -223,8 +228,10 @@ class SparkSettings:
         return self.master.startswith("local")
 
     def effective_conf(self) -> dict[str, str]:
-        """Spark conf passed with ``--conf``: local-mode defaults, overridden by user conf."""
-        conf: dict[str, str] = {"spark.executor.memory": self.executor_memory}
+        """Spark conf passed with ``--conf``: the file systems (fenced when the fence jar is
+        there: ``provision_fence.storage_conf``), local-mode defaults, then user conf."""
+        conf: dict[str, str] = {"spark.executor.memory": self.executor_memory,
+                                **storage_conf(self.jars)}
         if self.is_local:
             conf.update({
                 "spark.ui.enabled": "false",
@@ -233,7 +240,9 @@ class SparkSettings:
                 "spark.driver.host": LOCAL_BIND_ADDRESS,
             })
         conf.update(cs.cluster_conf(self))
-        conf.update(self.conf)
+        for key, value in self.conf.items():  # the operator's class path keeps the fence's
+            joined = key in CLASS_PATH_KEYS and key in conf and value != conf[key]
+            conf[key] = f"{conf[key]}:{value}" if joined else value
         return conf
 
     def submit_argv(self, app_path: str, app_args: list[str],

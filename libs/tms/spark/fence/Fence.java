@@ -1,0 +1,205 @@
+package tms.fence;
+
+import java.io.IOException;
+import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.security.AccessControlException;
+
+/**
+ * Where a TMS job may delete or rename: the table's own location, checked at the moment the
+ * file system is asked to change something, whatever code asked (Iceberg's expiry, a commit's
+ * metadata clean-up, Hudi's cleaner and rollback). The Python job checks every path the
+ * table's metadata names before it starts an action; this fence is the second line, for what
+ * changes between that check and the deletion (a directory swapped for a symlink) and for
+ * paths the job cannot see (Hudi's metadata table lists what its cleaner deletes).
+ *
+ * Roots come from {@link #arm} (the job's driver, around one table's action) or, in a JVM
+ * nobody armed (an executor of a one-table application), from the Hadoop conf key
+ * {@value #ROOTS_KEY}. With neither, nothing is refused: Spark's own start-up runs before
+ * any table is known.
+ */
+public final class Fence {
+  public static final String ROOTS_KEY = "tms.fence.roots";
+  private static final String PREFIX = "TMS fence: ";
+  private static volatile Root[] armed = null;
+  private static final AtomicLong REFUSED = new AtomicLong();
+
+  private Fence() {}
+
+  /** One root: a resolved local directory, or a bucket and key prefix. */
+  static final class Root {
+    final boolean local;
+    final String bucket; // object stores only, lower case
+    final String path; // absolute, no trailing slash ("/" for a root)
+
+    Root(boolean local, String bucket, String path) {
+      this.local = local;
+      this.bucket = bucket;
+      this.path = path;
+    }
+
+    boolean contains(boolean isLocal, String otherBucket, String otherPath) {
+      if (isLocal != local || (!local && !bucket.equals(otherBucket))) {
+        return false;
+      }
+      return path.equals("/") || otherPath.equals(path) || otherPath.startsWith(path + "/");
+    }
+
+    @Override
+    public String toString() {
+      return local ? path : "s3://" + bucket + (path.equals("/") ? "" : path);
+    }
+  }
+
+  /** Allow changes only inside {@code roots} (local paths or file:, s3:, s3a: URIs). */
+  public static void arm(String[] roots) throws IOException {
+    armed = parse(roots);
+  }
+
+  public static void disarm() {
+    armed = null;
+  }
+
+  public static boolean isArmed() {
+    return armed != null;
+  }
+
+  /** How many changes the fence refused in this JVM (the job reports it). */
+  public static long refusedCount() {
+    return REFUSED.get();
+  }
+
+  static Root[] parse(String[] roots) throws IOException {
+    if (roots == null || roots.length == 0) {
+      throw new IOException(PREFIX + "no roots given");
+    }
+    List<Root> out = new ArrayList<>();
+    for (String raw : roots) {
+      String value = raw == null ? "" : raw.trim();
+      if (value.isEmpty()) {
+        continue;
+      }
+      URI uri;
+      try {
+        uri = value.startsWith("/") ? null : new URI(value);
+      } catch (java.net.URISyntaxException e) {
+        throw new IOException(PREFIX + "root " + value + " is not a URI: " + e.getMessage());
+      }
+      String scheme = uri == null || uri.getScheme() == null
+          ? "file" : uri.getScheme().toLowerCase(Locale.ROOT);
+      String path = uri == null ? value
+          : (uri.getPath() == null || uri.getPath().isEmpty() ? "/" : uri.getPath());
+      if (hasDotSegment(path)) {
+        throw new IOException(PREFIX + "root " + value + " has a . or .. segment");
+      }
+      if (scheme.equals("file")) {
+        java.nio.file.Path real = Paths.get(path).toRealPath();
+        out.add(new Root(true, "", trim(real.toString())));
+      } else if (scheme.equals("s3") || scheme.equals("s3a")) {
+        String bucket = uri == null ? null : uri.getAuthority();
+        if (bucket == null || bucket.isEmpty()) {
+          throw new IOException(PREFIX + "root " + value + " names no bucket");
+        }
+        out.add(new Root(false, bucket.toLowerCase(Locale.ROOT), trim(path)));
+      } else {
+        throw new IOException(PREFIX + "root " + value + ": unsupported scheme " + scheme);
+      }
+    }
+    if (out.isEmpty()) {
+      throw new IOException(PREFIX + "no roots given");
+    }
+    return out.toArray(new Root[0]);
+  }
+
+  static Root[] fromConf(Configuration conf) throws IOException {
+    String[] roots = conf == null ? new String[0] : conf.getTrimmedStrings(ROOTS_KEY);
+    return roots.length == 0 ? null : parse(roots);
+  }
+
+  private static String trim(String path) {
+    String p = path;
+    while (p.length() > 1 && p.endsWith("/")) {
+      p = p.substring(0, p.length() - 1);
+    }
+    return p.isEmpty() ? "/" : p;
+  }
+
+  private static boolean hasDotSegment(String path) {
+    for (String part : path.split("/", -1)) {
+      if (part.equals(".") || part.equals("..")) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private static Root[] effective(Root[] fromConf) {
+    Root[] now = armed;
+    return now != null ? now : fromConf;
+  }
+
+  /**
+   * Where a local path really is: its parent resolved (symlinks followed, up to the deepest
+   * existing ancestor) and its own name kept, since deleting or renaming a symlink changes
+   * the link, not what it points to.
+   */
+  static String resolveLocal(String path) throws IOException {
+    java.nio.file.Path p = Paths.get(path).toAbsolutePath();
+    java.nio.file.Path parent = p.getParent();
+    if (parent == null) {
+      return "/";
+    }
+    List<String> rest = new ArrayList<>();
+    java.nio.file.Path existing = parent;
+    while (existing != null && !Files.exists(existing, LinkOption.NOFOLLOW_LINKS)) {
+      rest.add(0, existing.getFileName().toString());
+      existing = existing.getParent();
+    }
+    java.nio.file.Path real = existing == null ? Paths.get("/") : existing.toRealPath();
+    for (String part : rest) {
+      real = real.resolve(part);
+    }
+    return trim(real.resolve(p.getFileName().toString()).toString());
+  }
+
+  /** Refuse (an AccessControlException) a change of {@code qualified} outside the roots. */
+  static void check(String op, Path qualified, Root[] fromConf) throws IOException {
+    Root[] roots = effective(fromConf);
+    if (roots == null) {
+      return;
+    }
+    URI uri = qualified.toUri();
+    String scheme = uri.getScheme() == null ? "file" : uri.getScheme().toLowerCase(Locale.ROOT);
+    String path = uri.getPath() == null || uri.getPath().isEmpty() ? "/" : uri.getPath();
+    boolean ok = false;
+    String where = qualified.toString();
+    if (!hasDotSegment(path)) {
+      if (scheme.equals("file")) {
+        where = resolveLocal(path);
+        for (Root r : roots) {
+          ok |= r.contains(true, "", where);
+        }
+      } else if (scheme.equals("s3") || scheme.equals("s3a")) {
+        String bucket = uri.getAuthority() == null ? "" : uri.getAuthority().toLowerCase(Locale.ROOT);
+        for (Root r : roots) {
+          ok |= r.contains(false, bucket, trim(path));
+        }
+      }
+    }
+    if (!ok) {
+      REFUSED.incrementAndGet();
+      throw new AccessControlException(PREFIX + op + " of " + qualified + " refused: "
+          + (where.equals(qualified.toString()) ? "it" : "it resolves to " + where + ", which")
+          + " lies outside the locations this job may change " + Arrays.toString(roots));
+    }
+  }
+}

@@ -1,0 +1,128 @@
+"""Build TMS's own Hadoop file systems (``tms-fence.jar``) from the sources shipped with the
+package (``tms/spark/fence/*.java``): the local file system and S3A with deletes and renames
+held to the table a job works on (``tms.jobs.fence`` arms them; docs/security.md).
+
+Built with the JDK's ``javac`` against pyspark's Hadoop client API and the provisioned S3A
+jars. The jar records the sources' sha256 in its manifest, so a changed source is rebuilt and
+an unchanged one is left alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+import zipfile
+from collections.abc import Iterable
+from importlib import resources
+from pathlib import Path
+
+from tms.spark.provision_aws import AWS_SDK_BUNDLE, HADOOP_AWS
+from tms.spark.provision_io import (
+    ProvisionError,
+    atomic_target,
+    find_java,
+    jars_dir,
+    log,
+    pyspark_jars_dir,
+    require_entries,
+    run_tool,
+)
+from tms.spark.provision_shade import JAVA_RELEASE
+
+FENCE_JAR = "tms-fence.jar"
+FENCE_PACKAGE = "tms.spark"
+FENCE_DIR = "fence"
+LOCAL_FS_CLASS = "tms.fence.FencedLocalFileSystem"
+S3A_FS_CLASS = "tms.fence.FencedS3AFileSystem"
+FENCE_CLASS = "tms.fence.Fence"
+_STAMP_KEY = "TMS-Fence-Sources-SHA256"
+_PROBES = [c.replace(".", "/") + ".class" for c in (FENCE_CLASS, LOCAL_FS_CLASS, S3A_FS_CLASS)]
+
+
+def _sources() -> dict[str, str]:
+    tree = resources.files(FENCE_PACKAGE).joinpath(FENCE_DIR)
+    out = {e.name: e.read_text() for e in tree.iterdir() if e.name.endswith(".java")}
+    if not out:
+        raise ProvisionError(f"no fence sources in {FENCE_PACKAGE}/{FENCE_DIR}")
+    return out
+
+
+def sources_sha256() -> str:
+    digest = hashlib.sha256()
+    for name, text in sorted(_sources().items()):
+        digest.update(name.encode() + b"\0" + text.encode() + b"\0")
+    return digest.hexdigest()
+
+
+def _stamp(jar: Path) -> str | None:
+    try:
+        with zipfile.ZipFile(jar) as zf:
+            manifest = zf.read("META-INF/MANIFEST.MF").decode()
+    except (OSError, KeyError, zipfile.BadZipFile):
+        return None
+    for line in manifest.splitlines():
+        if line.startswith(_STAMP_KEY + ": "):
+            return line.split(": ", 1)[1].strip()
+    return None
+
+
+def _classpath(home: Path) -> str:
+    hadoop = sorted(pyspark_jars_dir().glob("hadoop-client-api-*.jar"))
+    s3a = [jars_dir(home) / HADOOP_AWS.name, jars_dir(home) / AWS_SDK_BUNDLE.name]
+    missing = [str(p) for p in s3a if not p.is_file()]
+    if not hadoop or missing:
+        raise ProvisionError(f"cannot build {FENCE_JAR}: missing Hadoop client API in "
+                             f"{pyspark_jars_dir()} or {missing}")
+    return ":".join(str(p) for p in [hadoop[-1], *s3a])
+
+
+def ensure_fence_jar(home: Path) -> Path:
+    """Build ``tms-fence.jar`` unless it exists from the same sources."""
+    target = jars_dir(home) / FENCE_JAR
+    want = sources_sha256()
+    if target.is_file() and _stamp(target) == want:
+        log.info("ok: %s", target)
+        return target
+    with tempfile.TemporaryDirectory(prefix="tms-fence-") as tmp:
+        src, classes = Path(tmp) / "src", Path(tmp) / "classes"
+        src.mkdir()
+        classes.mkdir()
+        for name, text in _sources().items():
+            (src / name).write_text(text)
+        run_tool([str(find_java("javac")), "--release", JAVA_RELEASE, "-nowarn",
+                  "-Xlint:-options", "-cp", _classpath(home), "-d", str(classes),
+                  *sorted(str(p) for p in src.iterdir())], "javac (tms-fence)")
+        with atomic_target(target) as out:
+            with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+                zf.writestr("META-INF/MANIFEST.MF",
+                            f"Manifest-Version: 1.0\n{_STAMP_KEY}: {want}\n")
+                for path in sorted(classes.rglob("*.class")):
+                    zf.write(path, path.relative_to(classes).as_posix())
+            require_entries(out, _PROBES, "the fence classes did not compile")
+    log.info("built %s", target)
+    return target
+
+
+S3A_PLAIN_CLASS = "org.apache.hadoop.fs.s3a.S3AFileSystem"
+REQUIRED_CONF = "spark.tms.fence.required"  # read by tms.jobs.fence
+# the roots of a JVM nobody arms (Hudi's utilities): Fence.ROOTS_KEY in the Hadoop conf
+FENCE_ROOTS_CONF = "spark.hadoop.tms.fence.roots"
+
+
+CLASS_PATH_KEYS = ("spark.driver.extraClassPath", "spark.executor.extraClassPath")
+
+
+def storage_conf(jars: Iterable[str]) -> dict[str, str]:
+    """The Spark conf naming the file systems a job uses: the fenced ones, and the fence
+    required, when ``tms-fence.jar`` is among ``jars``; ``s3://`` served by S3A either way.
+
+    The jar also goes on the JVMs' own class path: spark-submit opens ``file:`` paths through
+    Hadoop before ``--jars`` are loaded, and Hadoop caches the file system it made then."""
+    fence = [j for j in jars if Path(j).name == FENCE_JAR and "://" not in j]
+    if not fence:
+        return {"spark.hadoop.fs.s3.impl": S3A_PLAIN_CLASS}
+    return {"spark.hadoop.fs.file.impl": LOCAL_FS_CLASS,
+            "spark.hadoop.fs.s3a.impl": S3A_FS_CLASS,
+            "spark.hadoop.fs.s3.impl": S3A_FS_CLASS,
+            REQUIRED_CONF: "true",
+            **{key: fence[0] for key in CLASS_PATH_KEYS}}

@@ -1,0 +1,136 @@
+"""The deletion fence in a real Spark JVM: TMS's Hadoop file systems (``tms-fence.jar``, built
+by ``scripts/setup``) refuse a delete or rename outside the armed table, however the path is
+reached, at the moment of the change; the maintenance job arms it around every action.
+
+The probe runs under the production spark-submit settings (``SparkSettings.from_env``), so the
+file system it gets for ``file:`` paths is the one every TMS job gets. It tries what an
+attacker would make Iceberg or Hudi do after the job's own checks passed: delete another
+tenant's file by its path, through a directory inside the table swapped for a symlink, through
+``..``, rename a table file out of the table and a foreign file into it; and, in a JVM nobody
+armed, with the roots from the Hadoop conf (an executor of a one-table application).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.security.job_harness import Lake, cold_engine, spark_settings
+from tms.spark.provision_fence import FENCE_JAR, LOCAL_FS_CLASS
+
+pytestmark = pytest.mark.integration
+
+PROBE_TIMEOUT_S = 300
+
+PROBE = r'''
+import json, sys
+from pyspark.sql import SparkSession
+
+spark = SparkSession.builder.getOrCreate()
+jvm = spark.sparkContext._jvm
+gw = spark.sparkContext._gateway
+conf = spark.sparkContext._jsc.hadoopConfiguration()
+table, outside = sys.argv[1], sys.argv[2]
+Path = jvm.org.apache.hadoop.fs.Path
+fs = Path("file:///").getFileSystem(conf)
+out = {"class": fs.getClass().getName(), "required": spark.conf.get("spark.tms.fence.required")}
+
+
+def attempt(name, fn):
+    try:
+        out[name] = {"ok": bool(fn())}
+    except Exception as e:
+        out[name] = {"error": str(getattr(e, "java_exception", e))}
+
+
+roots = gw.new_array(gw.jvm.java.lang.String, 1)
+roots[0] = "file://" + table
+Fence = jvm.tms.fence.Fence
+attempt("unarmed_inside", lambda: fs.delete(Path(table + "/data/unarmed.parquet"), False))
+Fence.arm(roots)
+attempt("outside", lambda: fs.delete(Path(outside + "/victim.parquet"), False))
+attempt("symlink", lambda: fs.delete(Path(table + "/link/victim.parquet"), False))
+attempt("dotdot", lambda: fs.delete(Path(table + "/../outside/victim.parquet"), False))
+attempt("recursive", lambda: fs.delete(Path(outside), True))
+attempt("rename_out", lambda: fs.rename(Path(table + "/data/a.parquet"),
+                                        Path(outside + "/stolen.parquet")))
+attempt("rename_in", lambda: fs.rename(Path(outside + "/victim.parquet"),
+                                       Path(table + "/data/planted.parquet")))
+attempt("inside", lambda: fs.delete(Path(table + "/data/b.parquet"), False))
+out["refused"] = Fence.refusedCount()
+Fence.disarm()
+# a JVM nobody armed, roots from the Hadoop conf: an executor of a one-table application
+own = jvm.org.apache.hadoop.conf.Configuration(conf)
+own.set("tms.fence.roots", "file://" + table)
+own.setBoolean("fs.file.impl.disable.cache", True)
+conf_fs = Path("file:///").getFileSystem(own)
+attempt("conf_outside", lambda: conf_fs.delete(Path(outside + "/victim.parquet"), False))
+attempt("conf_inside", lambda: conf_fs.delete(Path(table + "/data/c.parquet"), False))
+print("FENCE " + json.dumps(out))
+spark.stop()
+'''
+
+
+def _probe(tmp_path: Path, table: Path, outside: Path) -> dict[str, Any]:
+    script = tmp_path / "probe.py"
+    script.write_text(PROBE)
+    settings = spark_settings()
+    assert any(Path(j).name == FENCE_JAR for j in settings.jars), settings.jars
+    proc = subprocess.run(settings.submit_argv(str(script), [str(table), str(outside)]),
+                          env=settings.submit_env(os.environ), capture_output=True, text=True,
+                          timeout=PROBE_TIMEOUT_S)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("FENCE "))
+    return json.loads(line.removeprefix("FENCE "))  # type: ignore[no-any-return]
+
+
+def test_the_fence_refuses_every_change_outside_the_armed_table(tmp_path: Path) -> None:
+    table, outside = tmp_path / "lake" / "t", tmp_path / "lake" / "outside"
+    (table / "data").mkdir(parents=True)
+    outside.mkdir()
+    victim = outside / "victim.parquet"
+    victim.write_bytes(b"another tenant's data")
+    for name in ("a", "b", "c", "unarmed"):
+        (table / "data" / f"{name}.parquet").write_bytes(name.encode())
+    (table / "link").symlink_to(outside, target_is_directory=True)
+
+    out = _probe(tmp_path, table, outside)
+
+    assert out["class"] == LOCAL_FS_CLASS and out["required"] == "true"
+    for attack in ("outside", "symlink", "dotdot", "recursive", "rename_out", "rename_in",
+                   "conf_outside"):
+        assert "TMS fence: " in out[attack].get("error", ""), (attack, out[attack])
+    assert "resolves to" in out["symlink"]["error"]  # the real place is named
+    assert out["refused"] == 6  # the armed attacks, counted for the job's report
+    assert victim.read_bytes() == b"another tenant's data"
+    assert sorted(p.name for p in outside.iterdir()) == ["victim.parquet"]
+    assert (table / "data" / "a.parquet").exists() and not (table / "data" / "planted.parquet"
+                                                            ).exists()
+    # inside the table the file system works as before, armed or not
+    assert out["inside"] == {"ok": True} and out["conf_inside"] == {"ok": True}
+    assert out["unarmed_inside"] == {"ok": True}
+    assert not (table / "data" / "b.parquet").exists()
+
+
+def test_every_job_acts_with_the_fence_armed_on_its_own_table(pg: Any, tmp_path: Path
+                                                              ) -> None:
+    """The production job, under spark-submit: the result says the fence was armed on the
+    table's own location, with the fenced file system serving it, and nothing refused."""
+    lake = Lake(pg.dsn, tmp_path / "lake")
+    table = lake.table("t", commits=3)
+    job = lake.job("t", "expire_snapshots", {"retain-last": "1"}, allowed=[str(lake.allowed)])
+
+    result = cold_engine().run(job, tmp_path / "work", threading.Event(), lambda _h: None)
+
+    assert result.succeeded, result.error
+    fence = result.result["fence"]
+    location = table.location().removeprefix("file:").removeprefix("//")
+    assert fence == {"required": True, "state": "armed", "refused": 0,
+                     "roots": [Path(location).resolve().as_uri()],
+                     "file_system": LOCAL_FS_CLASS}, fence
