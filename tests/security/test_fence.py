@@ -134,3 +134,80 @@ def test_every_job_acts_with_the_fence_armed_on_its_own_table(pg: Any, tmp_path:
     assert fence == {"required": True, "state": "armed", "refused": 0,
                      "roots": [Path(location).resolve().as_uri()],
                      "file_system": LOCAL_FS_CLASS}, fence
+
+
+PROBE_S3 = r'''
+import json, sys
+from pyspark.sql import SparkSession
+
+spark = SparkSession.builder.getOrCreate()
+jvm, gw = spark.sparkContext._jvm, spark.sparkContext._gateway
+endpoint, bucket = sys.argv[1], sys.argv[2]
+conf = spark.sparkContext._jsc.hadoopConfiguration()
+for key, value in {"fs.s3a.endpoint": endpoint, "fs.s3a.path.style.access": "true",
+                   "fs.s3a.connection.ssl.enabled": "false", "fs.s3a.access.key": "k",
+                   "fs.s3a.secret.key": "s", "fs.s3a.endpoint.region": "us-east-1"}.items():
+    conf.set(key, value)
+Path = jvm.org.apache.hadoop.fs.Path
+base = "s3a://" + bucket + "/lake"
+fs = Path(base + "/").getFileSystem(conf)
+out = {"class": fs.getClass().getName()}
+
+
+def attempt(name, fn):
+    try:
+        out[name] = {"ok": bool(fn())}
+    except Exception as e:
+        out[name] = {"error": str(getattr(e, "java_exception", e))}
+
+
+roots = gw.new_array(gw.jvm.java.lang.String, 1)
+roots[0] = "s3://" + bucket + "/lake/t"  # s3 and s3a are one store
+jvm.tms.fence.Fence.arm(roots)
+attempt("outside", lambda: fs.delete(Path(base + "/other/victim.parquet"), False))
+attempt("prefix", lambda: fs.delete(Path(base + "/t2/victim.parquet"), False))
+attempt("dotdot", lambda: fs.delete(Path(base + "/t/../other/victim.parquet"), False))
+attempt("recursive", lambda: fs.delete(Path(base + "/other"), True))
+attempt("rename_out", lambda: fs.rename(Path(base + "/t/data/a.parquet"),
+                                        Path(base + "/other/stolen.parquet")))
+attempt("inside", lambda: fs.delete(Path(base + "/t/data/b.parquet"), False))
+out["refused"] = jvm.tms.fence.Fence.refusedCount()
+jvm.tms.fence.Fence.disarm()
+print("FENCE " + json.dumps(out))
+spark.stop()
+'''
+
+
+def test_the_fence_holds_on_s3_too(tmp_path: Path) -> None:
+    """The same on S3 (moto on loopback, S3A as every job gets it): another table's prefix,
+    a prefix that merely starts with the table's name, ``..``, a recursive delete, a rename
+    out; inside the table S3A works as before."""
+    from tests.servers.moto import moto_server
+    from tms.spark.provision_fence import S3A_FS_CLASS
+
+    with moto_server(tmp_path / "moto") as moto:
+        moto.create_bucket("fence")
+        s3 = moto.boto3_client("s3")
+        keys = ["lake/other/victim.parquet", "lake/t2/victim.parquet", "lake/t/data/a.parquet",
+                "lake/t/data/b.parquet"]
+        for key in keys:
+            s3.put_object(Bucket="fence", Key=key, Body=b"x")  # type: ignore[attr-defined]
+        script = tmp_path / "probe_s3.py"
+        script.write_text(PROBE_S3)
+        settings = spark_settings()
+        proc = subprocess.run(settings.submit_argv(str(script), [moto.endpoint, "fence"]),
+                              env=settings.submit_env(os.environ), capture_output=True,
+                              text=True, timeout=PROBE_TIMEOUT_S)
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        out = json.loads(next(x for x in proc.stdout.splitlines()
+                              if x.startswith("FENCE ")).removeprefix("FENCE "))
+        left = sorted(o["Key"] for o in s3.list_objects_v2(  # type: ignore[attr-defined]
+            Bucket="fence")["Contents"])
+
+    assert out["class"] == S3A_FS_CLASS
+    for attack in ("outside", "prefix", "dotdot", "recursive", "rename_out"):
+        assert "TMS fence: " in out[attack].get("error", ""), (attack, out[attack])
+    assert out["refused"] == 5
+    assert out["inside"] == {"ok": True}
+    assert left == ["lake/other/victim.parquet", "lake/t/data/a.parquet",
+                    "lake/t2/victim.parquet"]

@@ -226,6 +226,10 @@ def test_a_clean_table_still_rewrites(world: World, action: str) -> None:
     assert after is not None and after.snapshot_id != snapshot.snapshot_id  # it rewrote
     assert after.summary is not None and after.summary.operation.value == "replace"
     assert _rows(world, name) == rows
+    # the warm driver armed the deletion fence on this table alone, and it refused nothing
+    fence = (op.outcome.result or {}).get("fence")
+    assert fence is not None and fence["state"] == "armed" and fence["refused"] == 0, fence
+    assert fence["roots"] == [world.location(name).resolve().as_uri()], fence
 
 
 def test_compaction_on_sparks_path_never_applies_a_delete_file_from_outside(world: World

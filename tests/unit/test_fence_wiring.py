@@ -18,6 +18,7 @@ from tms.jobs.table_guard import CheckedTable, LocationRefused
 from tms.spark.provision_fence import (
     FENCE_JAR,
     FENCE_ROOTS_CONF,
+    FENCE_S3A_JAR,
     LOCAL_FS_CLASS,
     REQUIRED_CONF,
     S3A_FS_CLASS,
@@ -40,7 +41,7 @@ def test_without_the_jar_only_s3_is_mapped_and_nothing_is_required() -> None:
 
 
 def test_with_the_jar_every_scheme_is_fenced_and_the_jar_is_on_the_class_path() -> None:
-    conf = storage_conf(["/j/iceberg.jar", f"/j/{FENCE_JAR}"])
+    conf = storage_conf(["/j/iceberg.jar", f"/j/{FENCE_JAR}", f"/j/{FENCE_S3A_JAR}"])
     assert conf == {"spark.hadoop.fs.file.impl": LOCAL_FS_CLASS,
                     "spark.hadoop.fs.s3a.impl": S3A_FS_CLASS,
                     "spark.hadoop.fs.s3.impl": S3A_FS_CLASS,
@@ -49,16 +50,19 @@ def test_with_the_jar_every_scheme_is_fenced_and_the_jar_is_on_the_class_path() 
                     "spark.executor.extraClassPath": f"/j/{FENCE_JAR}"}
     # a remote copy cannot go on a JVM's own class path: not fenced, not required
     assert REQUIRED_CONF not in storage_conf([f"hdfs://nn/j/{FENCE_JAR}"])
+    # without the S3A jar, S3 stays on the plain S3A (the local file system is fenced)
+    assert storage_conf([f"/j/{FENCE_JAR}"])["spark.hadoop.fs.s3a.impl"] == S3A_PLAIN_CLASS
 
 
 @pytest.mark.parametrize("env", [{}, {"TMS_SPARK_JARS": "/x/a.jar"},
                                  {"TMS_SPARK_PACKAGES": "org.apache.iceberg:x:1"}])
 def test_the_provisioned_jar_rides_whichever_way_the_other_jars_come(
         tmp_path: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
-    home = _home(tmp_path, FENCE_JAR, "iceberg-spark-runtime-3.5_2.12-1.10.2.jar")
+    home = _home(tmp_path, FENCE_JAR, FENCE_S3A_JAR, "iceberg-spark-runtime-3.5_2.12-1.10.2.jar")
     monkeypatch.setattr(SparkSettings, "_check_jar", staticmethod(lambda jar: None))
     settings = SparkSettings.from_env(home, env)
-    assert str(home / "jars" / FENCE_JAR) in settings.jars
+    assert {str(home / "jars" / FENCE_JAR), str(home / "jars" / FENCE_S3A_JAR)} <= set(
+        settings.jars)
     assert settings.effective_conf()[REQUIRED_CONF] == "true"
 
 

@@ -36,7 +36,7 @@ from tms.engines.base import EngineResult
 from tms.engines.workdir import HUDI_PROPERTIES_FILE_NAME, write_private
 from tms.secrets import SecretError, resolve
 from tms.spark import jar_check
-from tms.spark.provision_fence import FENCE_JAR, FENCE_ROOTS_CONF
+from tms.spark.provision_fence import FENCE_JAR, FENCE_ROOTS_CONF, FENCE_S3A_JAR
 from tms.spark.settings import ENV_HUDI_SPARK_BUNDLE, ENV_HUDI_UTILITIES_JAR, SparkSettings
 
 PROPERTIES_FILE_NAME = HUDI_PROPERTIES_FILE_NAME
@@ -143,7 +143,7 @@ def hudi_settings(job: JobSpec, settings: SparkSettings, bundle: str | None) -> 
     conf (``Fence.ROOTS_KEY``). Hudi's cleaner deletes what its metadata table lists, which
     TMS cannot read ahead; the fence refuses any of it outside the table."""
     location = str((job.spec.get("hudi") or {}).get("location") or "")
-    fence = tuple(j for j in settings.jars if Path(j).name == FENCE_JAR)
+    fence = tuple(j for j in settings.jars if Path(j).name in (FENCE_JAR, FENCE_S3A_JAR))
     jars = ((bundle,) if bundle else ()) + jar_check.storage_jars(location, settings.jars) + fence
     packages = tuple(p for p in settings.packages if not p.startswith("org.apache.iceberg:"))
     conf = dict(settings.conf)

@@ -28,7 +28,7 @@ import zipfile
 from pathlib import Path
 
 from tms.spark.provision_aws import AWS_SDK_BUNDLE, HADOOP_AWS, ensure_s3a_jars
-from tms.spark.provision_fence import FENCE_JAR, ensure_fence_jar
+from tms.spark.provision_fence import FENCE_JAR, FENCE_S3A_JAR, ensure_fence_jar
 from tms.spark.provision_io import (
     DEBIAN_JAVA_DIR,
     PinnedFile,
@@ -60,7 +60,7 @@ POSTGRES_JDBC_JAR = DEBIAN_JAVA_DIR / "postgresql.jar"
 
 # In classpath order: the runtime first, then what it lacks, then S3A.
 PROVISIONED_JARS = (ICEBERG_RUNTIME_JAR, SHADED_JACKSON_JAR, SHADED_HTTPCLIENT5_JAR,
-                    HADOOP_AWS.name, AWS_SDK_BUNDLE.name, FENCE_JAR)
+                    HADOOP_AWS.name, AWS_SDK_BUNDLE.name, FENCE_JAR, FENCE_S3A_JAR)
 
 
 def default_jars(home: Path) -> list[str]:

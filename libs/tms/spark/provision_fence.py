@@ -1,6 +1,11 @@
-"""Build TMS's own Hadoop file systems (``tms-fence.jar``) from the sources shipped with the
-package (``tms/spark/fence/*.java``): the local file system and S3A with deletes and renames
-held to the table a job works on (``tms.jobs.fence`` arms them; docs/security.md).
+"""Build TMS's own Hadoop file systems from the sources shipped with the package
+(``tms/spark/fence/*.java``): the local file system and S3A with deletes and renames held to
+the table a job works on (``tms.jobs.fence`` arms them; docs/security.md).
+
+Two jars, because of class loaders: spark-submit opens ``file:`` paths through Hadoop before
+``--jars`` are loaded, so the fence and the local file system (``tms-fence.jar``) go on the
+JVMs' own class path; the S3A one (``tms-fence-s3a.jar``) must be loaded beside hadoop-aws,
+which comes with ``--jars`` (or Maven packages), where the system class loader cannot see it.
 
 Built with the JDK's ``javac`` against pyspark's Hadoop client API and the provisioned S3A
 jars. The jar records the sources' sha256 in its manifest, so a changed source is rebuilt and
@@ -30,13 +35,18 @@ from tms.spark.provision_io import (
 from tms.spark.provision_shade import JAVA_RELEASE
 
 FENCE_JAR = "tms-fence.jar"
+FENCE_S3A_JAR = "tms-fence-s3a.jar"
 FENCE_PACKAGE = "tms.spark"
 FENCE_DIR = "fence"
 LOCAL_FS_CLASS = "tms.fence.FencedLocalFileSystem"
 S3A_FS_CLASS = "tms.fence.FencedS3AFileSystem"
 FENCE_CLASS = "tms.fence.Fence"
 _STAMP_KEY = "TMS-Fence-Sources-SHA256"
-_PROBES = [c.replace(".", "/") + ".class" for c in (FENCE_CLASS, LOCAL_FS_CLASS, S3A_FS_CLASS)]
+_S3A_SOURCE = "FencedS3AFileSystem.java"
+
+
+def _entry(class_name: str) -> str:
+    return class_name.replace(".", "/") + ".class"
 
 
 def _sources() -> dict[str, str]:
@@ -76,13 +86,25 @@ def _classpath(home: Path) -> str:
     return ":".join(str(p) for p in [hadoop[-1], *s3a])
 
 
-def ensure_fence_jar(home: Path) -> Path:
-    """Build ``tms-fence.jar`` unless it exists from the same sources."""
-    target = jars_dir(home) / FENCE_JAR
+def _write_jar(target: Path, classes: list[Path], root: Path, stamp: str,
+               probes: list[str]) -> None:
+    with atomic_target(target) as out:
+        with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            zf.writestr("META-INF/MANIFEST.MF", f"Manifest-Version: 1.0\n{_STAMP_KEY}: {stamp}\n")
+            for path in sorted(classes):
+                zf.write(path, path.relative_to(root).as_posix())
+        require_entries(out, probes, "the fence classes did not compile")
+
+
+def ensure_fence_jar(home: Path) -> list[Path]:
+    """Build ``tms-fence.jar`` and ``tms-fence-s3a.jar`` unless both exist from the same
+    sources."""
+    targets = [jars_dir(home) / FENCE_JAR, jars_dir(home) / FENCE_S3A_JAR]
     want = sources_sha256()
-    if target.is_file() and _stamp(target) == want:
-        log.info("ok: %s", target)
-        return target
+    if all(t.is_file() and _stamp(t) == want for t in targets):
+        for t in targets:
+            log.info("ok: %s", t)
+        return targets
     with tempfile.TemporaryDirectory(prefix="tms-fence-") as tmp:
         src, classes = Path(tmp) / "src", Path(tmp) / "classes"
         src.mkdir()
@@ -92,16 +114,13 @@ def ensure_fence_jar(home: Path) -> Path:
         run_tool([str(find_java("javac")), "--release", JAVA_RELEASE, "-nowarn",
                   "-Xlint:-options", "-cp", _classpath(home), "-d", str(classes),
                   *sorted(str(p) for p in src.iterdir())], "javac (tms-fence)")
-        with atomic_target(target) as out:
-            with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-                zf.writestr("META-INF/MANIFEST.MF",
-                            f"Manifest-Version: 1.0\n{_STAMP_KEY}: {want}\n")
-                for path in sorted(classes.rglob("*.class")):
-                    zf.write(path, path.relative_to(classes).as_posix())
-            require_entries(out, _PROBES, "the fence classes did not compile")
-    log.info("built %s", target)
-    return target
-
+        s3a = classes / _entry(S3A_FS_CLASS)
+        local = [p for p in classes.rglob("*.class") if p != s3a]
+        _write_jar(targets[0], local, classes, want, [_entry(FENCE_CLASS), _entry(LOCAL_FS_CLASS)])
+        _write_jar(targets[1], [s3a], classes, want, [_entry(S3A_FS_CLASS)])
+    for t in targets:
+        log.info("built %s", t)
+    return targets
 
 S3A_PLAIN_CLASS = "org.apache.hadoop.fs.s3a.S3AFileSystem"
 REQUIRED_CONF = "spark.tms.fence.required"  # read by tms.jobs.fence
@@ -114,15 +133,16 @@ CLASS_PATH_KEYS = ("spark.driver.extraClassPath", "spark.executor.extraClassPath
 
 def storage_conf(jars: Iterable[str]) -> dict[str, str]:
     """The Spark conf naming the file systems a job uses: the fenced ones, and the fence
-    required, when ``tms-fence.jar`` is among ``jars``; ``s3://`` served by S3A either way.
-
-    The jar also goes on the JVMs' own class path: spark-submit opens ``file:`` paths through
-    Hadoop before ``--jars`` are loaded, and Hadoop caches the file system it made then."""
+    required, when ``tms-fence.jar`` is among ``jars`` (S3A fenced when ``tms-fence-s3a.jar``
+    is too); ``s3://`` served by S3A either way. ``tms-fence.jar`` also goes on the JVMs' own
+    class path (see above)."""
+    jars = list(jars)
     fence = [j for j in jars if Path(j).name == FENCE_JAR and "://" not in j]
     if not fence:
         return {"spark.hadoop.fs.s3.impl": S3A_PLAIN_CLASS}
+    s3a = S3A_FS_CLASS if any(Path(j).name == FENCE_S3A_JAR for j in jars) else S3A_PLAIN_CLASS
     return {"spark.hadoop.fs.file.impl": LOCAL_FS_CLASS,
-            "spark.hadoop.fs.s3a.impl": S3A_FS_CLASS,
-            "spark.hadoop.fs.s3.impl": S3A_FS_CLASS,
+            "spark.hadoop.fs.s3a.impl": s3a,
+            "spark.hadoop.fs.s3.impl": s3a,
             REQUIRED_CONF: "true",
             **{key: fence[0] for key in CLASS_PATH_KEYS}}

@@ -29,7 +29,7 @@ from tms.secrets import ENV_PREFIX as SECRET_ENV_PREFIX
 from tms.spark import cluster_settings as cs
 from tms.spark.cluster import refusal
 from tms.spark.provision import ICEBERG_RUNTIME_JAR, POSTGRES_JDBC_JAR, default_jars
-from tms.spark.provision_fence import CLASS_PATH_KEYS, FENCE_JAR, storage_conf
+from tms.spark.provision_fence import CLASS_PATH_KEYS, FENCE_JAR, FENCE_S3A_JAR, storage_conf
 from tms.spark.provision_io import jars_dir
 
 log = logging.getLogger(__name__)
@@ -208,9 +208,10 @@ class SparkSettings:
             if not any(Path(j).name == ICEBERG_RUNTIME_JAR for j in jars):
                 log.warning("no Iceberg runtime jar in %s and %s unset: Spark jobs will fail; "
                             "run scripts/setup", home / "jars", ENV_PACKAGES)
-        fence = jars_dir(home) / FENCE_JAR  # TMS's own: whichever way the rest comes
-        if fence.is_file() and not any(Path(j).name == FENCE_JAR for j in jars):
-            jars = (*jars, str(fence))
+        for name in (FENCE_JAR, FENCE_S3A_JAR):  # TMS's own: whichever way the rest comes
+            fence = jars_dir(home) / name
+            if fence.is_file() and not any(Path(j).name == name for j in jars):
+                jars = (*jars, str(fence))
         return cls(
             master=get(ENV_MASTER, DEFAULT_MASTER),
             deploy_mode=get(ENV_DEPLOY_MODE, DEFAULT_DEPLOY_MODE),

@@ -22,6 +22,9 @@ import org.apache.hadoop.security.AccessControlException;
  * changes between that check and the deletion (a directory swapped for a symlink) and for
  * paths the job cannot see (Hudi's metadata table lists what its cleaner deletes).
  *
+ * Public throughout: the S3A file system is loaded by another class loader (beside hadoop-aws),
+ * so the two are not one runtime package.
+ *
  * Roots come from {@link #arm} (the job's driver, around one table's action) or, in a JVM
  * nobody armed (an executor of a one-table application), from the Hadoop conf key
  * {@value #ROOTS_KEY}. With neither, nothing is refused: Spark's own start-up runs before
@@ -36,7 +39,7 @@ public final class Fence {
   private Fence() {}
 
   /** One root: a resolved local directory, or a bucket and key prefix. */
-  static final class Root {
+  public static final class Root {
     final boolean local;
     final String bucket; // object stores only, lower case
     final String path; // absolute, no trailing slash ("/" for a root)
@@ -120,7 +123,7 @@ public final class Fence {
     return out.toArray(new Root[0]);
   }
 
-  static Root[] fromConf(Configuration conf) throws IOException {
+  public static Root[] fromConf(Configuration conf) throws IOException {
     String[] roots = conf == null ? new String[0] : conf.getTrimmedStrings(ROOTS_KEY);
     return roots.length == 0 ? null : parse(roots);
   }
@@ -172,7 +175,7 @@ public final class Fence {
   }
 
   /** Refuse (an AccessControlException) a change of {@code qualified} outside the roots. */
-  static void check(String op, Path qualified, Root[] fromConf) throws IOException {
+  public static void check(String op, Path qualified, Root[] fromConf) throws IOException {
     Root[] roots = effective(fromConf);
     if (roots == null) {
       return;
