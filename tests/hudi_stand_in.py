@@ -12,6 +12,10 @@ No Hudi bundle jar can be obtained here, so this compiles a main class named
   was a regular file on disk (``stand-in props kind ...``);
 - appends what it received (``argv ...`` and ``props ...`` lines) to ``<base path>.received``,
   so the test can check the command line and the properties exactly;
+- deletes each path listed in ``<base path>.fence-probe``, if there is one, through the Hadoop
+  file system the job's conf names (``spark.hadoop.*``, as Spark builds it), as Hudi's cleaner
+  would delete what a hostile metadata table lists, and logs ``stand-in fence <class> <path>
+  deleted|refused: ...``;
 - then behaves like the compactor on the table's timeline (table version 6 in ``.hoodie/``,
   8 and later in ``.hoodie/timeline/``): ``scheduleAndExecute`` counts the delta commits after
   the last completed ``commit`` (of every state on version 6, completed ones on 1.x) against
@@ -113,6 +117,27 @@ public class HoodieCompactor {
     }
     Files.write(Paths.get(path(base) + ".received"), record, StandardCharsets.UTF_8,
         StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+    Path probe = Paths.get(path(base) + ".fence-probe");
+    if (Files.isRegularFile(probe)) {  // delete what a hostile metadata table would name
+      org.apache.hadoop.conf.Configuration sparkConf = new org.apache.hadoop.conf.Configuration();
+      for (String key : System.getProperties().stringPropertyNames()) {
+        if (key.startsWith("spark.hadoop.")) {  // as Spark builds a job's Hadoop conf
+          sparkConf.set(key.substring("spark.hadoop.".length()), System.getProperty(key));
+        }
+      }
+      for (String victim : Files.readAllLines(probe, StandardCharsets.UTF_8)) {
+        org.apache.hadoop.fs.Path vp = new org.apache.hadoop.fs.Path(victim);
+        org.apache.hadoop.fs.FileSystem vfs = vp.getFileSystem(sparkConf);
+        String outcome;
+        try {
+          outcome = vfs.delete(vp, false) ? "deleted" : "not deleted";
+        } catch (java.io.IOException e) {
+          outcome = "refused: " + e.getMessage();
+        }
+        System.out.println("stand-in fence " + vfs.getClass().getName() + " " + victim + " "
+            + outcome);
+      }
+    }
 
     Path hoodie = path(base).resolve(".hoodie");
     Path timeline = Files.isDirectory(hoodie.resolve("timeline"))

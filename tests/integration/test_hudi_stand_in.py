@@ -15,6 +15,7 @@ ends skipped. What it cannot show: Hudi's own scheduling (docs/hudi.md).
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -26,6 +27,7 @@ from tests.unit.fakes import make_access, make_op, make_table
 from tests.unit.test_hudi_jobs import WRITER
 from tms.engines.spark_submit import SparkSubmitEngine
 from tms.formats.hudi import HudiFormat
+from tms.spark.provision_fence import FENCE_JAR, LOCAL_FS_CLASS
 from tms.spark.settings import SparkSettings
 
 
@@ -69,3 +71,41 @@ def test_a_compaction_through_spark_submit(tmp_path: Path, jars: tuple[str, str]
         assert res.skipped and "Couldn't do schedule" in res.skipped and not res.retryable
     else:
         assert res.succeeded and res.skipped is None, res.error
+
+
+def test_a_hudi_utility_runs_fenced_to_its_base_path(tmp_path: Path, jars: tuple[str, str]
+                                                     ) -> None:
+    """With TMS's provisioned jars, a Hudi utility runs on the fenced file systems rooted at
+    its base path (``spark.hadoop.tms.fence.roots``, nothing armed from Python): a delete
+    outside the table, as a hostile metadata table would make the cleaner do, is refused;
+    one inside goes through."""
+    utilities, bundle = jars
+    base = tmp_path / "lake" / "trips"
+    (base / ".hoodie").mkdir(parents=True)
+    (base / ".hoodie" / "hoodie.properties").write_text(
+        "hoodie.table.version=8\nhoodie.table.type=MERGE_ON_READ\n")
+    victim = tmp_path / "lake" / "other" / "live.parquet"
+    victim.parent.mkdir()
+    victim.write_bytes(b"another tenant's file slice")
+    own = base / "p1" / "old-slice.parquet"
+    own.parent.mkdir()
+    own.write_bytes(b"an older file slice of this table")
+    Path(f"{base}.fence-probe").write_text(f"{victim.as_uri()}\n{own.as_uri()}\n")
+    table = make_table(table_id="trips", format="hudi", table_name="trips",
+                       base_path=str(base))
+    access = replace(make_access(str(tmp_path / "lake")),
+                     properties={f"hudi.writer.{k}": v for k, v in WRITER.items()})
+    job = HudiFormat().build_job(table, access, make_op(
+        action="compaction", params={"mode": "scheduleAndExecute", "max_delta_commits": "2"}))
+    home = Path(os.environ.get("TMS_HOME", Path(__file__).resolve().parents[2] / ".tms"))
+    settings = replace(SparkSettings.from_env(home), hudi_spark_bundle=bundle)
+    assert any(Path(j).name == FENCE_JAR for j in settings.jars), "run scripts/setup"
+
+    res = SparkSubmitEngine(settings, jvm_jar=utilities).run(
+        job, tmp_path / "work", threading.Event(), lambda handle: None)
+
+    fenced = f"stand-in fence {LOCAL_FS_CLASS}"
+    assert f"{fenced} {victim.as_uri()} refused: TMS fence: delete of" in res.log_tail, \
+        res.log_tail[-3000:]
+    assert f"{fenced} {own.as_uri()} deleted" in res.log_tail
+    assert victim.read_bytes() == b"another tenant's file slice" and not own.exists()
