@@ -20,6 +20,7 @@ from tms.catalogs import CatalogAccess, PyicebergCatalogs, job_catalog
 from tms.domain import CatalogType, Decision, JobSpec, Operation, Table, TableSpec
 from tms.formats import (
     iceberg_avro,
+    iceberg_confined,
     iceberg_current,
     iceberg_deletes,
     iceberg_hadoop,
@@ -278,7 +279,8 @@ class IcebergFormat(TableFormatPlugin):
         if snap is None:
             metrics["partitions"] = 0
             return metrics
-        manifests = iceberg_avro.manifests(snap, tbl.io)  # the manifest list: one small file
+        io = iceberg_confined.confined(tbl, table.location)  # never another tenant's files
+        manifests = iceberg_avro.manifests(snap, io)  # the manifest list: one small file
         metrics["manifests"] = len(manifests)
         metrics["manifest_bytes"] = sum(int(m.manifest_length) for m in manifests)
         summary = snap.summary.additional_properties if snap.summary else {}
@@ -300,7 +302,7 @@ class IcebergFormat(TableFormatPlugin):
         target = K["compaction.target-file-size-bytes"].as_int(table.policy)
         ratio = float(K["compaction.min-file-ratio"].get(table.policy))
         limits = iceberg_stats.Limits(small_limit, int(ratio * target))
-        parts = iceberg_stats.table_partitions(manifests, tbl.io, limits)
+        parts = iceberg_stats.table_partitions(manifests, io, limits)
         metrics.update(
             partitions=sum(1 for p in parts.values() if p.data_files),
             small_files=sum(p.small_files for p in parts.values()),
