@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tms.jobs import errors
+from tms.jobs import errors, job_actions
 from tms.jobs import iceberg_maintenance as job
 from tms.jobs.table_guard import CheckedTable
 
@@ -54,7 +54,7 @@ def spec() -> job.MaintenanceRequest:
 def no_read_check(monkeypatch: pytest.MonkeyPatch) -> None:
     """The read check of the planned snapshot needs a real table (integration tests run
     it); here only the replanning around the call is under test."""
-    monkeypatch.setattr(job, "guard_reads", lambda *a, **k: None)
+    monkeypatch.setattr(job_actions, "guard_reads", lambda *a, **k: None)
 
 
 def run(spark: FakeSpark) -> dict[str, Any]:

@@ -32,9 +32,11 @@ read from its metadata, is checked against the spec's ``allowed_locations``, and
 path the table names against that location (``table_guard.py``); ``remove_orphan_files``
 deletes only candidates it checked, ``expire_snapshots`` runs only when every file a
 snapshot references lies inside the table, and a rewrite reads only files of the current
-snapshot that passed the same check (``READS``, ``guard_reads``, ``read_guard.py``). The
-catalog's properties, credentials included, reach Spark only as runtime conf set here: never
-on a command line.
+snapshot that passed the same check (``READS``, ``guard_reads``, ``read_guard.py``); the
+action itself, and what it deletes or renames, is held to the table by the deletion fence
+(``fence.py``). Running the action is ``job_actions.py``, describing and classifying a
+failure ``job_failure.py``. The catalog's properties, credentials included, reach Spark only
+as runtime conf set here: never on a command line.
 
 The warm driver (``warm_driver.py``) runs the same specs through ``run_in_session`` in one
 long-lived session. Sibling modules (``locations``, ``errors``, ``table_guard``) come from the
@@ -51,66 +53,81 @@ import json
 import os
 import sys
 import tempfile
-import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 try:
     from tms.jobs import (
         arrow_eligibility,
-        arrow_rewrite,
         arrow_spark,
-        errors,
         fence,
         maintenance_props,
-        manifest_prep,
         outcome,
-        partition_filter,
-        procedures,
         read_guard,
         report,
-        secret_refs,
         spark_catalogs,
         table_guard,
-        table_props,
-        write_format,
     )
-    from tms.jobs.job_spec import MaintenanceRequest, SpecError, quote_ident
-    from tms.jobs.procedures import ACTIONS, ProcedureCall, parse_spec
+    from tms.jobs.job_actions import (  # re-exported: the runner's names, as before the split
+        READS,
+        STALE_PLAN_RETRIES,
+        guard_reads,
+        replanning,
+        run_action,
+        run_rewrite,
+        spark_path_reads,
+    )
+    from tms.jobs.job_failure import (
+        MAX_ERROR_CHARS,
+        describe_error,
+        error_class,
+        failure_payload,
+        is_retryable,
+        java_causes,
+    )
+    from tms.jobs.job_spec import MaintenanceRequest, SpecError
+    from tms.jobs.procedures import ACTIONS, parse_spec
 except ImportError:  # shipped alone: the siblings are next to this file
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import arrow_eligibility  # type: ignore[no-redef]
-    import arrow_rewrite  # type: ignore[no-redef]
     import arrow_spark  # type: ignore[no-redef]
-    import errors  # type: ignore[no-redef]
     import fence  # type: ignore[no-redef]
     import maintenance_props  # type: ignore[no-redef]
-    import manifest_prep  # type: ignore[no-redef]
     import outcome  # type: ignore[no-redef]
-    import partition_filter  # type: ignore[no-redef]
-    import procedures  # type: ignore[no-redef]
     import read_guard  # type: ignore[no-redef]
     import report  # type: ignore[no-redef]
-    import secret_refs  # type: ignore[no-redef]
     import spark_catalogs  # type: ignore[no-redef]
     import table_guard  # type: ignore[no-redef]
-    import table_props  # type: ignore[no-redef]
-    import write_format  # type: ignore[no-redef]
-    from job_spec import MaintenanceRequest, SpecError, quote_ident  # type: ignore[no-redef]
-    from procedures import ACTIONS, ProcedureCall, parse_spec  # type: ignore[no-redef]
+    from job_actions import (  # type: ignore[no-redef]
+        READS,
+        STALE_PLAN_RETRIES,
+        guard_reads,
+        replanning,
+        run_action,
+        run_rewrite,
+        spark_path_reads,
+    )
+    from job_failure import (  # type: ignore[no-redef]
+        MAX_ERROR_CHARS,
+        describe_error,
+        error_class,
+        failure_payload,
+        is_retryable,
+        java_causes,
+    )
+    from job_spec import MaintenanceRequest, SpecError  # type: ignore[no-redef]
+    from procedures import ACTIONS, parse_spec  # type: ignore[no-redef]
 
-MAX_ERROR_CHARS = 4000
-STALE_PLAN_RETRIES = 3  # a manifest rewrite planned again after concurrent commits
-T = TypeVar("T")
+__all__ = ["ACTIONS", "MAX_ERROR_CHARS", "READS", "STALE_PLAN_RETRIES", "describe_error",
+           "error_class", "failure_payload", "guard_reads", "is_retryable", "java_causes",
+           "replanning", "run_action", "run_rewrite", "spark_path_reads"]
+
 SPARK_CATALOG_CLASS = spark_catalogs.SPARK_CATALOG_CLASS
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 JDBC_CATALOG_IMPL = spark_catalogs.JDBC_CATALOG_IMPL
 
-# Spark error classes that mean "the table is not there": no retry helps.
-NOT_FOUND_ERROR_CLASSES = frozenset({"TABLE_OR_VIEW_NOT_FOUND", "SCHEMA_NOT_FOUND"})
 MAX_SPEC_BYTES = 64 * 1024  # an inline spec is one argument: Linux allows 128 KiB
-MAX_CAUSES = 8  # of a JVM exception, read for classification
 
 
 def catalog_conf(name: str, props: Mapping[str, str]) -> dict[str, str]:
@@ -132,129 +149,6 @@ def session_hadoop_conf(props: Mapping[str, str]) -> dict[str, str]:
         return {f"spark.hadoop.{k}": v for k, v in spark_catalogs.hadoop_conf(props).items()}
     except spark_catalogs.CatalogConfError as e:
         raise SpecError(str(e)) from None
-
-
-def replanning(spark: Any, spec: MaintenanceRequest, work: Callable[[], T]) -> tuple[T, int]:
-    """``work()``, planned again from the table's new snapshot (at most
-    ``STALE_PLAN_RETRIES`` times) when a concurrent commit made its manifest rewrite stale
-    (``errors.stale_manifests``): a conflict with a writer, resolved in the job, not an
-    attempt of the operation spent. Returns the result and how many times it was planned
-    again; any other error, or the last stale one, is raised."""
-    for replanned in range(STALE_PLAN_RETRIES + 1):
-        try:
-            return work(), replanned
-        except Exception as exc:
-            error_type, message = describe_error(exc)
-            text = "\n".join([f"{error_type}: {message}", *java_causes(exc)])
-            if replanned == STALE_PLAN_RETRIES or not errors.stale_manifests(text):
-                raise
-            print(f"[tms-job] a concurrent commit replaced manifests this rewrite planned to "
-                  f"replace; planning again ({replanned + 1}/{STALE_PLAN_RETRIES})",
-                  file=sys.stderr)
-            spark.sql(f"REFRESH TABLE {spec.qualified_table}")
-    raise AssertionError("unreachable")  # the loop returns or raises
-
-
-# What a rewrite reads from the current snapshot besides its manifests: the metadata tables
-# ``read_guard.check_current_files`` scans. A compaction's data files are its planned inputs,
-# checked whatever path runs (``arrow_rewrite.check_inputs``); its delete files are read on
-# Spark's path only, checked there (``spark_path_reads``).
-READS: dict[str, tuple[tuple[str, str], ...]] = {
-    "compaction": (),
-    "clustering": read_guard.CURRENT_FILES,
-    "rewrite_position_deletes": read_guard.CURRENT_FILES,
-    "rewrite_manifests": read_guard.CURRENT_FILES,
-}
-
-
-def guard_reads(spark: Any, spec: MaintenanceRequest, table: table_guard.CheckedTable,
-                tables: tuple[tuple[str, str], ...], refresh: bool = False) -> str | None:
-    """The current snapshot's files the action reads checked against the table's own
-    location (``read_guard.check_current_files``): another tenant's table may lie inside the
-    catalog's allowed locations, and a rewrite would copy its rows into this one. The
-    snapshot id. ``refresh``: the table was refreshed for a new plan, the handle is loaded
-    again first."""
-    if refresh:
-        table.handle.refresh()
-    return read_guard.check_current_files(spark, spec.qualified_table, table.handle,
-                                           table.own, spec.action, tables)
-
-
-def spark_path_reads(tried: arrow_rewrite.Attempt) -> tuple[tuple[str, str], ...]:
-    """What a compaction on Spark's path reads that no check saw: the delete files it applies,
-    and the data files too when the arrow attempt stopped before checking its inputs."""
-    return read_guard.CURRENT_DELETE_FILES if tried.inputs_checked else \
-        read_guard.CURRENT_FILES
-
-
-def run_action(spark: Any, spec: MaintenanceRequest, table: table_guard.CheckedTable
-               ) -> dict[str, Any]:
-    """Run the spec's procedure on the checked table; returns its result columns (plus the
-    call's own info)."""
-    call = ACTIONS[spec.action](spec)
-    if call.partitions:
-        call = procedures.restrict(call, partition_filter.specs_of(table.handle))
-    if call.write is not None:
-        return run_rewrite(spark, spec, table, call)
-
-    planned: list[str | None] = []
-
-    def once() -> dict[str, Any]:
-        if spec.action in READS:  # rewrite_manifests: the snapshot planned (again) is checked
-            planned.append(guard_reads(spark, spec, table, READS[spec.action],
-                                       refresh=bool(planned)))
-        df = spark.sql(call.sql(spec.catalog_name))
-        if spec.action == "remove_orphan_files":
-            return table_guard.remove_orphans(df, table, dry_run=bool(call.info["dry_run"]))
-        return call.summarize(df)
-
-    result, replanned = replanning(spark, spec, once)
-    if replanned:
-        result["replanned_after_conflict"] = replanned
-    return {**result, **call.info}
-
-
-def run_rewrite(spark: Any, spec: MaintenanceRequest, table: table_guard.CheckedTable,
-                call: ProcedureCall) -> dict[str, Any]:
-    """A rewrite written with the table's own codec (``write_format``): the session's codec
-    set for this call only; the result says what was chosen, why, and what a file the
-    rewrite added really holds (``write_format.written_codec``). Many small manifests are
-    merged first, so the rewrite's commit does not rewrite each of them (``manifest_prep``)."""
-    assert call.write is not None
-    deletes = spec.action == "rewrite_position_deletes"
-    checked = guard_reads(spark, spec, table, READS[spec.action])  # before manifests merge
-    fmt = write_format.plan(table.handle, *call.write, deletes=deletes)
-    # the owner's writer properties, before anything is written (manifests included)
-    table_props.check({str(k): str(v) for k, v in table.handle.properties().items()},
-                      fmt.codec, deletes)
-    table_props.check_level(fmt.codec, fmt.level)  # the policy's level for the codec chosen
-    manifests, _ = replanning(spark, spec, lambda: manifest_prep.consolidate(
-        spark, procedures._table_arg(spec), quote_ident(spec.catalog_name), table.handle,
-        enabled=call.manifests_first))
-    before = outcome.current_snapshot(table.handle)
-    if before != checked:  # manifests merged (or a writer's commit): the new snapshot too
-        guard_reads(spark, spec, table, READS[spec.action])
-    path: dict[str, Any] = {}
-    result = None
-    if spec.action == "compaction":  # bin-pack: pyarrow in Spark tasks when eligible
-        tried = arrow_rewrite.attempt(spark, table.handle, spec.qualified_table, call.options,
-                                      call.where, fmt.codec, fmt.level,
-                                      table.own, spec.data_path,
-                                      spec.resolved_properties())
-        result = tried.result
-        path = {"data_path": "arrow"} if result is not None else {
-            "data_path": "spark", "arrow_refused": tried.refused}
-        if result is None:
-            guard_reads(spark, spec, table, spark_path_reads(tried))
-    if result is None:
-        with write_format.session_conf(spark, fmt.session):
-            result = call.summarize(spark.sql(call.sql(spec.catalog_name)))
-    info = fmt.info()
-    table.handle.refresh()
-    if outcome.current_snapshot(table.handle) != before:
-        info["codec_written"] = write_format.written_codec(table.handle, deletes)
-    return {**result, **call.info, **path, "write_format": info,
-            "manifests_first": manifests}
 
 
 def session_builder(app_name: str) -> Any:
@@ -315,72 +209,6 @@ def run(spec: MaintenanceRequest) -> dict[str, Any]:
         return run_in_session(spark, spec)
     finally:
         spark.stop()
-
-
-def describe_error(exc: BaseException) -> tuple[str, str]:
-    """(type, message) for the result file, preferring the JVM exception behind a Py4J error."""
-    java_exc = getattr(exc, "java_exception", None)
-    if java_exc is not None:
-        try:
-            return str(java_exc.getClass().getName()), str(java_exc.toString())
-        except Exception:  # the JVM may already be gone
-            pass
-    message = str(exc) or traceback.format_exception_only(type(exc), exc)[-1].strip()
-    return type(exc).__name__, message
-
-
-def java_causes(exc: BaseException) -> list[str]:
-    """The causes of the JVM exception behind a Py4J error (a missing class is often two
-    levels down), for classification."""
-    out: list[str] = []
-    java_exc = getattr(exc, "java_exception", None)
-    try:
-        cause = java_exc.getCause() if java_exc is not None else None
-        while cause is not None and len(out) < MAX_CAUSES:
-            out.append(str(cause.toString()))
-            cause = cause.getCause()
-    except Exception:  # the JVM may already be gone
-        pass
-    return out
-
-
-def error_class(exc: BaseException, error_type: str, message: str) -> errors.ErrorClass:
-    """What kind of failure this is: refused specs and locations, missing tables, classes,
-    permissions and bad catalog configurations cannot pass on another attempt; everything
-    else (lost executors, commit conflicts, an unreachable catalog) may."""
-    if isinstance(exc, SpecError):
-        return errors.ErrorClass(errors.INVALID_SPEC)
-    if isinstance(exc, table_guard.LocationRefused):
-        return errors.ErrorClass(errors.LOCATION_REFUSED)
-    if isinstance(exc, table_props.PropertyRefused):
-        return errors.ErrorClass(errors.INVALID_TABLE_PROPERTY)
-    if isinstance(exc, secret_refs.SecretError):
-        return errors.ErrorClass(errors.SECRET_UNAVAILABLE)
-    get_error_class = getattr(exc, "getErrorClass", None)
-    if callable(get_error_class):
-        try:
-            if get_error_class() in NOT_FOUND_ERROR_CLASSES:
-                return errors.ErrorClass(errors.NOT_FOUND)
-        except Exception:  # the JVM may already be gone
-            pass
-    return errors.classify("\n".join([f"{error_type}: {message}", *java_causes(exc)]))
-
-
-def is_retryable(exc: BaseException, error_type: str, message: str) -> bool:
-    return error_class(exc, error_type, message).retryable
-
-
-def failure_payload(exc: BaseException) -> dict[str, Any]:
-    """The result file's content for a failed run; ``hint`` says what kind of error it is and
-    what to fix (absent for errors another attempt may fix)."""
-    error_type, message = describe_error(exc)
-    kind = error_class(exc, error_type, message)
-    payload = {"ok": False, "error_type": error_type, "error": message[:MAX_ERROR_CHARS],
-               "retryable": kind.retryable}
-    if kind.kind is not None:
-        payload["error_class"] = kind.kind
-        payload["hint"] = kind.hint
-    return payload
 
 
 def write_result(path: Path, payload: dict[str, Any]) -> None:

@@ -1,0 +1,99 @@
+"""How a failed maintenance job describes and classifies its error: the JVM exception behind a
+Py4J error and its causes, and whether another attempt could help (``errors.classify`` plus
+the job's own refusals: a bad spec, a refused location, a table property, a secret the driver
+cannot read). Split from ``iceberg_maintenance`` so the runner stays readable; the names are
+re-exported there.
+
+Standard library only: spark-submit ships this file next to the maintenance job.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+try:
+    from tms.jobs import errors, secret_refs, table_guard, table_props
+    from tms.jobs.job_spec import SpecError
+except ImportError:  # shipped alone: the siblings are next to this file
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import errors  # type: ignore[no-redef]
+    import secret_refs  # type: ignore[no-redef]
+    import table_guard  # type: ignore[no-redef]
+    import table_props  # type: ignore[no-redef]
+    from job_spec import SpecError  # type: ignore[no-redef]
+
+MAX_ERROR_CHARS = 4000
+# Spark error classes that mean "the table is not there": no retry helps.
+NOT_FOUND_ERROR_CLASSES = frozenset({"TABLE_OR_VIEW_NOT_FOUND", "SCHEMA_NOT_FOUND"})
+MAX_CAUSES = 8  # of a JVM exception, read for classification
+
+
+def describe_error(exc: BaseException) -> tuple[str, str]:
+    """(type, message) for the result file, preferring the JVM exception behind a Py4J error."""
+    java_exc = getattr(exc, "java_exception", None)
+    if java_exc is not None:
+        try:
+            return str(java_exc.getClass().getName()), str(java_exc.toString())
+        except Exception:  # the JVM may already be gone
+            pass
+    message = str(exc) or traceback.format_exception_only(type(exc), exc)[-1].strip()
+    return type(exc).__name__, message
+
+
+def java_causes(exc: BaseException) -> list[str]:
+    """The causes of the JVM exception behind a Py4J error (a missing class is often two
+    levels down), for classification."""
+    out: list[str] = []
+    java_exc = getattr(exc, "java_exception", None)
+    try:
+        cause = java_exc.getCause() if java_exc is not None else None
+        while cause is not None and len(out) < MAX_CAUSES:
+            out.append(str(cause.toString()))
+            cause = cause.getCause()
+    except Exception:  # the JVM may already be gone
+        pass
+    return out
+
+
+def error_class(exc: BaseException, error_type: str, message: str) -> errors.ErrorClass:
+    """What kind of failure this is: refused specs and locations, missing tables, classes,
+    permissions and bad catalog configurations cannot pass on another attempt; everything
+    else (lost executors, commit conflicts, an unreachable catalog) may."""
+    if isinstance(exc, SpecError):
+        return errors.ErrorClass(errors.INVALID_SPEC)
+    if isinstance(exc, table_guard.LocationRefused):
+        return errors.ErrorClass(errors.LOCATION_REFUSED)
+    if isinstance(exc, table_props.PropertyRefused):
+        return errors.ErrorClass(errors.INVALID_TABLE_PROPERTY)
+    if isinstance(exc, secret_refs.SecretError):
+        return errors.ErrorClass(errors.SECRET_UNAVAILABLE)
+    get_error_class = getattr(exc, "getErrorClass", None)
+    if callable(get_error_class):
+        try:
+            if get_error_class() in NOT_FOUND_ERROR_CLASSES:
+                return errors.ErrorClass(errors.NOT_FOUND)
+        except Exception:  # the JVM may already be gone
+            pass
+    return errors.classify("\n".join([f"{error_type}: {message}", *java_causes(exc)]))
+
+
+def is_retryable(exc: BaseException, error_type: str, message: str) -> bool:
+    return error_class(exc, error_type, message).retryable
+
+
+def failure_payload(exc: BaseException) -> dict[str, Any]:
+    """The result file's content for a failed run; ``hint`` says what kind of error it is and
+    what to fix (absent for errors another attempt may fix)."""
+    error_type, message = describe_error(exc)
+    kind = error_class(exc, error_type, message)
+    payload = {"ok": False, "error_type": error_type, "error": message[:MAX_ERROR_CHARS],
+               "retryable": kind.retryable}
+    if kind.kind is not None:
+        payload["error_class"] = kind.kind
+        payload["hint"] = kind.hint
+    return payload
+
+
