@@ -25,6 +25,7 @@ import pytest
 from tests.hudi_stand_in import compile_stand_in, received
 from tests.unit.fakes import make_access, make_op, make_table
 from tests.unit.test_hudi_jobs import WRITER
+from tms.domain import JobSpec
 from tms.engines.spark_submit import SparkSubmitEngine
 from tms.formats.hudi import HudiFormat
 from tms.spark.provision_fence import FENCE_JAR, LOCAL_FS_CLASS
@@ -36,23 +37,34 @@ def jars(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
     return compile_stand_in(tmp_path_factory.mktemp("stand-in"))
 
 
-@pytest.mark.parametrize("no_plan", [True, False])
-def test_a_compaction_through_spark_submit(tmp_path: Path, jars: tuple[str, str],
-                                           no_plan: bool) -> None:
-    utilities, bundle = jars
+def _mor_table(tmp_path: Path) -> Path:
+    """An empty merge-on-read table of version 8 (the stand-in reads its timeline)."""
     base = tmp_path / "lake" / "trips"
     (base / ".hoodie").mkdir(parents=True)
     (base / ".hoodie" / "hoodie.properties").write_text(
         "hoodie.table.version=8\nhoodie.table.type=MERGE_ON_READ\n")
-    if not no_plan:  # two delta commits: the trigger passed (2) is met, Hudi's default (5) not
-        for t in ("20260601000000000", "20260601000100000"):
-            (base / ".hoodie" / f"{t}.deltacommit").write_bytes(b"{}")
+    return base
+
+
+def _compaction(tmp_path: Path, base: Path) -> JobSpec:
+    """The compaction TMS builds for the table, with the writers' configuration."""
     table = make_table(table_id="trips", format="hudi", table_name="trips",
                        base_path=str(base))
     access = replace(make_access(str(tmp_path / "lake")),
                      properties={f"hudi.writer.{k}": v for k, v in WRITER.items()})
-    job = HudiFormat().build_job(table, access, make_op(
+    return HudiFormat().build_job(table, access, make_op(
         action="compaction", params={"mode": "scheduleAndExecute", "max_delta_commits": "2"}))
+
+
+@pytest.mark.parametrize("no_plan", [True, False])
+def test_a_compaction_through_spark_submit(tmp_path: Path, jars: tuple[str, str],
+                                           no_plan: bool) -> None:
+    utilities, bundle = jars
+    base = _mor_table(tmp_path)
+    if not no_plan:  # two delta commits: the trigger passed (2) is met, Hudi's default (5) not
+        for t in ("20260601000000000", "20260601000100000"):
+            (base / ".hoodie" / f"{t}.deltacommit").write_bytes(b"{}")
+    job = _compaction(tmp_path, base)
     settings = replace(SparkSettings.from_env(tmp_path), hudi_spark_bundle=bundle)
     work = tmp_path / "work"
     res = SparkSubmitEngine(settings, jvm_jar=utilities).run(
@@ -80,10 +92,7 @@ def test_a_hudi_utility_runs_fenced_to_its_base_path(tmp_path: Path, jars: tuple
     outside the table, as a hostile metadata table would make the cleaner do, is refused;
     one inside goes through."""
     utilities, bundle = jars
-    base = tmp_path / "lake" / "trips"
-    (base / ".hoodie").mkdir(parents=True)
-    (base / ".hoodie" / "hoodie.properties").write_text(
-        "hoodie.table.version=8\nhoodie.table.type=MERGE_ON_READ\n")
+    base = _mor_table(tmp_path)
     victim = tmp_path / "lake" / "other" / "live.parquet"
     victim.parent.mkdir()
     victim.write_bytes(b"another tenant's file slice")
@@ -91,12 +100,7 @@ def test_a_hudi_utility_runs_fenced_to_its_base_path(tmp_path: Path, jars: tuple
     own.parent.mkdir()
     own.write_bytes(b"an older file slice of this table")
     Path(f"{base}.fence-probe").write_text(f"{victim.as_uri()}\n{own.as_uri()}\n")
-    table = make_table(table_id="trips", format="hudi", table_name="trips",
-                       base_path=str(base))
-    access = replace(make_access(str(tmp_path / "lake")),
-                     properties={f"hudi.writer.{k}": v for k, v in WRITER.items()})
-    job = HudiFormat().build_job(table, access, make_op(
-        action="compaction", params={"mode": "scheduleAndExecute", "max_delta_commits": "2"}))
+    job = _compaction(tmp_path, base)
     home = Path(os.environ.get("TMS_HOME", Path(__file__).resolve().parents[2] / ".tms"))
     settings = replace(SparkSettings.from_env(home), hudi_spark_bundle=bundle)
     assert any(Path(j).name == FENCE_JAR for j in settings.jars), "run scripts/setup"

@@ -6,7 +6,8 @@ The probe runs under the production spark-submit settings (``SparkSettings.from_
 file system it gets for ``file:`` paths is the one every TMS job gets. It tries what an
 attacker would make Iceberg or Hudi do after the job's own checks passed: delete another
 tenant's file by its path, through a directory inside the table swapped for a symlink, through
-``..``, rename a table file out of the table and a foreign file into it; and, in a JVM nobody
+``..``, rename a table file out of the table and a foreign file into it, overwrite, append to
+or plant a file outside; and, in a JVM nobody
 armed, with the roots from the Hadoop conf (an executor of a one-table application).
 """
 
@@ -28,18 +29,16 @@ pytestmark = pytest.mark.integration
 
 PROBE_TIMEOUT_S = 300
 
-PROBE = r'''
+# What both probes share: the session, a way to record each attempt's outcome, the roots.
+PROBE_HEAD = r'''
 import json, sys
 from pyspark.sql import SparkSession
 
 spark = SparkSession.builder.getOrCreate()
-jvm = spark.sparkContext._jvm
-gw = spark.sparkContext._gateway
+jvm, gw = spark.sparkContext._jvm, spark.sparkContext._gateway
 conf = spark.sparkContext._jsc.hadoopConfiguration()
-table, outside = sys.argv[1], sys.argv[2]
 Path = jvm.org.apache.hadoop.fs.Path
-fs = Path("file:///").getFileSystem(conf)
-out = {"class": fs.getClass().getName(), "required": spark.conf.get("spark.tms.fence.required")}
+out = {}
 
 
 def attempt(name, fn):
@@ -50,6 +49,13 @@ def attempt(name, fn):
 
 
 roots = gw.new_array(gw.jvm.java.lang.String, 1)
+'''
+
+PROBE = PROBE_HEAD + r'''
+table, outside = sys.argv[1], sys.argv[2]
+fs = Path("file:///").getFileSystem(conf)
+out.update({"class": fs.getClass().getName(),
+            "required": spark.conf.get("spark.tms.fence.required")})
 roots[0] = "file://" + table
 Fence = jvm.tms.fence.Fence
 attempt("unarmed_inside", lambda: fs.delete(Path(table + "/data/unarmed.parquet"), False))
@@ -62,7 +68,14 @@ attempt("rename_out", lambda: fs.rename(Path(table + "/data/a.parquet"),
                                         Path(outside + "/stolen.parquet")))
 attempt("rename_in", lambda: fs.rename(Path(outside + "/victim.parquet"),
                                        Path(table + "/data/planted.parquet")))
+attempt("overwrite", lambda: fs.create(Path(outside + "/victim.parquet"), True).close()
+        or True)
+attempt("append", lambda: fs.append(Path(outside + "/victim.parquet")).close() or True)
+attempt("create_out", lambda: fs.create(Path(outside + "/new/planted.parquet"), False).close()
+        or True)
 attempt("inside", lambda: fs.delete(Path(table + "/data/b.parquet"), False))
+attempt("write_inside", lambda: fs.create(Path(table + "/data/new.parquet"), False).close()
+        or True)
 out["refused"] = Fence.refusedCount()
 Fence.disarm()
 # a JVM nobody armed, roots from the Hadoop conf: an executor of a one-table application
@@ -77,12 +90,13 @@ spark.stop()
 '''
 
 
-def _probe(tmp_path: Path, table: Path, outside: Path) -> dict[str, Any]:
+def _probe(tmp_path: Path, text: str, args: list[str]) -> dict[str, Any]:
+    """Run a probe script under the production spark-submit settings; what it recorded."""
     script = tmp_path / "probe.py"
-    script.write_text(PROBE)
+    script.write_text(text)
     settings = spark_settings()
     assert any(Path(j).name == FENCE_JAR for j in settings.jars), settings.jars
-    proc = subprocess.run(settings.submit_argv(str(script), [str(table), str(outside)]),
+    proc = subprocess.run(settings.submit_argv(str(script), args),
                           env=settings.submit_env(os.environ), capture_output=True, text=True,
                           timeout=PROBE_TIMEOUT_S)
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -100,16 +114,17 @@ def test_the_fence_refuses_every_change_outside_the_armed_table(tmp_path: Path) 
         (table / "data" / f"{name}.parquet").write_bytes(name.encode())
     (table / "link").symlink_to(outside, target_is_directory=True)
 
-    out = _probe(tmp_path, table, outside)
+    out = _probe(tmp_path, PROBE, [str(table), str(outside)])
 
     assert out["class"] == LOCAL_FS_CLASS and out["required"] == "true"
     for attack in ("outside", "symlink", "dotdot", "recursive", "rename_out", "rename_in",
-                   "conf_outside"):
+                   "overwrite", "append", "create_out", "conf_outside"):
         assert "TMS fence: " in out[attack].get("error", ""), (attack, out[attack])
     assert "resolves to" in out["symlink"]["error"]  # the real place is named
-    assert out["refused"] == 6  # the armed attacks, counted for the job's report
+    assert out["refused"] == 9  # the armed attacks, counted for the job's report
     assert victim.read_bytes() == b"another tenant's data"
-    assert sorted(p.name for p in outside.iterdir()) == ["victim.parquet"]
+    assert sorted(p.name for p in outside.iterdir()) == ["victim.parquet"]  # nothing planted
+    assert out["write_inside"] == {"ok": True} and (table / "data" / "new.parquet").exists()
     assert (table / "data" / "a.parquet").exists() and not (table / "data" / "planted.parquet"
                                                             ).exists()
     # inside the table the file system works as before, armed or not
@@ -136,32 +151,15 @@ def test_every_job_acts_with_the_fence_armed_on_its_own_table(pg: Any, tmp_path:
                      "file_system": LOCAL_FS_CLASS}, fence
 
 
-PROBE_S3 = r'''
-import json, sys
-from pyspark.sql import SparkSession
-
-spark = SparkSession.builder.getOrCreate()
-jvm, gw = spark.sparkContext._jvm, spark.sparkContext._gateway
+PROBE_S3 = PROBE_HEAD + r'''
 endpoint, bucket = sys.argv[1], sys.argv[2]
-conf = spark.sparkContext._jsc.hadoopConfiguration()
 for key, value in {"fs.s3a.endpoint": endpoint, "fs.s3a.path.style.access": "true",
                    "fs.s3a.connection.ssl.enabled": "false", "fs.s3a.access.key": "k",
                    "fs.s3a.secret.key": "s", "fs.s3a.endpoint.region": "us-east-1"}.items():
     conf.set(key, value)
-Path = jvm.org.apache.hadoop.fs.Path
 base = "s3a://" + bucket + "/lake"
 fs = Path(base + "/").getFileSystem(conf)
-out = {"class": fs.getClass().getName()}
-
-
-def attempt(name, fn):
-    try:
-        out[name] = {"ok": bool(fn())}
-    except Exception as e:
-        out[name] = {"error": str(getattr(e, "java_exception", e))}
-
-
-roots = gw.new_array(gw.jvm.java.lang.String, 1)
+out["class"] = fs.getClass().getName()
 roots[0] = "s3://" + bucket + "/lake/t"  # s3 and s3a are one store
 jvm.tms.fence.Fence.arm(roots)
 attempt("outside", lambda: fs.delete(Path(base + "/other/victim.parquet"), False))
@@ -170,7 +168,11 @@ attempt("dotdot", lambda: fs.delete(Path(base + "/t/../other/victim.parquet"), F
 attempt("recursive", lambda: fs.delete(Path(base + "/other"), True))
 attempt("rename_out", lambda: fs.rename(Path(base + "/t/data/a.parquet"),
                                         Path(base + "/other/stolen.parquet")))
+attempt("overwrite", lambda: fs.create(Path(base + "/other/victim.parquet"), True).close()
+        or True)
 attempt("inside", lambda: fs.delete(Path(base + "/t/data/b.parquet"), False))
+attempt("write_inside", lambda: fs.create(Path(base + "/t/data/new.parquet"), False).close()
+        or True)
 out["refused"] = jvm.tms.fence.Fence.refusedCount()
 jvm.tms.fence.Fence.disarm()
 print("FENCE " + json.dumps(out))
@@ -192,22 +194,17 @@ def test_the_fence_holds_on_s3_too(tmp_path: Path) -> None:
                 "lake/t/data/b.parquet"]
         for key in keys:
             s3.put_object(Bucket="fence", Key=key, Body=b"x")  # type: ignore[attr-defined]
-        script = tmp_path / "probe_s3.py"
-        script.write_text(PROBE_S3)
-        settings = spark_settings()
-        proc = subprocess.run(settings.submit_argv(str(script), [moto.endpoint, "fence"]),
-                              env=settings.submit_env(os.environ), capture_output=True,
-                              text=True, timeout=PROBE_TIMEOUT_S)
-        assert proc.returncode == 0, proc.stderr[-4000:]
-        out = json.loads(next(x for x in proc.stdout.splitlines()
-                              if x.startswith("FENCE ")).removeprefix("FENCE "))
+        out = _probe(tmp_path, PROBE_S3, [moto.endpoint, "fence"])
         left = sorted(o["Key"] for o in s3.list_objects_v2(  # type: ignore[attr-defined]
             Bucket="fence")["Contents"])
+        victim_body = s3.get_object(  # type: ignore[attr-defined]
+            Bucket="fence", Key="lake/other/victim.parquet")["Body"].read()
 
     assert out["class"] == S3A_FS_CLASS
-    for attack in ("outside", "prefix", "dotdot", "recursive", "rename_out"):
+    for attack in ("outside", "prefix", "dotdot", "recursive", "rename_out", "overwrite"):
         assert "TMS fence: " in out[attack].get("error", ""), (attack, out[attack])
-    assert out["refused"] == 5
-    assert out["inside"] == {"ok": True}
+    assert out["refused"] == 6
+    assert out["inside"] == {"ok": True} and out["write_inside"] == {"ok": True}
     assert left == ["lake/other/victim.parquet", "lake/t/data/a.parquet",
-                    "lake/t2/victim.parquet"]
+                    "lake/t/data/new.parquet", "lake/t2/victim.parquet"]
+    assert victim_body == b"x"

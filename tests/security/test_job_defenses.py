@@ -33,7 +33,7 @@ from tms.catalogs import CatalogAccess
 from tms.domain import CatalogType, JobSpec, OperationState
 from tms.engines.workdir import SPEC_FILE_NAME
 from tms.formats.hudi import HudiFormat, resolve_base_path
-from tms.jobs import locations, table_guard
+from tms.jobs import ICEBERG_MAINTENANCE_APP, locations, table_guard
 from tms.local import iceberg_data
 from tms.storage.postgres import PostgresStore
 
@@ -413,3 +413,31 @@ def test_hudi_jobs_use_the_real_base_path(tmp_path: Path) -> None:
     moved = replace(table, location=str(tmp_path / "elsewhere"))  # swapped since registration
     with pytest.raises(ValueError, match="where the table was checked"):
         HudiFormat().build_job(moved, access, make_op(action="clean"))
+
+
+def test_a_catalog_entry_pointed_at_another_table_is_refused(pg: Any, tmp_path: Path) -> None:
+    """Between the decision and the job the owner points its catalog entry at another
+    tenant's metadata file (in the same warehouse): the job would load that table under this
+    one's name, and every path check would pass. The location the scheduler checked when it
+    decided travels in the spec, and the job refuses a table that is no longer there."""
+    import psycopg
+
+    lake = Lake(pg.dsn, tmp_path / "lake")
+    lake.table("owner", commits=3)
+    victim = lake.table("tenant_b", commits=3)
+    victim_dir = Path(victim.location().removeprefix("file:").removeprefix("//"))
+    owner_dir = Path(lake.catalog.load_table(f"{lake.namespace}.owner").location()
+                     .removeprefix("file:").removeprefix("//"))
+    spec = lake.spec("owner", allowed=[str(lake.allowed)])
+    spec["location"] = str(owner_dir.resolve())  # as IcebergFormat.build_job sends it
+    with psycopg.connect(pg.dsn, autocommit=True) as conn:
+        conn.execute("UPDATE iceberg_tables SET metadata_location = %s "
+                     "WHERE table_namespace = %s AND table_name = 'owner'",
+                     (victim.metadata_location, lake.namespace))
+    before = _files(victim_dir)
+
+    result = _run(JobSpec("pyspark", str(ICEBERG_MAINTENANCE_APP), spec), tmp_path)
+
+    _assert_refused(result, "as checked when this operation was decided", str(victim_dir))
+    assert _files(victim_dir) == before  # the other table untouched
+    assert len(victim.refresh().metadata.snapshots) == 3

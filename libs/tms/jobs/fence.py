@@ -1,6 +1,6 @@
 """The deletion fence around one table's action: TMS's own Hadoop file systems
-(``tms-fence.jar``, sources in ``tms/spark/fence``) refuse any delete or rename outside the
-roots armed here, whoever asks (Iceberg's expiry and commit clean-up, Spark, a library).
+(``tms-fence.jar``, sources in ``tms/spark/fence``) refuse any delete, rename or write outside
+the roots armed here, whoever asks (Iceberg's expiry and commit clean-up, Spark, a library).
 
 The job's own checks (``table_guard``, ``read_guard``) look at every path the table's metadata
 names before the action starts; the fence holds at the moment of the change, so a directory

@@ -180,7 +180,8 @@ def run_in_session(spark: Any, spec: MaintenanceRequest) -> dict[str, Any]:
     Then the table's real locations are checked, before any action touches its files.
     """
     spark.sql(f"REFRESH TABLE {spec.qualified_table}")
-    table = table_guard.check_table(spark, spec.qualified_table, spec.allowed_locations)
+    table = table_guard.check_table(spark, spec.qualified_table, spec.allowed_locations,
+                                    spec.location)
     # the properties Iceberg reads while the action runs (retries, merging, expiry, Spark's
     # read and write conf), before anything is read, written or expired
     maintenance_props.check({str(k): str(v) for k, v in table.handle.properties().items()},

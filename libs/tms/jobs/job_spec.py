@@ -55,6 +55,9 @@ class MaintenanceRequest:
     # the operator's choice of a compaction's data path: "auto" (arrow when eligible) or
     # "spark" (always Spark's); an executor or bench setting, never a table owner's option
     data_path: str = "auto"
+    # the table location the scheduler checked (against the allowed locations and every other
+    # registered table's) when it decided; None: an older producer's spec
+    location: str | None = None
 
     def resolved_properties(self) -> dict[str, str]:
         """The catalog's properties with its secrets resolved here, in the driver (the spec
@@ -173,5 +176,18 @@ def parse_fields(data: Any, actions: Collection[str]) -> MaintenanceRequest:
         catalog_secrets=dict(secrets),
         report=report_to,
         data_path=parse_data_path(data.get(arrow_eligibility.SPEC_SWITCH)),
+        location=parse_location(data.get("location")),
     )
     return spec
+
+
+def parse_location(raw: Any) -> str | None:
+    """The spec's checked ``location`` (the normaliser's form), or None when absent."""
+    if raw is None:
+        return None
+    if not isinstance(raw, str):
+        raise SpecError("location must be a string")
+    try:
+        return str(parse(raw, literal=True))
+    except LocationError as e:
+        raise SpecError(f"location: {e}") from None

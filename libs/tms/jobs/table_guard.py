@@ -168,10 +168,21 @@ def check_paths(paths: Mapping[str, str], allowed: Sequence[str] | None) -> Loca
     return real
 
 
-def check_table(spark: Any, qualified_name: str, allowed: Sequence[str] | None
-                ) -> CheckedTable:
+def check_table(spark: Any, qualified_name: str, allowed: Sequence[str] | None,
+                expected: str | None = None) -> CheckedTable:
+    """The table loaded and its paths checked; with ``expected`` (the location the scheduler
+    checked when it decided), its location must still be that one: the catalog entry is the
+    owner's, and pointed at another table's metadata it would hand this operation that
+    table (inside the same allowed locations, so no other check would notice)."""
     table = load_table(spark, qualified_name)
-    return CheckedTable(check_paths(table_paths(table), allowed), table)
+    checked = CheckedTable(check_paths(table_paths(table), allowed), table)
+    if expected is not None and checked.location != resolve(parse(expected, literal=True)):
+        raise LocationRefused(
+            f"the table's location is now {str(checked.location)!r}, not "
+            f"{expected!r} as checked when this operation was decided (another table's "
+            f"metadata, or a moved table); nothing was done, and the scheduler checks the "
+            f"location again at its next inspection")
+    return checked
 
 
 # --- remove_orphan_files -----------------------------------------------------------------------

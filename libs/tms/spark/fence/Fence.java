@@ -15,9 +15,9 @@ import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.security.AccessControlException;
 
 /**
- * Where a TMS job may delete or rename: the table's own location, checked at the moment the
- * file system is asked to change something, whatever code asked (Iceberg's expiry, a commit's
- * metadata clean-up, Hudi's cleaner and rollback). The Python job checks every path the
+ * Where a TMS job may delete, rename or write: the table's own location, checked at the moment
+ * the file system is asked to change something, whatever code asked (Iceberg's expiry, a
+ * commit's metadata clean-up, Hudi's cleaner and rollback, a writer overwriting a file). The Python job checks every path the
  * table's metadata names before it starts an action; this fence is the second line, for what
  * changes between that check and the deletion (a directory swapped for a symlink) and for
  * paths the job cannot see (Hudi's metadata table lists what its cleaner deletes).

@@ -2,11 +2,16 @@ package tms.fence;
 
 import java.io.IOException;
 import java.net.URI;
+import java.util.EnumSet;
+import org.apache.hadoop.fs.CreateFlag;
+import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.permission.FsPermission;
+import org.apache.hadoop.util.Progressable;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.LocalFileSystem;
 import org.apache.hadoop.fs.Path;
 
-/** Hadoop's local file system, with deletes and renames held to {@link Fence}'s roots. */
+/** Hadoop's local file system, with deletes, renames and writes held to {@link Fence}'s roots. */
 public class FencedLocalFileSystem extends LocalFileSystem {
   private Fence.Root[] confRoots;
 
@@ -27,5 +32,47 @@ public class FencedLocalFileSystem extends LocalFileSystem {
     Fence.check("rename", makeQualified(src), confRoots);
     Fence.check("rename to", makeQualified(dst), confRoots);
     return super.rename(src, dst);
+  }
+
+  @Override
+  public FSDataOutputStream create(Path f, FsPermission permission, boolean overwrite,
+      int bufferSize, short replication, long blockSize, Progressable progress)
+      throws IOException {
+    Fence.check("write", makeQualified(f), confRoots);
+    return super.create(f, permission, overwrite, bufferSize, replication, blockSize, progress);
+  }
+
+  @Override
+  public FSDataOutputStream create(Path f, FsPermission permission, EnumSet<CreateFlag> flags,
+      int bufferSize, short replication, long blockSize, Progressable progress,
+      org.apache.hadoop.fs.Options.ChecksumOpt checksumOpt) throws IOException {
+    Fence.check("write", makeQualified(f), confRoots);
+    return super.create(f, permission, flags, bufferSize, replication, blockSize, progress,
+        checksumOpt);
+  }
+
+  @Override
+  public FSDataOutputStream createNonRecursive(Path f, FsPermission permission,
+      boolean overwrite, int bufferSize, short replication, long blockSize,
+      Progressable progress) throws IOException {
+    Fence.check("write", makeQualified(f), confRoots);
+    return super.createNonRecursive(f, permission, overwrite, bufferSize, replication, blockSize,
+        progress);
+  }
+
+  @Override
+  public FSDataOutputStream createNonRecursive(Path f, FsPermission permission,
+      EnumSet<CreateFlag> flags, int bufferSize, short replication, long blockSize,
+      Progressable progress) throws IOException {
+    Fence.check("write", makeQualified(f), confRoots);
+    return super.createNonRecursive(f, permission, flags, bufferSize, replication, blockSize,
+        progress);
+  }
+
+  @Override
+  public FSDataOutputStream append(Path f, int bufferSize, Progressable progress)
+      throws IOException {
+    Fence.check("write", makeQualified(f), confRoots);
+    return super.append(f, bufferSize, progress);
   }
 }
