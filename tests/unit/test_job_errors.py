@@ -15,7 +15,7 @@ from tests.unit.fakes import FakeFormat, FakeStore, make_op, make_table
 from tms.domain import JobSpec, OperationState
 from tms.engines.base import EngineResult
 from tms.engines.spark_submit import error_from_log, result_from_payload
-from tms.engines.workdir import SPEC_FILE_NAME, WorkdirError, private_dir, write_spec
+from tms.engines.workdir import SPEC_FILE_NAME, WorkdirError, private_dir, write_private
 from tms.executor.loop import Executor
 from tms.jobs import errors, iceberg_maintenance
 from tms.jobs.table_guard import LocationRefused
@@ -63,6 +63,12 @@ def test_errors_another_attempt_cannot_fix(text: str, kind: str) -> None:
 def test_transient_errors_stay_retryable(text: str) -> None:
     got = errors.classify(text)
     assert got.retryable and got.describe(text) == text
+
+
+def write_spec(workdir: Path, spec: dict[str, Any]) -> Path:
+    """A spec file as an engine that writes one would (TMS's own pass it inline or through a
+    pipe): private, never through a symlink."""
+    return write_private(workdir / SPEC_FILE_NAME, json.dumps(spec).encode())
 
 
 def test_only_the_fatal_part_of_a_log_is_classified() -> None:

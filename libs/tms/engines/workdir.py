@@ -8,12 +8,9 @@ leave a window) and removed by the engine when the job ends, success or not.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 SPEC_FILE_NAME = "spec.json"  # the executor removes it after every attempt too
 # a Hudi job's writer properties (may hold resolved secrets): removed like the spec
@@ -61,8 +58,3 @@ def write_private(path: Path, data: bytes) -> Path:
     with os.fdopen(fd, "wb") as f:
         f.write(data)
     return path
-
-
-def write_spec(workdir: Path, spec: Mapping[str, Any]) -> Path:
-    """The job's spec file in ``workdir`` (private already); the caller removes it."""
-    return write_private(workdir / SPEC_FILE_NAME, json.dumps(spec).encode())
