@@ -285,6 +285,8 @@ def test_rewrite_manifests_merges_append_manifests(env: Env) -> None:
     result = env.run_job("rewrite_manifests", {"use-caching": "false"})
 
     outcome = result.pop("outcome")
+    fence = result.pop("fence")  # the deletion fence was armed on this table, nothing refused
+    assert fence["state"] == "armed" and fence["refused"] == 0, fence
     assert result == {"rewritten_manifests_count": 10, "added_manifests_count": 1}
     # manifests only: no data file changed, but the table did (a new snapshot)
     assert outcome["changed_nothing"] is False and outcome["snapshots_added"] == 1

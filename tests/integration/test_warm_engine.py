@@ -168,6 +168,10 @@ def test_operations_in_a_row_on_two_tables_share_one_driver(harness: Harness, la
     assert manifests.succeeded and manifests.result is not None
     outcome = manifests.result.pop("outcome")  # the warm driver measures what it did too
     assert outcome["changed_nothing"] is False and outcome["snapshots_added"] == 1
+    fence = manifests.result.pop("fence")  # armed per job in the warm driver, on table b
+    assert fence["state"] == "armed" and fence["refused"] == 0, fence
+    assert fence["roots"] == [Path(b.location().removeprefix("file:").removeprefix("//"))
+                              .resolve().as_uri()], fence
     assert manifests.result == {"rewritten_manifests_count": 5, "added_manifests_count": 1}
     append_batches(a, 4, ROWS_PER_COMMIT)  # new commits land between operations
     again = harness.run(lake.job("a"))

@@ -231,7 +231,9 @@ def warm_up(spark: Any, rows: int, compact: Compact | None = None) -> float | No
         spark.conf.set(f"{prefix}.type", "hadoop")
         spark.conf.set(f"{prefix}.warehouse", (where / "warehouse").as_uri())
         phases = _Phases(spark)
-        sources = write_files(where / "sources", rows)
+        # inside the table's own location: a compaction reads nothing from elsewhere
+        sources = write_files(where / "warehouse" / WARMUP_NAMESPACE / "events" / "sources",
+                              rows)
         phases.done("files")
         for sql in setup_statements(rows, sources):
             spark.sql(sql).collect()
