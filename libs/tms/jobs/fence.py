@@ -43,19 +43,12 @@ def _jfence(spark: Any) -> Any:
 
 
 def file_system_class(spark: Any, table: CheckedTable) -> str:
-    """The class of the Hadoop file system the table's FileIO uses for its location."""
+    """The class of the Hadoop file system the table's FileIO uses for its location (its
+    own Hadoop conf: HadoopFileIO's ``conf()``; another FileIO, which does not go through
+    Hadoop, fails here and the job refuses)."""
     jvm = spark.sparkContext._jvm
-    io = table.handle.io()
-    conf = io.conf() if hasattr(io, "conf") else spark.sparkContext._jsc.hadoopConfiguration()
     path = jvm.org.apache.hadoop.fs.Path(str(table.handle.location()))
-    return str(path.getFileSystem(conf).getClass().getName())
-
-
-def refused_count(spark: Any) -> int:
-    try:
-        return int(_jfence(spark).refusedCount())
-    except Exception:  # no fence on the classpath: nothing was refused by it
-        return 0
+    return str(path.getFileSystem(table.handle.io().conf()).getClass().getName())
 
 
 @contextmanager
