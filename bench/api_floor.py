@@ -15,7 +15,9 @@ by api_bench's load generator in alternating rounds:
 ``notify``     the real tms-api on a throw-away PostgreSQL (api_bench's ``notify`` phase).
 
 So ``handoff`` / ``noop`` is a ceiling for any design that acknowledges a commit only after
-another thread has written it, before one byte of SQL. Everything listens on 127.0.0.1; every
+another thread has written it, before one byte of SQL. ``--variants`` may add the grpc.aio
+variants of ``bench/api_floor_aio.py`` (``aio-noop``, ``aio-write``): the same intake on
+asyncio, where a call waits on a future instead of a thread. Everything listens on 127.0.0.1; every
 process it starts is stopped at the end.
 
 Run from the repository root::
@@ -41,6 +43,8 @@ if __package__ in (None, ""):  # run as a file: make the bench package importabl
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import api_bench as ab  # noqa: E402
+from bench.api_floor_aio import AIO_VARIANTS  # noqa: E402
+from bench.api_floor_aio import serve as serve_aio  # noqa: E402
 from bench.common import say  # noqa: E402
 from bench.common.cpu import postgres_pids  # noqa: E402
 from bench.common.procs import Children  # noqa: E402
@@ -80,8 +84,11 @@ class _Inline:
         return None
 
 
-def serve(listen: str, variant: str, store_ms: float) -> None:
+def serve(listen: str, variant: str, store_ms: float, dsn: str) -> None:
     """One variant's server (its own process), until SIGTERM."""
+    if variant in AIO_VARIANTS:
+        serve_aio(listen, variant, dsn)
+        return
     from tms.api.auth import Authenticator
     from tms.api.server import ApiServer
     from tms_services.common import stop_event_on_signals
@@ -98,13 +105,14 @@ def serve(listen: str, variant: str, store_ms: float) -> None:
     server.stop(0)
 
 
-def _start_variant(children: Children, workdir: Path, variant: str, store_ms: float
-                   ) -> tuple[str, Any]:
+def _start_variant(children: Children, workdir: Path, variant: str, store_ms: float,
+                   dsn: str = "") -> tuple[str, Any]:
     target = f"127.0.0.1:{ab.free_port()}"
     log_path = workdir / f"{variant}.log"
     with log_path.open("wb") as log:
         proc = children.popen([sys.executable, str(Path(__file__).resolve()), "--serve",
-                               target, "--variant", variant, "--store-ms", str(store_ms)], log)
+                               target, "--variant", variant, "--store-ms", str(store_ms),
+                               "--dsn", dsn], log)
 
     def probe(channel: grpc.Channel) -> bool:
         call = channel.unary_unary(
@@ -128,8 +136,10 @@ def run(args: argparse.Namespace) -> dict[str, list[ab.PhaseResult]]:
     out: dict[str, list[ab.PhaseResult]] = {v: [] for v in args.variants}
     servers: dict[str, tuple[str, tuple[str, ...], dict[str, Callable[[], list[int]]]]] = {}
     pg: LocalPostgres | None = None
-    try:
-        for v in args.variants:
+    dsn = ""
+    registered: tuple[str, ...] = ()
+    try:  # aio-write writes to the tables the notify variant registered: notify starts first
+        for v in sorted(args.variants, key=lambda v: v != "notify"):
             say(f"starting {v}")
             if v == "noop":
                 target, proc = ab.start_noop(children, tmp)
@@ -139,12 +149,16 @@ def run(args: argparse.Namespace) -> dict[str, list[ab.PhaseResult]]:
                 dsn = pg.create_database(ab.DB_NAME)
                 migrate(dsn)
                 target, proc = ab.start_api(children, tmp, dsn)
-                tables = ab.register_tables(target, args.tables, dsn, tmp / "tables")
+                tables = registered = ab.register_tables(target, args.tables, dsn,
+                                                         tmp / "tables")
+            elif v == "aio-write":
+                target, proc = _start_variant(children, tmp, v, args.store_ms, dsn)
+                tables = registered
             else:
                 target, proc = _start_variant(children, tmp, v, args.store_ms)
                 tables = tuple(f"tables/bench_{i:04d}" for i in range(args.tables))
             groups: dict[str, Callable[[], list[int]]] = {"server": _pids(proc.pid)}
-            if v == "notify" and pg is not None:
+            if v in ("notify", "aio-write") and pg is not None:
                 groups["postgres"] = postgres_pids(pg.data_dir)
             servers[v] = (target, tables, groups)
         for r in range(args.rounds):
@@ -195,10 +209,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--variants", default=",".join(VARIANTS))
     p.add_argument("--serve", help=argparse.SUPPRESS)
     p.add_argument("--variant", help=argparse.SUPPRESS)
+    p.add_argument("--dsn", default="", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     args.variants = [v.strip() for v in args.variants.split(",") if v.strip()]
-    if set(args.variants) - set(VARIANTS) or "noop" not in args.variants:
-        p.error(f"--variants: a subset of {','.join(VARIANTS)} that includes noop")
+    if set(args.variants) - set(VARIANTS + AIO_VARIANTS) or "noop" not in args.variants:
+        p.error(f"--variants: a subset of {','.join(VARIANTS + AIO_VARIANTS)} that "
+                "includes noop")
+    if "aio-write" in args.variants and "notify" not in args.variants:
+        p.error("--variants: aio-write writes to the notify variant's tables; add notify")
     if args.seconds <= 0 or args.rounds < 1 or args.threads < 1 or args.store_ms < 0:
         p.error("need --seconds > 0, --rounds >= 1, --threads >= 1, --store-ms >= 0")
     return args
@@ -207,7 +225,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.serve:
-        serve(args.serve, args.variant, args.store_ms)
+        serve(args.serve, args.variant, args.store_ms, args.dsn)
         return 0
     print(render(run(args)))
     return 0
