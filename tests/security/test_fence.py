@@ -73,9 +73,34 @@ attempt("overwrite", lambda: fs.create(Path(outside + "/victim.parquet"), True).
 attempt("append", lambda: fs.append(Path(outside + "/victim.parquet")).close() or True)
 attempt("create_out", lambda: fs.create(Path(outside + "/new/planted.parquet"), False).close()
         or True)
+# the file system's other doors: copies in and out (and their source deletes), the builders
+attempt("copy_in_over", lambda: fs.copyFromLocalFile(False, True, Path(table + "/data/a.parquet"),
+                                                     Path(outside + "/victim.parquet")) or True)
+sources = gw.new_array(jvm.org.apache.hadoop.fs.Path, 1)
+sources[0] = Path(table + "/data/a.parquet")
+attempt("copy_in_many", lambda: fs.copyFromLocalFile(False, True, sources, Path(outside))
+        or True)
+attempt("copy_in_delsrc", lambda: fs.copyFromLocalFile(True, True, Path(outside + "/bait"),
+                                                       Path(table + "/data/bait")) or True)
+attempt("copy_out_raw", lambda: fs.copyToLocalFile(False, Path(table + "/data/a.parquet"),
+                                                   Path(outside + "/copied.parquet"), True)
+        or True)
+attempt("copy_out_delsrc", lambda: fs.copyToLocalFile(True, Path(outside + "/bait2"),
+                                                      Path(table + "/data/bait2")) or True)
+attempt("move_out", lambda: fs.moveToLocalFile(Path(outside + "/bait3"),
+                                               Path(table + "/data/bait3")) or True)
+# a link the owner planted inside the table: a write or a rename onto it would follow it
+attempt("write_via_link", lambda: fs.create(Path(table + "/data/evil.parquet"), True).close()
+        or True)
+attempt("rename_via_link", lambda: fs.rename(Path(table + "/data/c.parquet"),
+                                             Path(table + "/data/evil_dir")))
+attempt("builder", lambda: fs.createFile(Path(outside + "/built.parquet")).build().close()
+        or True)
 attempt("inside", lambda: fs.delete(Path(table + "/data/b.parquet"), False))
 attempt("write_inside", lambda: fs.create(Path(table + "/data/new.parquet"), False).close()
         or True)
+attempt("copy_inside", lambda: fs.copyFromLocalFile(False, True, Path(table + "/data/a.parquet"),
+                                                    Path(table + "/data/a2.parquet")) or True)
 out["refused"] = Fence.refusedCount()
 Fence.disarm()
 # a JVM nobody armed, roots from the Hadoop conf: an executor of a one-table application
@@ -110,20 +135,30 @@ def test_the_fence_refuses_every_change_outside_the_armed_table(tmp_path: Path) 
     outside.mkdir()
     victim = outside / "victim.parquet"
     victim.write_bytes(b"another tenant's data")
+    baits = ("bait", "bait2", "bait3")
+    for name in baits:
+        (outside / name).write_bytes(b"another tenant's file")
     for name in ("a", "b", "c", "unarmed"):
         (table / "data" / f"{name}.parquet").write_bytes(name.encode())
     (table / "link").symlink_to(outside, target_is_directory=True)
+    (table / "data" / "evil.parquet").symlink_to(victim)
+    (table / "data" / "evil_dir").symlink_to(outside, target_is_directory=True)
 
     out = _probe(tmp_path, PROBE, [str(table), str(outside)])
 
     assert out["class"] == LOCAL_FS_CLASS and out["required"] == "true"
-    for attack in ("outside", "symlink", "dotdot", "recursive", "rename_out", "rename_in",
-                   "overwrite", "append", "create_out", "conf_outside"):
+    attacks = ("outside", "symlink", "dotdot", "recursive", "rename_out", "rename_in",
+               "overwrite", "append", "create_out", "copy_in_over", "copy_in_many",
+               "copy_in_delsrc", "copy_out_raw", "copy_out_delsrc", "move_out",
+               "write_via_link", "rename_via_link", "builder")
+    for attack in (*attacks, "conf_outside"):
         assert "TMS fence: " in out[attack].get("error", ""), (attack, out[attack])
     assert "resolves to" in out["symlink"]["error"]  # the real place is named
-    assert out["refused"] == 9  # the armed attacks, counted for the job's report
+    assert out["refused"] == len(attacks)  # the armed attacks, counted for the job's report
     assert victim.read_bytes() == b"another tenant's data"
-    assert sorted(p.name for p in outside.iterdir()) == ["victim.parquet"]  # nothing planted
+    assert sorted(p.name for p in outside.iterdir()) == sorted(  # nothing planted or taken
+        ["victim.parquet", *baits])
+    assert out["copy_inside"] == {"ok": True} and (table / "data" / "a2.parquet").exists()
     assert out["write_inside"] == {"ok": True} and (table / "data" / "new.parquet").exists()
     assert (table / "data" / "a.parquet").exists() and not (table / "data" / "planted.parquet"
                                                             ).exists()
@@ -170,6 +205,15 @@ attempt("rename_out", lambda: fs.rename(Path(base + "/t/data/a.parquet"),
                                         Path(base + "/other/stolen.parquet")))
 attempt("overwrite", lambda: fs.create(Path(base + "/other/victim.parquet"), True).close()
         or True)
+import tempfile
+local = tempfile.NamedTemporaryFile(suffix=".parquet", delete=False)
+local.write(b"planted")
+local.close()
+attempt("copy_in_over", lambda: fs.copyFromLocalFile(False, True, Path("file://" + local.name),
+                                                     Path(base + "/other/victim.parquet"))
+        or True)
+attempt("multipart", lambda: fs.createMultipartUploader(Path(base + "/other")).build()
+        is not None)
 attempt("inside", lambda: fs.delete(Path(base + "/t/data/b.parquet"), False))
 attempt("write_inside", lambda: fs.create(Path(base + "/t/data/new.parquet"), False).close()
         or True)
@@ -201,9 +245,11 @@ def test_the_fence_holds_on_s3_too(tmp_path: Path) -> None:
             Bucket="fence", Key="lake/other/victim.parquet")["Body"].read()
 
     assert out["class"] == S3A_FS_CLASS
-    for attack in ("outside", "prefix", "dotdot", "recursive", "rename_out", "overwrite"):
+    attacks = ("outside", "prefix", "dotdot", "recursive", "rename_out", "overwrite",
+               "copy_in_over", "multipart")
+    for attack in attacks:
         assert "TMS fence: " in out[attack].get("error", ""), (attack, out[attack])
-    assert out["refused"] == 6
+    assert out["refused"] == len(attacks)
     assert out["inside"] == {"ok": True} and out["write_inside"] == {"ok": True}
     assert left == ["lake/other/victim.parquet", "lake/t/data/a.parquet",
                     "lake/t/data/new.parquet", "lake/t2/victim.parquet"]

@@ -176,6 +176,72 @@ public final class Fence {
 
   /** Refuse (an AccessControlException) a change of {@code qualified} outside the roots. */
   public static void check(String op, Path qualified, Root[] fromConf) throws IOException {
+    check(op, qualified, fromConf, false);
+  }
+
+  /**
+   * As {@link #check(String, Path, Root[])} for an operation that writes the file at
+   * {@code qualified} (create, overwrite, append, a rename's or a copy's destination): a local
+   * path whose last component is a symlink is refused too, since the bytes would land wherever
+   * the link points (and a directory link would take a renamed or copied file inside it).
+   */
+  public static void checkWrite(String op, Path qualified, Root[] fromConf) throws IOException {
+    check(op, qualified, fromConf, true);
+  }
+
+  /** Refuse an operation outright whenever the fence holds (armed or roots from the conf). */
+  public static void checkAll(String op, Path qualified, Root[] fromConf) throws IOException {
+    Root[] roots = effective(fromConf);
+    if (roots != null) {
+      throw refuse(op, qualified, roots, "TMS jobs do not use it, and the fence holds");
+    }
+  }
+
+  /** A copy from the local disk into {@code fs}: its destination, and its sources when moved. */
+  public static void checkCopyIn(org.apache.hadoop.fs.FileSystem fs, boolean delSrc,
+      Path[] srcs, Path dst, Root[] fromConf) throws IOException {
+    if (delSrc) {
+      for (Path src : srcs) {
+        check("move", localQualified(src), fromConf);
+      }
+    }
+    Path target = fs.makeQualified(dst);
+    checkWrite("copy to", target, fromConf);
+    for (Path src : srcs) {  // into an existing directory: written as dst/<name>
+      checkWrite("copy to", new Path(target, src.getName()), fromConf);
+    }
+  }
+
+  /** A copy out of {@code fs} to the local disk: its destination, and its source when moved. */
+  public static void checkCopyOut(org.apache.hadoop.fs.FileSystem fs, boolean delSrc, Path src,
+      Path dst, Root[] fromConf) throws IOException {
+    if (delSrc) {
+      check("move", fs.makeQualified(src), fromConf);
+    }
+    Path target = localQualified(dst);
+    checkWrite("copy to", target, fromConf);
+    checkWrite("copy to", new Path(target, src.getName()), fromConf);
+  }
+
+  /** A path of the local disk as a {@code file:} URI; another scheme is refused. */
+  static Path localQualified(Path p) throws IOException {
+    URI uri = p.toUri();
+    if (uri.getScheme() != null && !uri.getScheme().equalsIgnoreCase("file")) {
+      throw refuse("copy", p, null, "it is not on the local disk");
+    }
+    String raw = uri.getPath() == null || uri.getPath().isEmpty() ? "/" : uri.getPath();
+    return new Path("file", null, Paths.get(raw).toAbsolutePath().toString());
+  }
+
+  private static AccessControlException refuse(String op, Path qualified, Root[] roots,
+      String why) {
+    REFUSED.incrementAndGet();
+    return new AccessControlException(PREFIX + op + " of " + qualified + " refused: " + why
+        + (roots == null ? "" : " " + Arrays.toString(roots)));
+  }
+
+  private static void check(String op, Path qualified, Root[] fromConf, boolean write)
+      throws IOException {
     Root[] roots = effective(fromConf);
     if (roots == null) {
       return;
@@ -187,6 +253,9 @@ public final class Fence {
     String where = qualified.toString();
     if (!hasDotSegment(path)) {
       if (scheme.equals("file")) {
+        if (write && Files.isSymbolicLink(Paths.get(path).toAbsolutePath())) {
+          throw refuse(op, qualified, null, "it is a symbolic link (a write would follow it)");
+        }
         where = resolveLocal(path);
         for (Root r : roots) {
           ok |= r.contains(true, "", where);
@@ -199,10 +268,9 @@ public final class Fence {
       }
     }
     if (!ok) {
-      REFUSED.incrementAndGet();
-      throw new AccessControlException(PREFIX + op + " of " + qualified + " refused: "
-          + (where.equals(qualified.toString()) ? "it" : "it resolves to " + where + ", which")
-          + " lies outside the locations this job may change " + Arrays.toString(roots));
+      throw refuse(op, qualified, roots,
+          (where.equals(qualified.toString()) ? "it" : "it resolves to " + where + ", which")
+          + " lies outside the locations this job may change");
     }
   }
 }

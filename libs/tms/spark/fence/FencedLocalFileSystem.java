@@ -30,7 +30,7 @@ public class FencedLocalFileSystem extends LocalFileSystem {
   @Override
   public boolean rename(Path src, Path dst) throws IOException {
     Fence.check("rename", makeQualified(src), confRoots);
-    Fence.check("rename to", makeQualified(dst), confRoots);
+    Fence.checkWrite("rename to", makeQualified(dst), confRoots);
     return super.rename(src, dst);
   }
 
@@ -38,7 +38,7 @@ public class FencedLocalFileSystem extends LocalFileSystem {
   public FSDataOutputStream create(Path f, FsPermission permission, boolean overwrite,
       int bufferSize, short replication, long blockSize, Progressable progress)
       throws IOException {
-    Fence.check("write", makeQualified(f), confRoots);
+    Fence.checkWrite("write", makeQualified(f), confRoots);
     return super.create(f, permission, overwrite, bufferSize, replication, blockSize, progress);
   }
 
@@ -46,7 +46,7 @@ public class FencedLocalFileSystem extends LocalFileSystem {
   public FSDataOutputStream create(Path f, FsPermission permission, EnumSet<CreateFlag> flags,
       int bufferSize, short replication, long blockSize, Progressable progress,
       org.apache.hadoop.fs.Options.ChecksumOpt checksumOpt) throws IOException {
-    Fence.check("write", makeQualified(f), confRoots);
+    Fence.checkWrite("write", makeQualified(f), confRoots);
     return super.create(f, permission, flags, bufferSize, replication, blockSize, progress,
         checksumOpt);
   }
@@ -55,7 +55,7 @@ public class FencedLocalFileSystem extends LocalFileSystem {
   public FSDataOutputStream createNonRecursive(Path f, FsPermission permission,
       boolean overwrite, int bufferSize, short replication, long blockSize,
       Progressable progress) throws IOException {
-    Fence.check("write", makeQualified(f), confRoots);
+    Fence.checkWrite("write", makeQualified(f), confRoots);
     return super.createNonRecursive(f, permission, overwrite, bufferSize, replication, blockSize,
         progress);
   }
@@ -64,7 +64,7 @@ public class FencedLocalFileSystem extends LocalFileSystem {
   public FSDataOutputStream createNonRecursive(Path f, FsPermission permission,
       EnumSet<CreateFlag> flags, int bufferSize, short replication, long blockSize,
       Progressable progress) throws IOException {
-    Fence.check("write", makeQualified(f), confRoots);
+    Fence.checkWrite("write", makeQualified(f), confRoots);
     return super.createNonRecursive(f, permission, flags, bufferSize, replication, blockSize,
         progress);
   }
@@ -72,7 +72,48 @@ public class FencedLocalFileSystem extends LocalFileSystem {
   @Override
   public FSDataOutputStream append(Path f, int bufferSize, Progressable progress)
       throws IOException {
-    Fence.check("write", makeQualified(f), confRoots);
+    Fence.checkWrite("write", makeQualified(f), confRoots);
     return super.append(f, bufferSize, progress);
+  }
+
+  @Override
+  public void copyFromLocalFile(boolean delSrc, boolean overwrite, Path src, Path dst)
+      throws IOException {
+    Fence.checkCopyIn(this, delSrc, new Path[] {src}, dst, confRoots);
+    super.copyFromLocalFile(delSrc, overwrite, src, dst);
+  }
+
+  @Override
+  public void copyFromLocalFile(boolean delSrc, boolean overwrite, Path[] srcs, Path dst)
+      throws IOException {
+    Fence.checkCopyIn(this, delSrc, srcs, dst, confRoots);
+    super.copyFromLocalFile(delSrc, overwrite, srcs, dst);
+  }
+
+  @Override
+  public void copyToLocalFile(boolean delSrc, Path src, Path dst) throws IOException {
+    Fence.checkCopyOut(this, delSrc, src, dst, confRoots);
+    super.copyToLocalFile(delSrc, src, dst);
+  }
+
+  @Override
+  public void copyToLocalFile(boolean delSrc, Path src, Path dst, boolean useRawLocalFileSystem)
+      throws IOException {
+    Fence.checkCopyOut(this, delSrc, src, dst, confRoots);
+    super.copyToLocalFile(delSrc, src, dst, useRawLocalFileSystem);
+  }
+
+  @Override
+  protected void rename(Path src, Path dst, org.apache.hadoop.fs.Options.Rename... options)
+      throws IOException {
+    Fence.check("rename", makeQualified(src), confRoots);
+    Fence.checkWrite("rename to", makeQualified(dst), confRoots);
+    super.rename(src, dst, options);
+  }
+
+  @Override
+  public void createSymlink(Path target, Path link, boolean createParent) throws IOException {
+    Fence.checkWrite("symlink", makeQualified(link), confRoots);
+    super.createSymlink(target, link, createParent);
   }
 }

@@ -30,7 +30,7 @@ public class FencedS3AFileSystem extends S3AFileSystem {
   @Override
   public boolean rename(Path src, Path dst) throws IOException {
     Fence.check("rename", makeQualified(src), confRoots);
-    Fence.check("rename to", makeQualified(dst), confRoots);
+    Fence.checkWrite("rename to", makeQualified(dst), confRoots);
     return super.rename(src, dst);
   }
 
@@ -38,7 +38,7 @@ public class FencedS3AFileSystem extends S3AFileSystem {
   public FSDataOutputStream create(Path f, FsPermission permission, boolean overwrite,
       int bufferSize, short replication, long blockSize, Progressable progress)
       throws IOException {
-    Fence.check("write", makeQualified(f), confRoots);
+    Fence.checkWrite("write", makeQualified(f), confRoots);
     return super.create(f, permission, overwrite, bufferSize, replication, blockSize, progress);
   }
 
@@ -46,7 +46,7 @@ public class FencedS3AFileSystem extends S3AFileSystem {
   public FSDataOutputStream createNonRecursive(Path f, FsPermission permission,
       EnumSet<CreateFlag> flags, int bufferSize, short replication, long blockSize,
       Progressable progress) throws IOException {
-    Fence.check("write", makeQualified(f), confRoots);
+    Fence.checkWrite("write", makeQualified(f), confRoots);
     return super.createNonRecursive(f, permission, flags, bufferSize, replication, blockSize,
         progress);
   }
@@ -54,7 +54,43 @@ public class FencedS3AFileSystem extends S3AFileSystem {
   @Override
   public FSDataOutputStream append(Path f, int bufferSize, Progressable progress)
       throws IOException {
-    Fence.check("write", makeQualified(f), confRoots);
+    Fence.checkWrite("write", makeQualified(f), confRoots);
     return super.append(f, bufferSize, progress);
+  }
+
+  @Override
+  public void copyFromLocalFile(boolean delSrc, boolean overwrite, Path src, Path dst)
+      throws IOException {
+    Fence.checkCopyIn(this, delSrc, new Path[] {src}, dst, confRoots);
+    super.copyFromLocalFile(delSrc, overwrite, src, dst);
+  }
+
+  @Override
+  public void copyFromLocalFile(boolean delSrc, boolean overwrite, Path[] srcs, Path dst)
+      throws IOException {
+    Fence.checkCopyIn(this, delSrc, srcs, dst, confRoots);
+    super.copyFromLocalFile(delSrc, overwrite, srcs, dst);
+  }
+
+  @Override
+  public void copyToLocalFile(boolean delSrc, Path src, Path dst) throws IOException {
+    Fence.checkCopyOut(this, delSrc, src, dst, confRoots);
+    super.copyToLocalFile(delSrc, src, dst);
+  }
+
+  @Override
+  public void copyToLocalFile(boolean delSrc, Path src, Path dst, boolean useRawLocalFileSystem)
+      throws IOException {
+    Fence.checkCopyOut(this, delSrc, src, dst, confRoots);
+    super.copyToLocalFile(delSrc, src, dst, useRawLocalFileSystem);
+  }
+
+  /** Refused while the fence holds: an upload's parts name their own paths, and no TMS job
+   * uses this interface (S3A's own output streams upload in parts without it). */
+  @Override
+  public org.apache.hadoop.fs.s3a.impl.S3AMultipartUploaderBuilder createMultipartUploader(
+      Path basePath) throws IOException {
+    Fence.checkAll("multipart upload", makeQualified(basePath), confRoots);
+    return super.createMultipartUploader(basePath);
   }
 }
