@@ -201,6 +201,11 @@ def test_accepted_secret_references(open_api) -> None:
     "jar:file:/x!/y", "file://evil.example/lake", "file://127.0.0.1/lake", "s3:/lake/wh",
     "s3://", "s3://user@lake/wh", "s3://lake/wh\x00x", "s3://lake/wh%00x", "s3://lake\\wh",
     "\\\\server\\share", "", "s3://la ke/wh", "s3://lake/" + "a" * 4100,
+    # Azure's container@account: only on its own schemes, never a user, password or port
+    "abfss://user:pw@acct.dfs.core.windows.net/wh", "gs://lake@acct.dfs.core.windows.net/wh",
+    "abfss://lake@acct.dfs.core.windows.net@evil.example/wh", "abfss://@acct.x.net/wh",
+    "abfss://lake@acct.dfs.core.windows.net:443/wh", "wasbs://l@acct.blob.core.windows.net/x",
+    "abfs://lake--@acct.dfs.core.windows.net/wh", "abfss://lake@a.dfs.core.windows.net/wh",
 ])
 def test_odd_allowed_locations_are_refused(open_api, location: str) -> None:
     code, fields = error_of(lambda: create(open_api.stub(), type="hadoop", properties={},
@@ -213,7 +218,9 @@ def test_local_locations_on_this_machine_are_accepted(open_api) -> None:
     made = create(open_api.stub(), type="hadoop", properties={}, secrets={},
                   allowed_locations=["file://localhost/srv/lake", "file:///srv/lake2",
                                      "/srv/lake3", "FILE://LOCALHOST/x", "s3a://lake/wh",
-                                     "gs://b/p", "hdfs://nn:8020/x"])
+                                     "gs://b/p", "hdfs://nn:8020/x",
+                                     "abfss://lake@acct01.dfs.core.windows.net/wh",
+                                     "wasbs://lake-2@acct01.blob.core.windows.net/wh"])
     assert made.allowed_locations[0] == "file://localhost/srv/lake"
 
 

@@ -192,6 +192,10 @@ for key, value in {"fs.s3a.endpoint": endpoint, "fs.s3a.path.style.access": "tru
                    "fs.s3a.connection.ssl.enabled": "false", "fs.s3a.access.key": "k",
                    "fs.s3a.secret.key": "s", "fs.s3a.endpoint.region": "us-east-1"}.items():
     conf.set(key, value)
+if sys.argv[3] == "filter":  # the filter every other store gets, wrapping S3A here
+    conf.set("fs.s3a.impl", "tms.fence.FencedFilterFileSystem")
+    conf.set("tms.fence.inner.s3a.impl", "org.apache.hadoop.fs.s3a.S3AFileSystem")
+    conf.setBoolean("fs.s3a.impl.disable.cache", True)
 base = "s3a://" + bucket + "/lake"
 fs = Path(base + "/").getFileSystem(conf)
 out["class"] = fs.getClass().getName()
@@ -224,12 +228,16 @@ spark.stop()
 '''
 
 
-def test_the_fence_holds_on_s3_too(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["s3a", "filter"])
+def test_the_fence_holds_on_s3_too(tmp_path: Path, mode: str) -> None:
     """The same on S3 (moto on loopback, S3A as every job gets it): another table's prefix,
     a prefix that merely starts with the table's name, ``..``, a recursive delete, a rename
-    out; inside the table S3A works as before."""
+    out, a copy in, a multipart upload; inside the table S3A works as before. ``filter``:
+    the same attacks through the filter that fences every other store (HDFS, GCS, Azure,
+    OSS, none of which can run here), wrapping S3A: what it holds does not depend on the
+    connector inside it."""
     from tests.servers.moto import moto_server
-    from tms.spark.provision_fence import S3A_FS_CLASS
+    from tms.spark.provision_fence import FILTER_FS_CLASS, S3A_FS_CLASS
 
     with moto_server(tmp_path / "moto") as moto:
         moto.create_bucket("fence")
@@ -238,13 +246,13 @@ def test_the_fence_holds_on_s3_too(tmp_path: Path) -> None:
                 "lake/t/data/b.parquet"]
         for key in keys:
             s3.put_object(Bucket="fence", Key=key, Body=b"x")  # type: ignore[attr-defined]
-        out = _probe(tmp_path, PROBE_S3, [moto.endpoint, "fence"])
+        out = _probe(tmp_path, PROBE_S3, [moto.endpoint, "fence", mode])
         left = sorted(o["Key"] for o in s3.list_objects_v2(  # type: ignore[attr-defined]
             Bucket="fence")["Contents"])
         victim_body = s3.get_object(  # type: ignore[attr-defined]
             Bucket="fence", Key="lake/other/victim.parquet")["Body"].read()
 
-    assert out["class"] == S3A_FS_CLASS
+    assert out["class"] == (S3A_FS_CLASS if mode == "s3a" else FILTER_FS_CLASS)
     attacks = ("outside", "prefix", "dotdot", "recursive", "rename_out", "overwrite",
                "copy_in_over", "multipart")
     for attack in attacks:

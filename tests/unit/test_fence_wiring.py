@@ -19,10 +19,13 @@ from tms.spark.provision_fence import (
     FENCE_JAR,
     FENCE_ROOTS_CONF,
     FENCE_S3A_JAR,
+    FILTER_FS_CLASS,
+    INNER_CONF,
     LOCAL_FS_CLASS,
     REQUIRED_CONF,
     S3A_FS_CLASS,
     S3A_PLAIN_CLASS,
+    WRAPPED_FILE_SYSTEMS,
     storage_conf,
 )
 from tms.spark.settings import SparkSettings
@@ -42,9 +45,13 @@ def test_without_the_jar_only_s3_is_mapped_and_nothing_is_required() -> None:
 
 def test_with_the_jar_every_scheme_is_fenced_and_the_jar_is_on_the_class_path() -> None:
     conf = storage_conf(["/j/iceberg.jar", f"/j/{FENCE_JAR}", f"/j/{FENCE_S3A_JAR}"])
+    wrapped = {f"spark.hadoop.fs.{s}.impl": FILTER_FS_CLASS for s in WRAPPED_FILE_SYSTEMS}
+    wrapped.update({INNER_CONF.format(s): c for s, c in WRAPPED_FILE_SYSTEMS.items()})
+    assert {"hdfs", "gs", "abfs", "abfss", "wasbs", "oss"} == set(WRAPPED_FILE_SYSTEMS)
     assert conf == {"spark.hadoop.fs.file.impl": LOCAL_FS_CLASS,
                     "spark.hadoop.fs.s3a.impl": S3A_FS_CLASS,
                     "spark.hadoop.fs.s3.impl": S3A_FS_CLASS,
+                    **wrapped,
                     REQUIRED_CONF: "true",
                     "spark.driver.extraClassPath": f"/j/{FENCE_JAR}",
                     "spark.executor.extraClassPath": f"/j/{FENCE_JAR}"}
@@ -139,10 +146,11 @@ def test_not_required_runs_unfenced_and_says_so(table: CheckedTable,
     assert info == {"required": False, "state": "off"}
 
 
+@pytest.mark.parametrize("fs_class", [LOCAL_FS_CLASS, S3A_FS_CLASS, FILTER_FS_CLASS])
 def test_required_arms_the_tables_own_location_for_the_block(
-        table: CheckedTable, monkeypatch: pytest.MonkeyPatch) -> None:
+        table: CheckedTable, monkeypatch: pytest.MonkeyPatch, fs_class: str) -> None:
     jfence = FakeFence()
-    with _arm(FakeSpark(True, LOCAL_FS_CLASS, jfence), table, monkeypatch) as info:
+    with _arm(FakeSpark(True, fs_class, jfence), table, monkeypatch) as info:
         assert jfence.roots == ["file:///lake/t"]
     assert jfence.roots is None  # disarmed after
     assert info["state"] == "armed" and info["refused"] == 0
@@ -155,6 +163,10 @@ def test_required_but_not_in_place_refuses_before_the_action(
         with _arm(FakeSpark(True, "org.apache.hadoop.fs.LocalFileSystem", FakeFence()),
                   table, monkeypatch):
             ran.append(True)
+    with pytest.raises(LocationRefused, match="ViewFileSystem, not a fenced"):  # not wrapped
+        with _arm(FakeSpark(True, "org.apache.hadoop.fs.viewfs.ViewFileSystem", FakeFence()),
+                  table, monkeypatch):
+            ran.append(True)
     assert not ran
 
 
@@ -165,3 +177,23 @@ def test_a_change_the_fence_refused_fails_the_operation(
         with _arm(FakeSpark(True, LOCAL_FS_CLASS, jfence), table, monkeypatch):
             pass
     assert jfence.roots is None
+
+
+def test_an_operators_own_connector_is_the_one_wrapped_not_the_fence_removed(
+        tmp_path: Path) -> None:
+    """``spark.hadoop.fs.gs.impl`` from the operator names the class the filter wraps; it
+    cannot take the filter's place (every gs: job would then be refused as unfenced)."""
+    jar = _home(tmp_path, FENCE_JAR) / "jars" / FENCE_JAR
+    settings = SparkSettings(jars=(str(jar),), conf={
+        "spark.hadoop.fs.gs.impl": "com.example.OwnGcs",
+        "spark.hadoop.fs.hdfs.impl": FILTER_FS_CLASS,
+        "spark.hadoop.fs.viewfs.impl": "com.example.OwnView"})
+    conf = settings.effective_conf()
+    assert conf["spark.hadoop.fs.gs.impl"] == FILTER_FS_CLASS
+    assert conf[INNER_CONF.format("gs")] == "com.example.OwnGcs"
+    assert conf["spark.hadoop.fs.hdfs.impl"] == FILTER_FS_CLASS  # naming the filter: kept
+    assert conf[INNER_CONF.format("hdfs")] == WRAPPED_FILE_SYSTEMS["hdfs"]
+    assert conf["spark.hadoop.fs.viewfs.impl"] == "com.example.OwnView"  # not wrapped
+    # without the fence, the operator's class is used as it is
+    plain = SparkSettings(conf={"spark.hadoop.fs.gs.impl": "com.example.OwnGcs"})
+    assert plain.effective_conf()["spark.hadoop.fs.gs.impl"] == "com.example.OwnGcs"

@@ -9,7 +9,8 @@ suppresses a failed delete during expiry (it logs and goes on), so the job count
 refusals and fails the operation, not retried, when there were any: someone tried.
 
 The executor's Spark settings put the jar on the classpath and name the fenced file systems
-for ``file:``, ``s3a:`` and ``s3:`` when the jar is provisioned, and then require the fence
+for ``file:``, ``s3a:``, ``s3:`` and (wrapped by the filter) every other store when the jar is
+provisioned, and then require the fence
 (``REQUIRED_CONF``): the job refuses to act on a table whose file system is not fenced.
 
 Imports only the standard library; the JVM is reached through the session.
@@ -30,7 +31,8 @@ except ImportError:  # shipped alone, next to its siblings
     from table_guard import CheckedTable, LocationRefused  # type: ignore[no-redef]
 
 FENCE_CLASS = "tms.fence.Fence"
-FENCED_CLASSES = ("tms.fence.FencedLocalFileSystem", "tms.fence.FencedS3AFileSystem")
+FENCED_CLASSES = ("tms.fence.FencedLocalFileSystem", "tms.fence.FencedS3AFileSystem",
+                  "tms.fence.FencedFilterFileSystem")
 REQUIRED_CONF = "spark.tms.fence.required"
 
 

@@ -37,6 +37,12 @@ SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3"}
 _URI_RE = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*):(.*)$", re.DOTALL)
 _BAD_CHARS_RE = re.compile(r"[\x00-\x1f\x7f\\]")
 _AUTHORITY_RE = re.compile(r"^[A-Za-z0-9._~-]+(:[0-9]{1,5})?$")
+# Azure's stores name a container and an account host (abfss://lake@acct.dfs.core.windows.net):
+# the "@" is not a user. Container names: 3-63 of a-z, 0-9 and inner "-"; an account: 3-24
+# of a-z and 0-9; then the endpoint's DNS labels (sovereign clouds, private endpoints).
+AZURE_SCHEMES = frozenset({"abfs", "abfss", "wasbs"})
+_AZURE_AUTHORITY_RE = re.compile(
+    r"^[a-z0-9](?:[a-z0-9-]{1,61}[a-z0-9])@[a-z0-9]{3,24}(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)+$")
 
 
 class LocationError(ValueError):
@@ -120,7 +126,13 @@ def parse(raw: str, *, literal: bool = False) -> Location:
                             f"got {raw[:200]!r}")
     authority, slash, path = rest[2:].partition("/")
     if "@" in authority:
-        raise LocationError("locations must not carry credentials (user@host)")
+        if scheme not in AZURE_SCHEMES:
+            raise LocationError("locations must not carry credentials (user@host)")
+        if not _AZURE_AUTHORITY_RE.fullmatch(authority.lower()):
+            raise LocationError(f"{scheme} locations name container@account.host (a container "
+                                f"of 3-63 a-z, 0-9 and inner '-', an account of 3-24 a-z and "
+                                f"0-9, no user or port), got {authority[:100]!r}")
+        return Location(scheme, authority.lower(), _segments("/" + path, raw))
     if not _AUTHORITY_RE.fullmatch(authority):
         raise LocationError(f"invalid bucket or host {authority[:100]!r} in {raw[:200]!r}")
     return Location(scheme, authority.lower(), _segments("/" + path, raw))

@@ -1,6 +1,7 @@
 """Build TMS's own Hadoop file systems from the sources shipped with the package
-(``tms/spark/fence/*.java``): the local file system and S3A with deletes and renames held to
-the table a job works on (``tms.jobs.fence`` arms them; docs/security.md).
+(``tms/spark/fence/*.java``): the local file system, S3A, and a filter for every other store
+(HDFS, GCS, Azure, OSS) with deletes, renames and writes held to the table a job works on
+(``tms.jobs.fence`` arms them; docs/security.md).
 
 Two jars, because of class loaders: spark-submit opens ``file:`` paths through Hadoop before
 ``--jars`` are loaded, so the fence and the local file system (``tms-fence.jar``) go on the
@@ -116,13 +117,29 @@ def ensure_fence_jar(home: Path) -> list[Path]:
                   *sorted(str(p) for p in src.iterdir())], "javac (tms-fence)")
         s3a = classes / _entry(S3A_FS_CLASS)
         local = [p for p in classes.rglob("*.class") if p != s3a]
-        _write_jar(targets[0], local, classes, want, [_entry(FENCE_CLASS), _entry(LOCAL_FS_CLASS)])
+        _write_jar(targets[0], local, classes, want,
+                   [_entry(FENCE_CLASS), _entry(LOCAL_FS_CLASS), _entry(FILTER_FS_CLASS)])
         _write_jar(targets[1], [s3a], classes, want, [_entry(S3A_FS_CLASS)])
     for t in targets:
         log.info("built %s", t)
     return targets
 
 S3A_PLAIN_CLASS = "org.apache.hadoop.fs.s3a.S3AFileSystem"
+FILTER_FS_CLASS = "tms.fence.FencedFilterFileSystem"
+# the class the filter wraps for a scheme: FencedFilterFileSystem.INNER_PREFIX in Hadoop's conf
+INNER_CONF = "spark.hadoop.tms.fence.inner.{}.impl"
+# Every other store TMS's locations accept, and the connector class Hadoop would use for it;
+# an operator's own ``spark.hadoop.fs.<scheme>.impl`` becomes the wrapped class instead
+# (``operator_key``). viewfs is left alone: its mount points resolve to other file systems
+# whose paths its roots do not name, so a viewfs table's job is refused as unfenced.
+WRAPPED_FILE_SYSTEMS = {
+    "hdfs": "org.apache.hadoop.hdfs.DistributedFileSystem",
+    "gs": "com.google.cloud.hadoop.fs.gcs.GoogleHadoopFileSystem",
+    "abfs": "org.apache.hadoop.fs.azurebfs.AzureBlobFileSystem",
+    "abfss": "org.apache.hadoop.fs.azurebfs.SecureAzureBlobFileSystem",
+    "wasbs": "org.apache.hadoop.fs.azure.NativeAzureFileSystem$Secure",
+    "oss": "org.apache.hadoop.fs.aliyun.oss.AliyunOSSFileSystem",
+}
 REQUIRED_CONF = "spark.tms.fence.required"  # read by tms.jobs.fence
 # the roots of a JVM nobody arms (Hudi's utilities): Fence.ROOTS_KEY in the Hadoop conf
 FENCE_ROOTS_CONF = "spark.hadoop.tms.fence.roots"
@@ -141,8 +158,25 @@ def storage_conf(jars: Iterable[str]) -> dict[str, str]:
     if not fence:
         return {"spark.hadoop.fs.s3.impl": S3A_PLAIN_CLASS}
     s3a = S3A_FS_CLASS if any(Path(j).name == FENCE_S3A_JAR for j in jars) else S3A_PLAIN_CLASS
+    wrapped = {}
+    for scheme, inner in WRAPPED_FILE_SYSTEMS.items():
+        wrapped[f"spark.hadoop.fs.{scheme}.impl"] = FILTER_FS_CLASS
+        wrapped[INNER_CONF.format(scheme)] = inner
     return {"spark.hadoop.fs.file.impl": LOCAL_FS_CLASS,
             "spark.hadoop.fs.s3a.impl": s3a,
             "spark.hadoop.fs.s3.impl": s3a,
+            **wrapped,
             REQUIRED_CONF: "true",
             **{key: fence[0] for key in CLASS_PATH_KEYS}}
+
+
+def operator_key(key: str, value: str, conf: dict[str, str]) -> str:
+    """Where an operator's conf entry goes: ``spark.hadoop.fs.<scheme>.impl`` for a store the
+    fence wraps (``conf`` already maps it to the filter) names the class to wrap, so a
+    connector of the operator's choice is used and stays fenced; any other key is kept."""
+    scheme = key.removeprefix("spark.hadoop.fs.").removesuffix(".impl")
+    if (key.startswith("spark.hadoop.fs.") and key.endswith(".impl")
+            and conf.get(key) == FILTER_FS_CLASS and value != FILTER_FS_CLASS
+            and scheme in WRAPPED_FILE_SYSTEMS):
+        return INNER_CONF.format(scheme)
+    return key

@@ -29,7 +29,13 @@ from tms.secrets import ENV_PREFIX as SECRET_ENV_PREFIX
 from tms.spark import cluster_settings as cs
 from tms.spark.cluster import refusal
 from tms.spark.provision import ICEBERG_RUNTIME_JAR, POSTGRES_JDBC_JAR, default_jars
-from tms.spark.provision_fence import CLASS_PATH_KEYS, FENCE_JAR, FENCE_S3A_JAR, storage_conf
+from tms.spark.provision_fence import (
+    CLASS_PATH_KEYS,
+    FENCE_JAR,
+    FENCE_S3A_JAR,
+    operator_key,
+    storage_conf,
+)
 from tms.spark.provision_io import jars_dir
 
 log = logging.getLogger(__name__)
@@ -242,6 +248,7 @@ class SparkSettings:
             })
         conf.update(cs.cluster_conf(self))
         for key, value in self.conf.items():  # the operator's class path keeps the fence's
+            key = operator_key(key, value, conf)  # and a fenced store's own class is wrapped
             joined = key in CLASS_PATH_KEYS and key in conf and value != conf[key]
             conf[key] = f"{conf[key]}:{value}" if joined else value
         return conf

@@ -38,20 +38,23 @@ public final class Fence {
 
   private Fence() {}
 
-  /** One root: a resolved local directory, or a bucket and key prefix. */
+  /** One root: a resolved local directory, or a store, a bucket (or host) and a path. */
   public static final class Root {
     final boolean local;
+    final String scheme; // object stores only: s3 (for s3a, s3n too), gs, hdfs, ...
     final String bucket; // object stores only, lower case
     final String path; // absolute, no trailing slash ("/" for a root)
 
-    Root(boolean local, String bucket, String path) {
+    Root(boolean local, String scheme, String bucket, String path) {
       this.local = local;
+      this.scheme = scheme;
       this.bucket = bucket;
       this.path = path;
     }
 
-    boolean contains(boolean isLocal, String otherBucket, String otherPath) {
-      if (isLocal != local || (!local && !bucket.equals(otherBucket))) {
+    boolean contains(boolean isLocal, String otherScheme, String otherBucket, String otherPath) {
+      if (isLocal != local
+          || (!local && !(scheme.equals(otherScheme) && bucket.equals(otherBucket)))) {
         return false;
       }
       return path.equals("/") || otherPath.equals(path) || otherPath.startsWith(path + "/");
@@ -59,11 +62,24 @@ public final class Fence {
 
     @Override
     public String toString() {
-      return local ? path : "s3://" + bucket + (path.equals("/") ? "" : path);
+      return local ? path : scheme + "://" + bucket + (path.equals("/") ? "" : path);
     }
   }
 
-  /** Allow changes only inside {@code roots} (local paths or file:, s3:, s3a: URIs). */
+  /** The object stores a root may name; a store's aliases fold into one name. */
+  static String objectScheme(String scheme) {
+    switch (scheme) {
+      case "s3": case "s3a": case "s3n":
+        return "s3";
+      case "gs": case "abfs": case "abfss": case "wasbs": case "oss": case "hdfs":
+        return scheme;
+      default:
+        return null;
+    }
+  }
+
+  /** Allow changes only inside {@code roots} (local paths, file: URIs, or object-store URIs:
+   * s3:, s3a:, s3n:, gs:, abfs:, abfss:, wasbs:, oss:, hdfs:). */
   public static void arm(String[] roots) throws IOException {
     armed = parse(roots);
   }
@@ -106,13 +122,14 @@ public final class Fence {
       }
       if (scheme.equals("file")) {
         java.nio.file.Path real = Paths.get(path).toRealPath();
-        out.add(new Root(true, "", trim(real.toString())));
-      } else if (scheme.equals("s3") || scheme.equals("s3a")) {
+        out.add(new Root(true, "", "", trim(real.toString())));
+      } else if (objectScheme(scheme) != null) {
         String bucket = uri == null ? null : uri.getAuthority();
         if (bucket == null || bucket.isEmpty()) {
-          throw new IOException(PREFIX + "root " + value + " names no bucket");
+          throw new IOException(PREFIX + "root " + value + " names no bucket or host");
         }
-        out.add(new Root(false, bucket.toLowerCase(Locale.ROOT), trim(path)));
+        out.add(new Root(false, objectScheme(scheme), bucket.toLowerCase(Locale.ROOT),
+            trim(path)));
       } else {
         throw new IOException(PREFIX + "root " + value + ": unsupported scheme " + scheme);
       }
@@ -258,12 +275,12 @@ public final class Fence {
         }
         where = resolveLocal(path);
         for (Root r : roots) {
-          ok |= r.contains(true, "", where);
+          ok |= r.contains(true, "", "", where);
         }
-      } else if (scheme.equals("s3") || scheme.equals("s3a")) {
+      } else if (objectScheme(scheme) != null) {
         String bucket = uri.getAuthority() == null ? "" : uri.getAuthority().toLowerCase(Locale.ROOT);
         for (Root r : roots) {
-          ok |= r.contains(false, bucket, trim(path));
+          ok |= r.contains(false, objectScheme(scheme), bucket, trim(path));
         }
       }
     }
