@@ -110,20 +110,28 @@ own.setBoolean("fs.file.impl.disable.cache", True)
 conf_fs = Path("file:///").getFileSystem(own)
 attempt("conf_outside", lambda: conf_fs.delete(Path(outside + "/victim.parquet"), False))
 attempt("conf_inside", lambda: conf_fs.delete(Path(table + "/data/c.parquet"), False))
+# the operator's extra roots (a cluster's staging directory) join the table's, nothing else
+extra = jvm.org.apache.hadoop.conf.Configuration(own)
+extra.set("tms.fence.extra-roots", "file://" + sys.argv[3])
+extra_fs = Path("file:///").getFileSystem(extra)
+attempt("extra_inside", lambda: extra_fs.create(Path(sys.argv[3] + "/app.jar"), True).close()
+        or True)
+attempt("extra_outside", lambda: extra_fs.delete(Path(outside + "/victim.parquet"), False))
 print("FENCE " + json.dumps(out))
 spark.stop()
 '''
 
 
-def _probe(tmp_path: Path, text: str, args: list[str]) -> dict[str, Any]:
+def _probe(tmp_path: Path, text: str, args: list[str],
+           env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run a probe script under the production spark-submit settings; what it recorded."""
     script = tmp_path / "probe.py"
     script.write_text(text)
     settings = spark_settings()
     assert any(Path(j).name == FENCE_JAR for j in settings.jars), settings.jars
     proc = subprocess.run(settings.submit_argv(str(script), args),
-                          env=settings.submit_env(os.environ), capture_output=True, text=True,
-                          timeout=PROBE_TIMEOUT_S)
+                          env={**settings.submit_env(os.environ), **(env or {})},
+                          capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
     assert proc.returncode == 0, proc.stderr[-4000:]
     line = next(x for x in proc.stdout.splitlines() if x.startswith("FENCE "))
     return json.loads(line.removeprefix("FENCE "))  # type: ignore[no-any-return]
@@ -144,14 +152,16 @@ def test_the_fence_refuses_every_change_outside_the_armed_table(tmp_path: Path) 
     (table / "data" / "evil.parquet").symlink_to(victim)
     (table / "data" / "evil_dir").symlink_to(outside, target_is_directory=True)
 
-    out = _probe(tmp_path, PROBE, [str(table), str(outside)])
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    out = _probe(tmp_path, PROBE, [str(table), str(outside), str(staging)])
 
     assert out["class"] == LOCAL_FS_CLASS and out["required"] == "true"
     attacks = ("outside", "symlink", "dotdot", "recursive", "rename_out", "rename_in",
                "overwrite", "append", "create_out", "copy_in_over", "copy_in_many",
                "copy_in_delsrc", "copy_out_raw", "copy_out_delsrc", "move_out",
                "write_via_link", "rename_via_link", "builder")
-    for attack in (*attacks, "conf_outside"):
+    for attack in (*attacks, "conf_outside", "extra_outside"):
         assert "TMS fence: " in out[attack].get("error", ""), (attack, out[attack])
     assert "resolves to" in out["symlink"]["error"]  # the real place is named
     assert out["refused"] == len(attacks)  # the armed attacks, counted for the job's report
@@ -165,6 +175,7 @@ def test_the_fence_refuses_every_change_outside_the_armed_table(tmp_path: Path) 
     # inside the table the file system works as before, armed or not
     assert out["inside"] == {"ok": True} and out["conf_inside"] == {"ok": True}
     assert out["unarmed_inside"] == {"ok": True}
+    assert out["extra_inside"] == {"ok": True} and (staging / "app.jar").exists()
     assert not (table / "data" / "b.parquet").exists()
 
 
@@ -226,6 +237,40 @@ jvm.tms.fence.Fence.disarm()
 print("FENCE " + json.dumps(out))
 spark.stop()
 '''
+
+
+PROBE_SUBMIT_ONLY = PROBE_HEAD + r'''
+table, outside = sys.argv[1], sys.argv[2]
+own = jvm.org.apache.hadoop.conf.Configuration(conf)
+own.set("tms.fence.roots", "file://" + table)
+own.setBoolean("fs.file.impl.disable.cache", True)
+fs = Path("file:///").getFileSystem(own)
+out["class"] = fs.getClass().getName()
+attempt("outside", lambda: fs.create(Path(outside + "/staged.jar"), True).close() or True)
+print("FENCE " + json.dumps(out))
+spark.stop()
+'''
+
+
+def test_a_jvm_that_only_submits_holds_no_table_roots(tmp_path: Path) -> None:
+    """spark-submit in cluster mode gets the job's ``spark.hadoop.*`` conf (a Hudi job's
+    roots among it) and uploads the application to the cluster's staging directory: TMS
+    marks that JVM (``SPARK_SUBMIT_OPTS``) and the fence does not hold there. The driver and
+    executors, which change the table, never get the mark."""
+    from tms.spark.settings import ENV_SUBMIT_OPTS, SUBMIT_ONLY_OPT
+
+    table, outside = tmp_path / "t", tmp_path / "staging"
+    table.mkdir()
+    outside.mkdir()
+    out = _probe(tmp_path, PROBE_SUBMIT_ONLY, [str(table), str(outside)],
+                 {ENV_SUBMIT_OPTS: SUBMIT_ONLY_OPT})
+    assert out["class"] == LOCAL_FS_CLASS and out["outside"] == {"ok": True}
+    assert (outside / "staged.jar").exists()
+    # without the mark, the same JVM holds the roots from the conf
+    (outside / "staged.jar").unlink()
+    out = _probe(tmp_path, PROBE_SUBMIT_ONLY, [str(table), str(outside)])
+    assert "TMS fence: " in out["outside"].get("error", "")
+    assert not (outside / "staged.jar").exists()
 
 
 @pytest.mark.parametrize("mode", ["s3a", "filter"])

@@ -28,7 +28,7 @@ from tms.spark.provision_fence import (
     WRAPPED_FILE_SYSTEMS,
     storage_conf,
 )
-from tms.spark.settings import SparkSettings
+from tms.spark.settings import SUBMIT_ONLY_OPT, SparkSettings
 
 
 def _home(tmp_path: Path, *names: str) -> Path:
@@ -197,3 +197,18 @@ def test_an_operators_own_connector_is_the_one_wrapped_not_the_fence_removed(
     # without the fence, the operator's class is used as it is
     plain = SparkSettings(conf={"spark.hadoop.fs.gs.impl": "com.example.OwnGcs"})
     assert plain.effective_conf()["spark.hadoop.fs.gs.impl"] == "com.example.OwnGcs"
+
+
+def test_only_the_cluster_mode_submitter_is_marked_submit_only() -> None:
+    """The mark rides in spark-submit's own JVM options, never in a conf that reaches a
+    driver or executor; an operator's own options are kept, a stray mark in client mode is
+    dropped (that JVM is the driver)."""
+    base = {"SPARK_SUBMIT_OPTS": "-Xss4m " + SUBMIT_ONLY_OPT, "PATH": "/bin"}
+    cluster = SparkSettings(master="yarn", deploy_mode="cluster")
+    assert cluster.submit_env(base)["SPARK_SUBMIT_OPTS"] == f"-Xss4m {SUBMIT_ONLY_OPT}"
+    assert cluster.submit_env({})["SPARK_SUBMIT_OPTS"] == SUBMIT_ONLY_OPT
+    client = SparkSettings()
+    assert client.submit_env(base)["SPARK_SUBMIT_OPTS"] == "-Xss4m"
+    assert "SPARK_SUBMIT_OPTS" not in client.submit_env({"SPARK_SUBMIT_OPTS": SUBMIT_ONLY_OPT})
+    assert not any(SUBMIT_ONLY_OPT in v for v in client.effective_conf().values())
+    assert not any(SUBMIT_ONLY_OPT in v for v in cluster.effective_conf().values())

@@ -56,6 +56,10 @@ ENV_EXECUTOR_MEMORY = "TMS_SPARK_EXECUTOR_MEMORY"
 ENV_JARS = "TMS_SPARK_JARS"
 ENV_PACKAGES = "TMS_SPARK_PACKAGES"
 ENV_CONF = "TMS_SPARK_CONF"
+# spark-submit's own JVM options; in cluster mode they tell the fence that this JVM only
+# submits (tms.fence.Fence.SUBMIT_ONLY_PROPERTY): a Hudi job's roots do not apply to it
+ENV_SUBMIT_OPTS = "SPARK_SUBMIT_OPTS"
+SUBMIT_ONLY_OPT = "-Dtms.fence.submit-only=true"
 # Hudi jobs: the utilities jar spark-submit runs (the slim bundle, or the full one) and the
 # Hudi Spark bundle the slim one needs; per queue as hudi_utilities_jar / hudi_spark_bundle
 ENV_HUDI_UTILITIES_JAR = "TMS_HUDI_UTILITIES_JAR"
@@ -299,6 +303,13 @@ class SparkSettings:
         env["PYSPARK_PYTHON"] = sys.executable
         env["PYSPARK_DRIVER_PYTHON"] = sys.executable
         env["SPARK_HOME"] = str(spark_home())
+        opts = [o for o in env.get(ENV_SUBMIT_OPTS, "").split() if o != SUBMIT_ONLY_OPT]
+        if self.deploy_mode == "cluster":  # that JVM only submits: no table roots in it
+            opts.append(SUBMIT_ONLY_OPT)
+        if opts:
+            env[ENV_SUBMIT_OPTS] = " ".join(opts)
+        else:
+            env.pop(ENV_SUBMIT_OPTS, None)
         if not env.get("JAVA_HOME"):
             java_home = _derive_java_home()
             if java_home:

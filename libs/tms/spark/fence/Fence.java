@@ -32,6 +32,8 @@ import org.apache.hadoop.security.AccessControlException;
  */
 public final class Fence {
   public static final String ROOTS_KEY = "tms.fence.roots";
+  public static final String EXTRA_ROOTS_KEY = "tms.fence.extra-roots";
+  public static final String SUBMIT_ONLY_PROPERTY = "tms.fence.submit-only";
   private static final String PREFIX = "TMS fence: ";
   private static volatile Root[] armed = null;
   private static final AtomicLong REFUSED = new AtomicLong();
@@ -140,9 +142,25 @@ public final class Fence {
     return out.toArray(new Root[0]);
   }
 
+  /**
+   * The roots of a JVM nobody arms: {@value #ROOTS_KEY} and the operator's
+   * {@value #EXTRA_ROOTS_KEY} (a cluster's staging directory, where a client-mode driver
+   * uploads the application's files as it starts). None in the JVM that only submits a
+   * cluster-mode application (system property {@value #SUBMIT_ONLY_PROPERTY}, which TMS sets
+   * through {@code SPARK_SUBMIT_OPTS} for that JVM alone): it gets the same
+   * {@code spark.hadoop.*} conf, uploads to the cluster's staging directory and changes no
+   * table. A property, not the command line: a table's location on the command line could
+   * read like any option.
+   */
   public static Root[] fromConf(Configuration conf) throws IOException {
     String[] roots = conf == null ? new String[0] : conf.getTrimmedStrings(ROOTS_KEY);
-    return roots.length == 0 ? null : parse(roots);
+    if (roots.length == 0 || Boolean.getBoolean(SUBMIT_ONLY_PROPERTY)) {
+      return null;
+    }
+    String[] extra = conf.getTrimmedStrings(EXTRA_ROOTS_KEY);
+    String[] all = Arrays.copyOf(roots, roots.length + extra.length);
+    System.arraycopy(extra, 0, all, roots.length, extra.length);
+    return parse(all);
   }
 
   private static String trim(String path) {
