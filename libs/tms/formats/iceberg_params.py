@@ -7,7 +7,7 @@ ranges again before anything runs, and a unit test keeps the two in step.
 
 from __future__ import annotations
 
-from tms.formats.iceberg_policy import COLUMNS, FORMAT, GIB, KIB, MAX_FILE_BYTES, SORT
+from tms.formats.iceberg_policy_keys import COLUMNS, FORMAT, GIB, KIB, MAX_FILE_BYTES, SORT
 from tms.jobs.partition_filter import MAX_PARTITIONS_CHARS, PARAM
 from tms.jobs.write_format import CODECS, MAX_LEVEL, OPTION_CODEC, OPTION_LEVEL
 from tms.policy_types import PolicyKey, boolean, by_key, choice, integer, text, timestamp
