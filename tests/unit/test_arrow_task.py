@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tms.jobs import arrow_eligibility, arrow_spark, arrow_task
+from tms.jobs import arrow_eligibility, arrow_spark, arrow_store, arrow_task
 
 COLUMNS = [(1, "id", "long", True), (2, "name", "string", False), (3, "ts", "timestamptz", False),
            (4, "day", "date", False), (5, "amount", "decimal(10, 2)", False),
@@ -262,7 +262,7 @@ def test_a_directory_swapped_for_a_symlink_after_the_check_refuses_the_task(
     other = tmp_path / "other_tenant" / "data"
     other.mkdir(parents=True)
     (other / "a.parquet").write_bytes(b"SECRET")
-    checked = arrow_task.check
+    checked = arrow_store.check
 
     def check_then_swap(raw: str, allowed: Any, literal: bool = False) -> Any:
         where = checked(raw, allowed, literal=literal)  # passes: no symlink yet
@@ -270,7 +270,7 @@ def test_a_directory_swapped_for_a_symlink_after_the_check_refuses_the_task(
         data.symlink_to(other, target_is_directory=True)  # the race an attacker wins
         return where
 
-    monkeypatch.setattr(arrow_task, "check", check_then_swap)
+    monkeypatch.setattr(arrow_store, "check", check_then_swap)  # where open_checked looks
     with pytest.raises(arrow_task.TaskRefused) as refused:
         arrow_task.open_checked(str(data / "a.parquet"), [lake.as_uri()], os.O_RDONLY)
     assert refused.value.kind == "location"

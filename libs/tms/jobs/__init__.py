@@ -17,7 +17,7 @@ JOB_SUPPORT_FILES = tuple(Path(__file__).with_name(name)
                                        "secret_refs.py", "report.py", "partition_filter.py",
                                        "outcome.py", "parquet_footer.py", "write_format.py",
                                        "manifest_prep.py", "warmup.py", "arrow_task.py",
-                                       "arrow_eligibility.py", "arrow_commit.py",
+                                       "arrow_store.py", "arrow_eligibility.py", "arrow_commit.py",
                                        "arrow_rewrite.py", "arrow_s3.py", "table_props.py",
                                        "arrow_progress.py", "arrow_spark.py", "job_spec.py",
                                        "procedures.py", "arrow_readahead.py",

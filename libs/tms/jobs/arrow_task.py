@@ -24,7 +24,6 @@ driver's eligibility check found it). Ships with the job (``JOB_SUPPORT_FILES``)
 
 from __future__ import annotations
 
-import errno
 import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
@@ -32,16 +31,16 @@ from pathlib import Path
 from typing import Any
 
 try:
-    from tms.jobs import arrow_readahead, arrow_s3, locations
-except ImportError:  # shipped alone, next to locations.py
+    from tms.jobs import arrow_readahead, arrow_store
+except ImportError:  # shipped alone, next to its siblings
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import arrow_readahead  # type: ignore[no-redef]
-    import arrow_s3  # type: ignore[no-redef]
-    import locations  # type: ignore[no-redef]
+    import arrow_store  # type: ignore[no-redef]
 
-LocationError = locations.LocationError
-check, check_resolved, parse = locations.check, locations.check_resolved, locations.parse
-parent_no_follow, resolved_prefixes = locations.parent_no_follow, locations.resolved_prefixes
+# where the task's files are opened (re-exported: the rewrite's callers and tests use them)
+TaskRefused, Store = arrow_store.TaskRefused, arrow_store.Store
+open_checked, open_no_follow = arrow_store.open_checked, arrow_store.open_no_follow
+unlink_no_follow, native = arrow_store.unlink_no_follow, arrow_store.native
 
 FIELD_ID_KEY = b"PARQUET:field_id"
 UTC_ZONES = frozenset({"UTC", "+00:00", "Etc/UTC", "Z", "GMT"})
@@ -51,15 +50,6 @@ ARROW_CODECS = {"zstd": "zstd", "snappy": "snappy", "gzip": "gzip", "uncompresse
 JAVA_DEFAULT_LEVELS = {"zstd": 3, "gzip": 6}
 MAX_ROWS_PER_GROUP = 16 * 1024 * 1024  # however small the rows, a row group is bounded
 MIN_ROWS_PER_GROUP = 1024
-
-
-class TaskRefused(Exception):
-    """An input cannot be rewritten here: ``kind`` says whether it is a location refusal
-    (the whole rewrite is refused) or an ineligible file (Spark's path takes it)."""
-
-    def __init__(self, kind: str, reason: str) -> None:
-        super().__init__(reason)
-        self.kind, self.reason = kind, reason
 
 
 def arrow_type(type_name: str) -> Any:
@@ -129,60 +119,6 @@ def adopt_variants(want: Any, file_schema: Any) -> Any:
             f = f.with_type(got)
         fields.append(f)
     return pa.schema(fields)
-
-
-def open_checked(raw: str, allowed: Sequence[str], flags: int,
-                 prefixes: Sequence[Any] | None = None) -> int:
-    """A descriptor for ``raw`` once its resolved path passed the location check, opened by
-    that path without following a symlink anywhere on it (``open_no_follow``). ``prefixes``:
-    ``allowed`` already resolved (``locations.resolved_prefixes``)."""
-    try:
-        real = (check(raw, allowed, literal=True) if prefixes is None else
-                check_resolved(raw, prefixes, literal=True))
-    except LocationError as e:
-        raise TaskRefused("location", f"{raw[:300]}: {e}") from None
-    try:
-        return open_no_follow(real.path, flags)
-    except OSError as e:
-        if e.errno in (errno.ELOOP, errno.ENOTDIR):
-            raise TaskRefused("location", f"{raw[:300]}: a symlink on its resolved path "
-                                          f"(swapped in after the check)") from None
-        raise
-
-
-def open_no_follow(path: str, flags: int, mode: int = 0o644) -> int:
-    """Open the absolute ``path`` with no symlink followed anywhere on it
-    (``locations.parent_no_follow``; ``O_NOFOLLOW`` on the last component alone would follow
-    a directory swapped for a symlink after the check)."""
-    fd, name = parent_no_follow(path)
-    try:
-        return os.open(name, flags | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), mode,
-                       dir_fd=fd)
-    finally:
-        os.close(fd)
-
-
-def unlink_no_follow(path: str) -> None:
-    fd, name = parent_no_follow(path)
-    try:
-        os.unlink(name, dir_fd=fd)
-    finally:
-        os.close(fd)
-
-
-def native(fd: int, mode: str) -> Any:
-    """A pyarrow file on the descriptor ``fd`` (checked and opened with O_NOFOLLOW): through
-    ``/proc/self/fd``, which names the open file itself (no path is looked up again), so reads
-    and writes stay in C++; a Python file object where there is no /proc. Closes ``fd``."""
-    import pyarrow as pa
-
-    proc = f"/proc/self/fd/{fd}"
-    if not os.path.exists(proc):
-        return os.fdopen(fd, mode)
-    try:
-        return pa.OSFile(proc, mode="r" if mode == "rb" else "w")
-    finally:
-        os.close(fd)
 
 
 def _slices(pf: Any, skip: int, take: int) -> Iterator[Any]:
@@ -344,102 +280,6 @@ def _rewrite(task: Mapping[str, Any], s3: Any, pool: Any) -> dict[str, Any]:
     offsets = [_start(meta.row_group(i)) for i in range(meta.num_row_groups)]
     return {"output": output, "rows": written, "group": task["group"], "size": size,
             "offsets": offsets}
-
-
-class Store:
-    """Where the task's files are: local paths (opened by their checked, resolved path with
-    ``O_NOFOLLOW``, outputs with ``O_EXCL``), or S3 through the catalog's own endpoint and
-    keys (``arrow_s3``; no symlinks there, the location check is on the literal URI). Every
-    path is checked against the allowed locations before it is opened."""
-
-    def __init__(self, s3: Any) -> None:
-        import threading
-
-        self._s3 = s3
-        self._fs: Any = None
-        self._lock = threading.Lock()  # inputs may be opened from reader threads
-        self._prefixes: dict[tuple[str, ...], Any] = {}  # allowed -> resolved, once per task
-
-    def _object(self, raw: str) -> str | None:
-        """The S3 object path of ``raw``, None for a local path."""
-        if not arrow_s3.is_s3(raw):
-            return None
-        if self._s3 is None:
-            raise TaskRefused("ineligible", f"{raw[:300]}: no S3 options for the arrow path")
-        with self._lock:
-            if self._fs is None:
-                self._fs = self._s3.filesystem()
-        return arrow_s3.object_path(raw)
-
-    def _resolved(self, allowed: Sequence[str]) -> Any:
-        key = tuple(allowed)
-        with self._lock:
-            if key not in self._prefixes:
-                try:
-                    self._prefixes[key] = resolved_prefixes(allowed)
-                except LocationError as e:
-                    raise TaskRefused("location", f"allowed locations: {e}") from None
-            return self._prefixes[key]
-
-    def _checked(self, raw: str, allowed: Sequence[str]) -> Any:
-        """``raw`` resolved, once it is inside ``allowed`` (resolved once per task)."""
-        try:
-            return check_resolved(raw, self._resolved(allowed), literal=True)
-        except LocationError as e:
-            raise TaskRefused("location", f"{raw[:300]}: {e}") from None
-
-    def open_input(self, raw: str, allowed: Sequence[str]) -> Any:
-        """An input, opened only inside ``allowed``. A local path that is literally inside a
-        resolved allowed location opens with no symlink followed anywhere on it (so the file
-        opened is the one at that path); only a path with a symlink on it is resolved and
-        checked again, then opened by its resolved path (``open_checked``)."""
-        prefixes = self._resolved(allowed)
-        try:
-            where = parse(raw, literal=True)
-        except LocationError as e:
-            raise TaskRefused("location", f"{raw[:300]}: {e}") from None
-        if not where.local:
-            self._checked(raw, allowed)
-            key = self._object(raw)
-            return self._fs.open_input_file(key)
-        if any(where.is_under(p) for p in prefixes):
-            try:
-                return native(open_no_follow(where.path, os.O_RDONLY), "rb")
-            except OSError as e:
-                if e.errno not in (errno.ELOOP, errno.ENOTDIR):
-                    raise
-        return native(open_checked(raw, allowed, os.O_RDONLY, prefixes), "rb")
-
-    def open_output(self, raw: str, allowed: Sequence[str]) -> Any:
-        local = self._checked(raw, allowed).path  # checked before a directory is made for it
-        key = self._object(raw)
-        if key is not None:
-            return self._fs.open_output_stream(key)
-        os.makedirs(os.path.dirname(local), exist_ok=True)
-        return native(open_checked(raw, allowed, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
-                                   self._resolved(allowed)), "wb")
-
-    def written(self, raw: str, allowed: Sequence[str]) -> tuple[Any, int]:
-        """The footer and size of a file the task wrote, read back from the store."""
-        import pyarrow.parquet as pq
-
-        key = self._object(raw)
-        if key is not None:
-            with self._fs.open_input_file(key) as f:
-                return pq.read_metadata(f), int(f.size())
-        local = self._checked(raw, allowed).path
-        return pq.read_metadata(local), os.path.getsize(local)
-
-    def remove(self, raw: str, allowed: Sequence[str]) -> None:
-        """Delete an output this task may have written; what is not there is fine."""
-        try:
-            key = self._object(raw)
-            if key is not None:
-                self._fs.delete_file(key)
-            else:
-                unlink_no_follow(self._checked(raw, allowed).path)
-        except (OSError, TaskRefused, arrow_s3.S3Unsupported):  # the driver removes them again
-            pass
 
 
 def _flush(writer: Any, table: Any, per_group: int) -> int:
