@@ -235,6 +235,9 @@ public final class Fence {
   /** A copy from the local disk into {@code fs}: its destination, and its sources when moved. */
   public static void checkCopyIn(org.apache.hadoop.fs.FileSystem fs, boolean delSrc,
       Path[] srcs, Path dst, Root[] fromConf) throws IOException {
+    if (effective(fromConf) == null) {
+      return;
+    }
     if (delSrc) {
       for (Path src : srcs) {
         check("move", localQualified(src), fromConf);
@@ -243,19 +246,26 @@ public final class Fence {
     Path target = fs.makeQualified(dst);
     checkWrite("copy to", target, fromConf);
     for (Path src : srcs) {  // into an existing directory: written as dst/<name>
-      checkWrite("copy to", new Path(target, src.getName()), fromConf);
+      if (!src.getName().isEmpty()) {
+        checkWrite("copy to", new Path(target, src.getName()), fromConf);
+      }
     }
   }
 
   /** A copy out of {@code fs} to the local disk: its destination, and its source when moved. */
   public static void checkCopyOut(org.apache.hadoop.fs.FileSystem fs, boolean delSrc, Path src,
       Path dst, Root[] fromConf) throws IOException {
+    if (effective(fromConf) == null) {
+      return;
+    }
     if (delSrc) {
       check("move", fs.makeQualified(src), fromConf);
     }
     Path target = localQualified(dst);
     checkWrite("copy to", target, fromConf);
-    checkWrite("copy to", new Path(target, src.getName()), fromConf);
+    if (!src.getName().isEmpty()) {
+      checkWrite("copy to", new Path(target, src.getName()), fromConf);
+    }
   }
 
   /** A path of the local disk as a {@code file:} URI; another scheme is refused. */
