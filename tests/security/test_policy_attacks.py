@@ -134,6 +134,10 @@ JVM_AND_CLASS_KEYS = [
     "spark.plugins", "spark.executor.plugins", "spark.sql.queryExecutionListeners",
     "spark.extraListeners", "spark.master", "spark.submit.deployMode", "spark.sql.warehouse.dir",
     "spark.hadoop.fs.s3a.aws.credentials.provider", "spark.sql.hive.metastore.jars",
+    # the deletion fence: its file systems, roots and the submit-only mark are the operator's
+    "spark.hadoop.fs.file.impl", "spark.hadoop.fs.gs.impl", "spark.hadoop.tms.fence.roots",
+    "spark.hadoop.tms.fence.extra-roots", "spark.hadoop.tms.fence.inner.hdfs.impl",
+    "spark.tms.fence.required",
     "spark.serializer", "spark.kryo.registrator", "spark.redaction.regex",
     "spark.driver.log.dfsDir", "spark.eventLog.dir", "spark.local.dir",
     "spark.sql.streaming.checkpointLocation", "spark.executor.memory",
