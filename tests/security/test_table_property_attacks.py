@@ -61,6 +61,13 @@ ATTACKS: dict[str, tuple[str, dict[str, str], dict[str, str] | None, str]] = {
     "manifest_target_arabic": ("clustering", {"commit.manifest.target-size-bytes": "٣٠٠٠"},
                                {"sort-order": "id DESC", "rewrite-all": "true"},
                                "(ASCII digits"),
+    # a table that writes ORC: its writer's batch is an executor's memory, its bloom filter
+    # columns a list ORC parses itself
+    "orc_batch_max_int": ("compaction", {"write.orc.vectorized.batch-size": "2147483647",
+                                         "write.format.default": "orc"}, None,
+                          f"from 1 to {maintenance_keys.MAX_BATCH_ROWS}"),
+    "orc_bloom_columns": ("compaction", {"write.orc.bloom.filter.columns": "id);x(",
+                                         "write.format.default": "ORC"}, None, "column names"),
 }
 # the same actions on tables whose owner spelled Iceberg's values its own ways (any case)
 CLEAN: dict[str, tuple[str, dict[str, str], dict[str, str] | None]] = {
@@ -69,6 +76,10 @@ CLEAN: dict[str, tuple[str, dict[str, str], dict[str, str] | None]] = {
                      EXPIRE_ALL),
     "clean_compaction": ("compaction", {"commit.retry.num-retries": "4",
                                         "commit.manifest-merge.enabled": "False"}, None),
+    "clean_orc": ("compaction", {"write.format.default": "orc",
+                                 "write.orc.compression-codec": "ZSTD",
+                                 "write.orc.vectorized.batch-size": "1024",
+                                 "write.orc.bloom.filter.columns": "id"}, None),
 }
 
 
@@ -169,3 +180,6 @@ def test_the_same_action_still_works_on_a_table_spelling_icebergs_values(world: 
         assert len(snapshots) > 1
     else:
         assert after != snapshot  # compacted: a new snapshot
+    if CLEAN[name][1].get("write.format.default") == "orc":  # the table's own format kept
+        formats = {str(t.file.file_format.value) for t in world.table(name).scan().plan_files()}
+        assert formats == {"ORC"}, formats

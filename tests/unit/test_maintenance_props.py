@@ -45,6 +45,10 @@ ICEBERG_DEFAULTS = {
     "read.parquet.vectorization.batch-size": "5000", "write.format.default": "parquet",
     "write.distribution-mode": "hash", "write.delete.granularity": "partition",
     "compatibility.snapshot-id-inheritance.enabled": "false", "read.data-planning-mode": "auto",
+    "write.orc.stripe-size-bytes": "67108864", "write.orc.block-size-bytes": "268435456",
+    "write.orc.vectorized.batch-size": "1024", "write.orc.compression-codec": "zlib",
+    "write.orc.compression-strategy": "speed", "write.orc.bloom.filter.fpp": "0.05",
+    "write.orc.bloom.filter.columns": "",
 }
 # what Java's parseInt / parseLong take, or what looks like a number, but is not ASCII digits
 NOT_DIGITS = ["-1", "+5", "-0", " 5", "5 ", "\t5", "5\n", "", "05", "007", "１２", "٣", "²",
@@ -275,3 +279,28 @@ def test_shipped_alone_a_refusal_is_still_the_jobs_not_retryable_class(tmp_path:
     payload = json.loads(proc.stdout)
     assert payload["retryable"] is False and payload["error_class"] == errors.INVALID_TABLE_PROPERTY
     assert "gc.enabled" in payload["error"]
+
+
+@pytest.mark.parametrize(("raw", "ok"), [
+    ("id", True), ("id,name", True), ("a.b, c_d", True), ("", True), ("x" * 128, True),
+    ("id;drop", False), ("id,,name", False), ("a b", False), ("id,", False), (",id", False),
+    ("\u0131d", False), ("id\nname", False), ("`id`", False), ("1id", False),
+    ("x" * 129, False), (",".join(["c" * 100] * 41), False)])
+def test_orc_bloom_filter_columns_are_column_names(raw: str, ok: bool) -> None:
+    """ORC parses the list itself when the table writes ORC: names only, bounded."""
+    key = "write.orc.bloom.filter.columns"
+    if ok:
+        assert check({key: raw}, "compaction") == {key: raw}
+    else:
+        with pytest.raises(PropertyRefused, match="column names"):
+            check({key: raw}, "compaction")
+
+
+def test_orc_writer_settings_of_deletes_too() -> None:
+    """``write.delete.orc.*`` is what a position-delete rewrite's ORC writer reads."""
+    assert check({"write.delete.orc.stripe-size-bytes": "8388608",
+                  "write.delete.orc.compression-codec": "ZSTD"},
+                 "rewrite_position_deletes") == {"write.delete.orc.stripe-size-bytes": 8388608,
+                                                 "write.delete.orc.compression-codec": "zstd"}
+    with pytest.raises(PropertyRefused, match="write.delete.orc.vectorized.batch-size"):
+        check({"write.delete.orc.vectorized.batch-size": "99999999"}, "compaction")

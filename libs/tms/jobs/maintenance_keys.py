@@ -35,6 +35,10 @@ FILE_FORMATS = ("parquet", "avro", "orc")  # what Spark's writers write (FileFor
 PARQUET_CODECS = ("uncompressed", "snappy", "gzip", "lzo", "brotli", "lz4", "zstd", "lz4_raw")
 AVRO_CODECS = ("uncompressed", "snappy", "gzip", "zstd")
 METRICS_MODES = ("none", "counts", "full")  # and truncate(N), N > 0 (MetricsModes.fromString)
+# ORC's CompressionKind and CompressionStrategy, looked up the same way
+ORC_CODECS = ("none", "zlib", "snappy", "lzo", "lz4", "zstd")
+ORC_STRATEGIES = ("speed", "compression")
+MAX_NAME_LIST_CHARS = 4096  # a list of column names (ORC's bloom filter columns)
 
 Rule = tuple[str, int, int, tuple[str, ...]]  # (kind, low, high, choices)
 
@@ -48,6 +52,7 @@ def choice(*names: str) -> Rule:
 
 
 BOOLEAN: Rule = ("boolean", 0, 0, ("true", "false"))
+NAMES: Rule = ("names", 0, MAX_NAME_LIST_CHARS, ())  # column names, comma-separated
 METRICS_MODE: Rule = ("metrics", 1, JAVA_INT_MAX, METRICS_MODES)  # truncate's length range
 FRACTION: Rule = ("fraction", 0, 1, ())  # a probability strictly between 0 and 1
 UNSET: Rule = ("unset", 0, 0, ())  # refused whatever its value
@@ -111,6 +116,16 @@ SPARK_REWRITE: dict[str, Rule] = {
     "write.object-storage.partitioned-paths": BOOLEAN,
     "write.metadata.metrics.default": METRICS_MODE,  # MetricsConfig, of each file written
     "write.metadata.metrics.max-inferred-column-defaults": integer(0, JAVA_INT_MAX),
+    # ORC's writers (ORC.WriteBuilder and its delete writers), when write.format.default or
+    # write.delete.format.default says orc: sizes as Iceberg reads them (propertyAsLong), the
+    # write batch as bounded as a read batch, ORC's own names, column names for bloom filters
+    **{f"write.{kind}orc.{key}": rule for kind in ("", "delete.") for key, rule in (
+        ("stripe-size-bytes", POSITIVE_LONG), ("block-size-bytes", POSITIVE_LONG),
+        ("vectorized.batch-size", integer(1, MAX_BATCH_ROWS)),
+        ("compression-codec", choice(*ORC_CODECS)),
+        ("compression-strategy", choice(*ORC_STRATEGIES)))},
+    "write.orc.bloom.filter.columns": NAMES,
+    "write.orc.bloom.filter.fpp": FRACTION,
 }
 # Per-column keys of the same writers (MetricsConfig, Parquet.WriteBuilder.Context): every key
 # with the prefix. Java reads a garbage mode as the default (with a warning), a garbage

@@ -48,6 +48,8 @@ KEYS_BY_ACTION, PREFIXES_BY_ACTION, GC_KEY = (keys.KEYS_BY_ACTION, keys.PREFIXES
 MAX_SHOWN_CHARS = 40  # of a refused value
 _TRUNCATE_RE = re.compile(r"truncate\(([1-9][0-9]{0,9})\)", re.ASCII)
 _FRACTION_RE = re.compile(r"0\.[0-9]{1,18}", re.ASCII)
+_NAME = r"[A-Za-z_][A-Za-z0-9_.]{0,127}"
+_NAMES_RE = re.compile(rf"{_NAME}( ?, ?{_NAME})*", re.ASCII)
 
 
 def _refuse(key: str, raw: str, expected: str) -> PropertyRefused:
@@ -61,6 +63,11 @@ def parse(key: str, raw: str, rule: keys.Rule) -> int | bool | str | float:
         return parse_int(key, raw, low, high)
     if kind == "unset":
         raise _refuse(key, raw, "it unset (TMS runs Iceberg's own location providers only)")
+    if kind == "names":
+        if len(raw) <= high and (raw == "" or _NAMES_RE.fullmatch(raw)):
+            return raw
+        raise _refuse(key, raw, f"column names separated by commas (letters, digits, _ and "
+                                f"., at most {high} characters in all)")
     if kind == "fraction":
         if _FRACTION_RE.fullmatch(raw) and 0 < float(raw) < 1:
             return float(raw)
