@@ -89,8 +89,10 @@ def test_integers_are_ascii_digits_only(key: str, raw: str) -> None:
 def test_integers_within_their_bounds(key: str) -> None:
     low, high = ALL_RULES[key][1:3]
     action = action_reading(key)
-    assert check({key: str(low)}, action) == {key: low}
-    assert check({key: str(high)}, action) == {key: high}
+    # an Avro level is also held to its codec's range (below): the codec that takes them all
+    codec = {"write.avro.compression-codec": "uncompressed"} if ".avro." in key else {}
+    assert check({key: str(low), **codec}, action)[key] == low
+    assert check({key: str(high), **codec}, action)[key] == high
     for raw in (str(high + 1), str(JAVA_LONG_MAX + 1), "99999999999"):
         if int(raw) > high:
             with pytest.raises(PropertyRefused, match=key):
@@ -304,3 +306,22 @@ def test_orc_writer_settings_of_deletes_too() -> None:
                                                  "write.delete.orc.compression-codec": "zstd"}
     with pytest.raises(PropertyRefused, match="write.delete.orc.vectorized.batch-size"):
         check({"write.delete.orc.vectorized.batch-size": "99999999"}, "compaction")
+
+
+@pytest.mark.parametrize(("props", "ok"), [
+    ({"write.avro.compression-level": "9"}, True),  # Iceberg's default codec: gzip
+    ({"write.avro.compression-level": "10"}, False),
+    ({"write.avro.compression-level": "22", "write.avro.compression-codec": "ZSTD"}, True),
+    ({"write.avro.compression-level": "0", "write.avro.compression-codec": "zstd"}, False),
+    ({"write.avro.compression-level": "5", "write.avro.compression-codec": "snappy"}, True),
+    ({"write.delete.avro.compression-level": "15", "write.avro.compression-codec": "zstd"},
+     True),  # a delete writer's codec defaults to the data files'
+    ({"write.delete.avro.compression-level": "15",
+      "write.delete.avro.compression-codec": "gzip", "write.avro.compression-codec": "zstd"},
+     False)])
+def test_avro_levels_within_their_codecs_range(props: dict[str, str], ok: bool) -> None:
+    if ok:
+        assert check(props, "compaction")
+    else:
+        with pytest.raises(PropertyRefused, match="for the Avro codec"):
+            check(props, "compaction")

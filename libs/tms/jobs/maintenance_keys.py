@@ -34,6 +34,9 @@ FILE_FORMATS = ("parquet", "avro", "orc")  # what Spark's writers write (FileFor
 # valueOf(name.toUpperCase()): the table's codec, when the policy sets none
 PARQUET_CODECS = ("uncompressed", "snappy", "gzip", "lzo", "brotli", "lz4", "zstd", "lz4_raw")
 AVRO_CODECS = ("uncompressed", "snappy", "gzip", "zstd")
+# the levels Avro's codecs take (deflate: java.util.zip.Deflater; zstd); the others take none
+AVRO_LEVELS = {"gzip": (0, 9), "zstd": (1, 22)}
+MAX_AVRO_LEVEL = 22
 METRICS_MODES = ("none", "counts", "full")  # and truncate(N), N > 0 (MetricsModes.fromString)
 # ORC's CompressionKind and CompressionStrategy, looked up the same way
 ORC_CODECS = ("none", "zlib", "snappy", "lzo", "lz4", "zstd")
@@ -109,6 +112,9 @@ SPARK_REWRITE: dict[str, Rule] = {
     "write.delete.parquet.compression-codec": choice(*PARQUET_CODECS),
     "write.avro.compression-codec": choice(*AVRO_CODECS),
     "write.delete.avro.compression-codec": choice(*AVRO_CODECS),
+    # Avro.WriteBuilder's Integer.valueOf; within the codec's own range (AVRO_LEVELS) too
+    "write.avro.compression-level": integer(0, MAX_AVRO_LEVEL),
+    "write.delete.avro.compression-level": integer(0, MAX_AVRO_LEVEL),
     "write.spark.fanout.enabled": BOOLEAN,
     "write.spark.advisory-partition-size-bytes": POSITIVE_LONG,
     "write.wap.enabled": BOOLEAN,

@@ -94,11 +94,27 @@ def check(props: Mapping[str, str], action: str) -> dict[str, int | bool | str |
     for prefix, rule in PREFIXES_BY_ACTION.get(action, {}).items():
         for key in sorted(k for k in props if k.startswith(prefix)):
             out[key] = parse(key, str(props[key]), rule)
+    for prefix in ("write.", "write.delete."):
+        _avro_level(props, out, prefix)
     if out.get(GC_KEY) is False:
         raise PropertyRefused(f"table property {GC_KEY}=false: Iceberg deletes no file of this "
                               f"table, so {action} cannot run (set it to true, or unset it, to "
                               f"let TMS remove unreferenced files)")
     return out
+
+
+def _avro_level(props: Mapping[str, str], out: Mapping[str, object], prefix: str) -> None:
+    """An Avro level within its codec's range (Iceberg's default codec: gzip; a delete
+    writer's codec defaults to the data files')."""
+    level = out.get(f"{prefix}avro.compression-level")
+    if level is None:
+        return
+    codec = str(props.get(f"{prefix}avro.compression-codec")
+                or props.get("write.avro.compression-codec") or "gzip").lower()
+    low, high = keys.AVRO_LEVELS.get(codec, (0, keys.MAX_AVRO_LEVEL))
+    if not low <= int(str(level)) <= high:
+        raise _refuse(f"{prefix}avro.compression-level", str(level),
+                      f"a level from {low} to {high} for the Avro codec {codec}")
 
 
 def manifest_target_bytes(props: Mapping[str, str], default: int) -> int:
