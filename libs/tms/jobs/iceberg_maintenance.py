@@ -72,19 +72,14 @@ try:
     from tms.jobs.job_actions import (  # re-exported: the runner's names, as before the split
         READS,
         STALE_PLAN_RETRIES,
-        guard_reads,
-        replanning,
         run_action,
-        run_rewrite,
         spark_path_reads,
     )
     from tms.jobs.job_failure import (
         MAX_ERROR_CHARS,
         describe_error,
-        error_class,
         failure_payload,
         is_retryable,
-        java_causes,
     )
     from tms.jobs.job_spec import MaintenanceRequest, SpecError
     from tms.jobs.procedures import ACTIONS, parse_spec
@@ -102,26 +97,20 @@ except ImportError:  # shipped alone: the siblings are next to this file
     from job_actions import (  # type: ignore[no-redef]
         READS,
         STALE_PLAN_RETRIES,
-        guard_reads,
-        replanning,
         run_action,
-        run_rewrite,
         spark_path_reads,
     )
     from job_failure import (  # type: ignore[no-redef]
         MAX_ERROR_CHARS,
         describe_error,
-        error_class,
         failure_payload,
         is_retryable,
-        java_causes,
     )
     from job_spec import MaintenanceRequest, SpecError  # type: ignore[no-redef]
     from procedures import ACTIONS, parse_spec  # type: ignore[no-redef]
 
 __all__ = ["ACTIONS", "MAX_ERROR_CHARS", "READS", "STALE_PLAN_RETRIES", "describe_error",
-           "error_class", "failure_payload", "guard_reads", "is_retryable", "java_causes",
-           "replanning", "run_action", "run_rewrite", "spark_path_reads"]
+           "failure_payload", "is_retryable", "run_action", "spark_path_reads"]
 
 SPARK_CATALOG_CLASS = spark_catalogs.SPARK_CATALOG_CLASS
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
