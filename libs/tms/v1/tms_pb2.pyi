@@ -143,7 +143,7 @@ class DeleteCatalogRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class Table(_message.Message):
-    __slots__ = ("name", "format", "catalog", "namespace", "table_name", "base_path", "owner", "queue", "priority", "policy", "state", "last_commit_id", "last_commit_time", "commit_count", "create_time", "update_time", "location", "discovered")
+    __slots__ = ("name", "format", "catalog", "namespace", "table_name", "base_path", "owner", "queue", "priority", "policy", "state", "last_commit_id", "last_commit_time", "commit_count", "create_time", "update_time", "location", "discovered", "health_score", "last_decision", "last_operation", "last_operation_state")
     class State(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         STATE_UNSPECIFIED: _ClassVar[Table.State]
@@ -179,6 +179,10 @@ class Table(_message.Message):
     UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
     LOCATION_FIELD_NUMBER: _ClassVar[int]
     DISCOVERED_FIELD_NUMBER: _ClassVar[int]
+    HEALTH_SCORE_FIELD_NUMBER: _ClassVar[int]
+    LAST_DECISION_FIELD_NUMBER: _ClassVar[int]
+    LAST_OPERATION_FIELD_NUMBER: _ClassVar[int]
+    LAST_OPERATION_STATE_FIELD_NUMBER: _ClassVar[int]
     name: str
     format: str
     catalog: str
@@ -197,7 +201,11 @@ class Table(_message.Message):
     update_time: _timestamp_pb2.Timestamp
     location: str
     discovered: bool
-    def __init__(self, name: _Optional[str] = ..., format: _Optional[str] = ..., catalog: _Optional[str] = ..., namespace: _Optional[str] = ..., table_name: _Optional[str] = ..., base_path: _Optional[str] = ..., owner: _Optional[str] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., policy: _Optional[_Mapping[str, str]] = ..., state: _Optional[_Union[Table.State, str]] = ..., last_commit_id: _Optional[str] = ..., last_commit_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., commit_count: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., location: _Optional[str] = ..., discovered: _Optional[bool] = ...) -> None: ...
+    health_score: int
+    last_decision: str
+    last_operation: str
+    last_operation_state: Operation.State
+    def __init__(self, name: _Optional[str] = ..., format: _Optional[str] = ..., catalog: _Optional[str] = ..., namespace: _Optional[str] = ..., table_name: _Optional[str] = ..., base_path: _Optional[str] = ..., owner: _Optional[str] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., policy: _Optional[_Mapping[str, str]] = ..., state: _Optional[_Union[Table.State, str]] = ..., last_commit_id: _Optional[str] = ..., last_commit_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., commit_count: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., location: _Optional[str] = ..., discovered: _Optional[bool] = ..., health_score: _Optional[int] = ..., last_decision: _Optional[str] = ..., last_operation: _Optional[str] = ..., last_operation_state: _Optional[_Union[Operation.State, str]] = ...) -> None: ...
 
 class RegisterTableRequest(_message.Message):
     __slots__ = ("table_id", "table", "request_id")
@@ -216,7 +224,7 @@ class GetTableRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class ListTablesRequest(_message.Message):
-    __slots__ = ("page_size", "page_token", "format", "state", "owner", "queue", "catalog")
+    __slots__ = ("page_size", "page_token", "format", "state", "owner", "queue", "catalog", "namespace", "search", "max_health", "min_health", "order_by")
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     FORMAT_FIELD_NUMBER: _ClassVar[int]
@@ -224,6 +232,11 @@ class ListTablesRequest(_message.Message):
     OWNER_FIELD_NUMBER: _ClassVar[int]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
     CATALOG_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    SEARCH_FIELD_NUMBER: _ClassVar[int]
+    MAX_HEALTH_FIELD_NUMBER: _ClassVar[int]
+    MIN_HEALTH_FIELD_NUMBER: _ClassVar[int]
+    ORDER_BY_FIELD_NUMBER: _ClassVar[int]
     page_size: int
     page_token: str
     format: str
@@ -231,7 +244,12 @@ class ListTablesRequest(_message.Message):
     owner: str
     queue: str
     catalog: str
-    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., format: _Optional[str] = ..., state: _Optional[_Union[Table.State, str]] = ..., owner: _Optional[str] = ..., queue: _Optional[str] = ..., catalog: _Optional[str] = ...) -> None: ...
+    namespace: str
+    search: str
+    max_health: int
+    min_health: int
+    order_by: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., format: _Optional[str] = ..., state: _Optional[_Union[Table.State, str]] = ..., owner: _Optional[str] = ..., queue: _Optional[str] = ..., catalog: _Optional[str] = ..., namespace: _Optional[str] = ..., search: _Optional[str] = ..., max_health: _Optional[int] = ..., min_health: _Optional[int] = ..., order_by: _Optional[str] = ...) -> None: ...
 
 class UpdateTableRequest(_message.Message):
     __slots__ = ("table", "update_mask")
@@ -486,7 +504,7 @@ class GetOperationRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class ListOperationsRequest(_message.Message):
-    __slots__ = ("parent", "page_size", "page_token", "state", "action", "created_after", "created_before")
+    __slots__ = ("parent", "page_size", "page_token", "state", "action", "created_after", "created_before", "queue", "order_by")
     PARENT_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
@@ -494,6 +512,8 @@ class ListOperationsRequest(_message.Message):
     ACTION_FIELD_NUMBER: _ClassVar[int]
     CREATED_AFTER_FIELD_NUMBER: _ClassVar[int]
     CREATED_BEFORE_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    ORDER_BY_FIELD_NUMBER: _ClassVar[int]
     parent: str
     page_size: int
     page_token: str
@@ -501,7 +521,9 @@ class ListOperationsRequest(_message.Message):
     action: str
     created_after: _timestamp_pb2.Timestamp
     created_before: _timestamp_pb2.Timestamp
-    def __init__(self, parent: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., state: _Optional[_Union[Operation.State, str]] = ..., action: _Optional[str] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    queue: str
+    order_by: str
+    def __init__(self, parent: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., state: _Optional[_Union[Operation.State, str]] = ..., action: _Optional[str] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., queue: _Optional[str] = ..., order_by: _Optional[str] = ...) -> None: ...
 
 class ListOperationsResponse(_message.Message):
     __slots__ = ("operations", "next_page_token")
@@ -611,15 +633,221 @@ class PolicyValue(_message.Message):
     def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ..., source: _Optional[str] = ..., default: _Optional[str] = ..., unit: _Optional[str] = ..., doc: _Optional[str] = ...) -> None: ...
 
 class ExplainTableResponse(_message.Message):
-    __slots__ = ("table", "state", "actions", "policy", "check_time")
+    __slots__ = ("table", "state", "actions", "policy", "check_time", "health", "partitions")
     TABLE_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     ACTIONS_FIELD_NUMBER: _ClassVar[int]
     POLICY_FIELD_NUMBER: _ClassVar[int]
     CHECK_TIME_FIELD_NUMBER: _ClassVar[int]
+    HEALTH_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     table: str
     state: Table.State
     actions: _containers.RepeatedCompositeFieldContainer[ActionExplanation]
     policy: _containers.RepeatedCompositeFieldContainer[PolicyValue]
     check_time: _timestamp_pb2.Timestamp
-    def __init__(self, table: _Optional[str] = ..., state: _Optional[_Union[Table.State, str]] = ..., actions: _Optional[_Iterable[_Union[ActionExplanation, _Mapping]]] = ..., policy: _Optional[_Iterable[_Union[PolicyValue, _Mapping]]] = ..., check_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    health: TableHealth
+    partitions: _containers.RepeatedCompositeFieldContainer[PartitionFiles]
+    def __init__(self, table: _Optional[str] = ..., state: _Optional[_Union[Table.State, str]] = ..., actions: _Optional[_Iterable[_Union[ActionExplanation, _Mapping]]] = ..., policy: _Optional[_Iterable[_Union[PolicyValue, _Mapping]]] = ..., check_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., health: _Optional[_Union[TableHealth, _Mapping]] = ..., partitions: _Optional[_Iterable[_Union[PartitionFiles, _Mapping]]] = ...) -> None: ...
+
+class TableHealth(_message.Message):
+    __slots__ = ("score", "parts", "inspect_time")
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    PARTS_FIELD_NUMBER: _ClassVar[int]
+    INSPECT_TIME_FIELD_NUMBER: _ClassVar[int]
+    score: int
+    parts: _containers.RepeatedCompositeFieldContainer[HealthPart]
+    inspect_time: _timestamp_pb2.Timestamp
+    def __init__(self, score: _Optional[int] = ..., parts: _Optional[_Iterable[_Union[HealthPart, _Mapping]]] = ..., inspect_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class HealthPart(_message.Message):
+    __slots__ = ("name", "value", "unit", "penalty", "max_penalty", "detail")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    UNIT_FIELD_NUMBER: _ClassVar[int]
+    PENALTY_FIELD_NUMBER: _ClassVar[int]
+    MAX_PENALTY_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    value: float
+    unit: str
+    penalty: int
+    max_penalty: int
+    detail: str
+    def __init__(self, name: _Optional[str] = ..., value: _Optional[float] = ..., unit: _Optional[str] = ..., penalty: _Optional[int] = ..., max_penalty: _Optional[int] = ..., detail: _Optional[str] = ...) -> None: ...
+
+class PartitionFiles(_message.Message):
+    __slots__ = ("partition", "data_files", "small_files", "bytes", "delete_files")
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    DATA_FILES_FIELD_NUMBER: _ClassVar[int]
+    SMALL_FILES_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    DELETE_FILES_FIELD_NUMBER: _ClassVar[int]
+    partition: str
+    data_files: int
+    small_files: int
+    bytes: int
+    delete_files: int
+    def __init__(self, partition: _Optional[str] = ..., data_files: _Optional[int] = ..., small_files: _Optional[int] = ..., bytes: _Optional[int] = ..., delete_files: _Optional[int] = ...) -> None: ...
+
+class GetTableHistoryRequest(_message.Message):
+    __slots__ = ("name", "start_time", "end_time")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
+    END_TIME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    start_time: _timestamp_pb2.Timestamp
+    end_time: _timestamp_pb2.Timestamp
+    def __init__(self, name: _Optional[str] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class TableHistory(_message.Message):
+    __slots__ = ("table", "points", "markers")
+    TABLE_FIELD_NUMBER: _ClassVar[int]
+    POINTS_FIELD_NUMBER: _ClassVar[int]
+    MARKERS_FIELD_NUMBER: _ClassVar[int]
+    table: str
+    points: _containers.RepeatedCompositeFieldContainer[TableHistoryPoint]
+    markers: _containers.RepeatedCompositeFieldContainer[OperationMarker]
+    def __init__(self, table: _Optional[str] = ..., points: _Optional[_Iterable[_Union[TableHistoryPoint, _Mapping]]] = ..., markers: _Optional[_Iterable[_Union[OperationMarker, _Mapping]]] = ...) -> None: ...
+
+class TableHistoryPoint(_message.Message):
+    __slots__ = ("time", "resolution", "data_files", "small_files", "mean_file_bytes", "delete_files", "snapshots", "manifests", "total_bytes", "health_score")
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    RESOLUTION_FIELD_NUMBER: _ClassVar[int]
+    DATA_FILES_FIELD_NUMBER: _ClassVar[int]
+    SMALL_FILES_FIELD_NUMBER: _ClassVar[int]
+    MEAN_FILE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    DELETE_FILES_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOTS_FIELD_NUMBER: _ClassVar[int]
+    MANIFESTS_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
+    HEALTH_SCORE_FIELD_NUMBER: _ClassVar[int]
+    time: _timestamp_pb2.Timestamp
+    resolution: str
+    data_files: int
+    small_files: int
+    mean_file_bytes: int
+    delete_files: int
+    snapshots: int
+    manifests: int
+    total_bytes: int
+    health_score: int
+    def __init__(self, time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., resolution: _Optional[str] = ..., data_files: _Optional[int] = ..., small_files: _Optional[int] = ..., mean_file_bytes: _Optional[int] = ..., delete_files: _Optional[int] = ..., snapshots: _Optional[int] = ..., manifests: _Optional[int] = ..., total_bytes: _Optional[int] = ..., health_score: _Optional[int] = ...) -> None: ...
+
+class OperationMarker(_message.Message):
+    __slots__ = ("time", "operation", "action", "state")
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    OPERATION_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    time: _timestamp_pb2.Timestamp
+    operation: str
+    action: str
+    state: Operation.State
+    def __init__(self, time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., operation: _Optional[str] = ..., action: _Optional[str] = ..., state: _Optional[_Union[Operation.State, str]] = ...) -> None: ...
+
+class GetFleetStatusRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class FleetStatus(_message.Message):
+    __slots__ = ("time", "processes", "tables_by_state", "health_bands", "operations_queued", "operations_running", "operations_last_24h", "commits_per_minute")
+    class TablesByStateEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    class OperationsLast24hEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    PROCESSES_FIELD_NUMBER: _ClassVar[int]
+    TABLES_BY_STATE_FIELD_NUMBER: _ClassVar[int]
+    HEALTH_BANDS_FIELD_NUMBER: _ClassVar[int]
+    OPERATIONS_QUEUED_FIELD_NUMBER: _ClassVar[int]
+    OPERATIONS_RUNNING_FIELD_NUMBER: _ClassVar[int]
+    OPERATIONS_LAST_24H_FIELD_NUMBER: _ClassVar[int]
+    COMMITS_PER_MINUTE_FIELD_NUMBER: _ClassVar[int]
+    time: _timestamp_pb2.Timestamp
+    processes: _containers.RepeatedCompositeFieldContainer[ProcessStatus]
+    tables_by_state: _containers.ScalarMap[str, int]
+    health_bands: _containers.RepeatedCompositeFieldContainer[HealthBand]
+    operations_queued: int
+    operations_running: int
+    operations_last_24h: _containers.ScalarMap[str, int]
+    commits_per_minute: float
+    def __init__(self, time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., processes: _Optional[_Iterable[_Union[ProcessStatus, _Mapping]]] = ..., tables_by_state: _Optional[_Mapping[str, int]] = ..., health_bands: _Optional[_Iterable[_Union[HealthBand, _Mapping]]] = ..., operations_queued: _Optional[int] = ..., operations_running: _Optional[int] = ..., operations_last_24h: _Optional[_Mapping[str, int]] = ..., commits_per_minute: _Optional[float] = ...) -> None: ...
+
+class ProcessStatus(_message.Message):
+    __slots__ = ("id", "kind", "host", "start_time", "heartbeat_time", "alive", "leader", "shards", "running_operations")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_TIME_FIELD_NUMBER: _ClassVar[int]
+    ALIVE_FIELD_NUMBER: _ClassVar[int]
+    LEADER_FIELD_NUMBER: _ClassVar[int]
+    SHARDS_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_OPERATIONS_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    kind: str
+    host: str
+    start_time: _timestamp_pb2.Timestamp
+    heartbeat_time: _timestamp_pb2.Timestamp
+    alive: bool
+    leader: bool
+    shards: _containers.RepeatedScalarFieldContainer[int]
+    running_operations: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, id: _Optional[str] = ..., kind: _Optional[str] = ..., host: _Optional[str] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., heartbeat_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., alive: _Optional[bool] = ..., leader: _Optional[bool] = ..., shards: _Optional[_Iterable[int]] = ..., running_operations: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class HealthBand(_message.Message):
+    __slots__ = ("band", "min_score", "max_score", "tables")
+    BAND_FIELD_NUMBER: _ClassVar[int]
+    MIN_SCORE_FIELD_NUMBER: _ClassVar[int]
+    MAX_SCORE_FIELD_NUMBER: _ClassVar[int]
+    TABLES_FIELD_NUMBER: _ClassVar[int]
+    band: str
+    min_score: int
+    max_score: int
+    tables: int
+    def __init__(self, band: _Optional[str] = ..., min_score: _Optional[int] = ..., max_score: _Optional[int] = ..., tables: _Optional[int] = ...) -> None: ...
+
+class SummarizeOperationsRequest(_message.Message):
+    __slots__ = ("parent", "days")
+    PARENT_FIELD_NUMBER: _ClassVar[int]
+    DAYS_FIELD_NUMBER: _ClassVar[int]
+    parent: str
+    days: int
+    def __init__(self, parent: _Optional[str] = ..., days: _Optional[int] = ...) -> None: ...
+
+class SummarizeOperationsResponse(_message.Message):
+    __slots__ = ("days",)
+    DAYS_FIELD_NUMBER: _ClassVar[int]
+    days: _containers.RepeatedCompositeFieldContainer[DaySummary]
+    def __init__(self, days: _Optional[_Iterable[_Union[DaySummary, _Mapping]]] = ...) -> None: ...
+
+class DaySummary(_message.Message):
+    __slots__ = ("day", "succeeded", "failed", "skipped", "cancelled", "data_files_before", "data_files_after", "bytes_rewritten")
+    DAY_FIELD_NUMBER: _ClassVar[int]
+    SUCCEEDED_FIELD_NUMBER: _ClassVar[int]
+    FAILED_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_FIELD_NUMBER: _ClassVar[int]
+    CANCELLED_FIELD_NUMBER: _ClassVar[int]
+    DATA_FILES_BEFORE_FIELD_NUMBER: _ClassVar[int]
+    DATA_FILES_AFTER_FIELD_NUMBER: _ClassVar[int]
+    BYTES_REWRITTEN_FIELD_NUMBER: _ClassVar[int]
+    day: str
+    succeeded: int
+    failed: int
+    skipped: int
+    cancelled: int
+    data_files_before: int
+    data_files_after: int
+    bytes_rewritten: int
+    def __init__(self, day: _Optional[str] = ..., succeeded: _Optional[int] = ..., failed: _Optional[int] = ..., skipped: _Optional[int] = ..., cancelled: _Optional[int] = ..., data_files_before: _Optional[int] = ..., data_files_after: _Optional[int] = ..., bytes_rewritten: _Optional[int] = ...) -> None: ...

@@ -156,6 +156,21 @@ class TableManagementServiceStub:
                 request_serializer=tms_dot_v1_dot_tms__pb2.ReportJobResultRequest.SerializeToString,
                 response_deserializer=tms_dot_v1_dot_tms__pb2.ReportJobResultResponse.FromString,
                 _registered_method=True)
+        self.GetTableHistory = channel.unary_unary(
+                '/tms.v1.TableManagementService/GetTableHistory',
+                request_serializer=tms_dot_v1_dot_tms__pb2.GetTableHistoryRequest.SerializeToString,
+                response_deserializer=tms_dot_v1_dot_tms__pb2.TableHistory.FromString,
+                _registered_method=True)
+        self.GetFleetStatus = channel.unary_unary(
+                '/tms.v1.TableManagementService/GetFleetStatus',
+                request_serializer=tms_dot_v1_dot_tms__pb2.GetFleetStatusRequest.SerializeToString,
+                response_deserializer=tms_dot_v1_dot_tms__pb2.FleetStatus.FromString,
+                _registered_method=True)
+        self.SummarizeOperations = channel.unary_unary(
+                '/tms.v1.TableManagementService/SummarizeOperations',
+                request_serializer=tms_dot_v1_dot_tms__pb2.SummarizeOperationsRequest.SerializeToString,
+                response_deserializer=tms_dot_v1_dot_tms__pb2.SummarizeOperationsResponse.FromString,
+                _registered_method=True)
 
 
 class TableManagementServiceServicer:
@@ -356,6 +371,30 @@ class TableManagementServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetTableHistory(self, request, context):
+        """A table's inspection figures and health over time, with the operations that ran.
+        Role: reader.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetFleetStatus(self, request, context):
+        """The fleet now: processes alive (from their heartbeats), tables by state and health,
+        operations queued, running and ended in the last 24 h, intake rate. Role: reader.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SummarizeOperations(self, request, context):
+        """Finished operations per UTC day: outcomes, files before/after, bytes rewritten.
+        Role: reader.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TableManagementServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -473,6 +512,21 @@ def add_TableManagementServiceServicer_to_server(servicer, server):
                     servicer.ReportJobResult,
                     request_deserializer=tms_dot_v1_dot_tms__pb2.ReportJobResultRequest.FromString,
                     response_serializer=tms_dot_v1_dot_tms__pb2.ReportJobResultResponse.SerializeToString,
+            ),
+            'GetTableHistory': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetTableHistory,
+                    request_deserializer=tms_dot_v1_dot_tms__pb2.GetTableHistoryRequest.FromString,
+                    response_serializer=tms_dot_v1_dot_tms__pb2.TableHistory.SerializeToString,
+            ),
+            'GetFleetStatus': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetFleetStatus,
+                    request_deserializer=tms_dot_v1_dot_tms__pb2.GetFleetStatusRequest.FromString,
+                    response_serializer=tms_dot_v1_dot_tms__pb2.FleetStatus.SerializeToString,
+            ),
+            'SummarizeOperations': grpc.unary_unary_rpc_method_handler(
+                    servicer.SummarizeOperations,
+                    request_deserializer=tms_dot_v1_dot_tms__pb2.SummarizeOperationsRequest.FromString,
+                    response_serializer=tms_dot_v1_dot_tms__pb2.SummarizeOperationsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1102,6 +1156,87 @@ class TableManagementService:
             '/tms.v1.TableManagementService/ReportJobResult',
             tms_dot_v1_dot_tms__pb2.ReportJobResultRequest.SerializeToString,
             tms_dot_v1_dot_tms__pb2.ReportJobResultResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetTableHistory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tms.v1.TableManagementService/GetTableHistory',
+            tms_dot_v1_dot_tms__pb2.GetTableHistoryRequest.SerializeToString,
+            tms_dot_v1_dot_tms__pb2.TableHistory.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetFleetStatus(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tms.v1.TableManagementService/GetFleetStatus',
+            tms_dot_v1_dot_tms__pb2.GetFleetStatusRequest.SerializeToString,
+            tms_dot_v1_dot_tms__pb2.FleetStatus.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SummarizeOperations(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tms.v1.TableManagementService/SummarizeOperations',
+            tms_dot_v1_dot_tms__pb2.SummarizeOperationsRequest.SerializeToString,
+            tms_dot_v1_dot_tms__pb2.SummarizeOperationsResponse.FromString,
             options,
             channel_credentials,
             insecure,
