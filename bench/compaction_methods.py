@@ -84,7 +84,7 @@ def tms_options(env: Env, identifier: str) -> dict[str, str]:
     """The compaction options TMS's scheduler would queue for this table (its plugin's
     measurement and policy, defaults but the target)."""
     from tms.domain import Table, TableState
-    from tms.formats.iceberg import IcebergFormat
+    from tms.formats.iceberg.plugin import IcebergFormat
 
     ns, name = identifier.rsplit(".", 1)
     now = datetime.now(UTC)

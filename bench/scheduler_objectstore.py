@@ -282,7 +282,7 @@ def phase_objectstore(args: Any, stack: Any, tmp: Path, constant_pks: list[int],
                       groups: dict[str, Callable[[], list[int]]]
                       ) -> tuple[list[Window], list[Window]]:
     from tms.coordination import Coordinator
-    from tms.formats.iceberg import IcebergFormat
+    from tms.formats.iceberg.plugin import IcebergFormat
     from tms.formats.registry import load_formats
     from tms.scheduler.loop import Scheduler
     from tms.storage.postgres import PostgresStore

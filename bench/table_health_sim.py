@@ -34,9 +34,9 @@ from typing import Any
 
 from bench.table_health_partitioned import POLICY_PARTITIONED
 from bench.table_health_stream import plan
-from tms.formats import iceberg_stats
-from tms.formats.iceberg_policy import RULES, K
-from tms.formats.iceberg_stats import PartitionKey, PartitionStats
+from tms.formats.iceberg import stats as iceberg_stats
+from tms.formats.iceberg.policy import RULES, K
+from tms.formats.iceberg.stats import PartitionKey, PartitionStats
 
 ROWS = 500
 FILE_OVERHEAD_BYTES = 1800  # a small Parquet file's footer and headers: merges shed it

@@ -20,9 +20,9 @@ from tms.api.auth import Authenticator
 from tms.api.server import ApiServer, TlsConfig
 from tms.formats.registry import load_formats
 from tms.jobs import locations
-from tms.observability import configure_logging
+from tms.observability.logs import configure_logging
+from tms.observability.metrics import parse_listen
 from tms.storage.postgres import PostgresStore
-from tms.telemetry import parse_listen
 from tms_services.common import (
     base_parser,
     check_database,

@@ -9,8 +9,8 @@ from typing import Any
 from google.protobuf import empty_pb2
 
 from tms.formats.registry import load_formats
-from tms.policy import COMMON_KEYS
-from tms.policy_types import PolicyKey
+from tms.policy.common import COMMON_KEYS
+from tms.policy.schema import PolicyKey
 from tms_services.cli_client import Client, lower
 from tms_services.cli_errors import usage_error
 from tms_services.cli_format import table

@@ -21,7 +21,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import PoolTimeout
 
-from tms.telemetry import METRICS_ENV, configure_metrics
+from tms.observability.metrics import METRICS_ENV, configure_metrics
 
 ENV_DATABASE_URL = "TMS_DATABASE_URL"
 ENV_ZOOKEEPER = "TMS_ZOOKEEPER_HOSTS"

@@ -21,7 +21,7 @@ from tms.executor.loop import (
 )
 from tms.executor.retry import RETRY_BASE_DELAY_S, RETRY_MAX_DELAY_S, RetryPolicy
 from tms.formats.registry import load_formats
-from tms.observability import configure_logging
+from tms.observability.logs import configure_logging
 from tms.spark.settings import SparkSettings
 from tms.storage.postgres import PostgresStore
 from tms_services.common import (

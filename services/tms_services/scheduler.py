@@ -7,8 +7,8 @@ import threading
 
 from tms.coordination import SHARD_SETTLE_S, ZK_SESSION_TIMEOUT_S, Coordinator
 from tms.formats.registry import load_formats
-from tms.observability import configure_logging
-from tms.policy import DEFAULT_MAX_ATTEMPTS, MAX_MAX_ATTEMPTS
+from tms.observability.logs import configure_logging
+from tms.policy.common import DEFAULT_MAX_ATTEMPTS, MAX_MAX_ATTEMPTS
 from tms.scheduler.concurrency import (
     CATALOG_READS_IN_FLIGHT,
     DECISION_THREADS,

@@ -94,7 +94,7 @@ def test_the_name_check_catches_a_misspelt_series() -> None:
 
 _EXPORT = textwrap.dedent("""
     import dataclasses, json, sys, types, urllib.request
-    from tms.telemetry import configure_metrics, instruments
+    from tms.observability.metrics import configure_metrics, instruments
     from tms.scheduler.gauges import register_scheduler_gauges
 
     port = configure_metrics("deploy-test", "127.0.0.1:0")

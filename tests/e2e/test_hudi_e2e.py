@@ -28,7 +28,7 @@ import pytest
 from tests.helpers import stub_for, wait_for
 from tests.hudi_stand_in import compile_stand_in, received
 from tests.unit.test_hudi_fixture_decisions import FIXTURES, unzip
-from tms.formats.hudi_writer_keys import LOCK_PROVIDER_ZOOKEEPER
+from tms.formats.hudi.writer_keys import LOCK_PROVIDER_ZOOKEEPER
 from tms.spark.settings import DEFAULT_EXECUTOR_MEMORY
 from tms.v1 import tms_pb2
 

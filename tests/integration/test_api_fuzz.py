@@ -40,11 +40,11 @@ from tests.helpers import SqlCatalog, sql_catalog, wait_for
 from tms.api import pagination
 from tms.api.auth import Authenticator
 from tms.api.server import ApiServer
-from tms.formats.iceberg import IcebergFormat
+from tms.formats.iceberg.plugin import IcebergFormat
 from tms.formats.registry import load_formats
 from tms.local.ports import free_port
-from tms.policy import SPARK_CONF_PREFIX
-from tms.policy import schema as policy_schema
+from tms.policy.common import SPARK_CONF_PREFIX
+from tms.policy.common import schema as policy_schema
 from tms.storage.postgres import PostgresStore
 from tms.v1 import tms_pb2, tms_pb2_grpc
 

@@ -230,7 +230,7 @@ def test_explain_table(api) -> None:
     stub = api.stub()
     register(stub)
     fresh = stub.ExplainTable(tms_pb2.ExplainTableRequest(name="tables/events"))
-    from tms.formats.iceberg_policy import RULES
+    from tms.formats.iceberg.policy import RULES
 
     assert [(a.action, a.decided) for a in fresh.actions] == [(a, False) for a in RULES]
     assert not fresh.HasField("check_time")  # never looked at

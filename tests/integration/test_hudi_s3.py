@@ -19,7 +19,7 @@ from tests.integration.discovery_support import unzip_hudi
 from tests.integration.test_api import error_of
 from tests.servers.moto import MotoServer, moto_server
 from tms.catalogs import access
-from tms.formats.hudi_timeline import WRITE_ACTIONS, TimelineError, read_timeline
+from tms.formats.hudi.timeline import WRITE_ACTIONS, TimelineError, read_timeline
 from tms.formats.registry import load_formats
 from tms.scheduler.discovery import Discovery
 from tms.v1 import tms_pb2
@@ -93,7 +93,7 @@ def test_s3_slices_and_file_versions_match_local(lake: tuple[MotoServer, Path],
                                                  name: str) -> None:
     """Inspection on S3 (hudi-rs with the catalog's options; every file version listed
     through pyarrow, sizes included) sees what it sees on the local copy."""
-    from tms.formats import hudi_inspect
+    from tms.formats.hudi import inspect as hudi_inspect
 
     moto, local = lake
     uri, here = f"s3://{BUCKET}/ns/{name}", str(local / name)
@@ -123,8 +123,8 @@ def test_a_pending_plan_naming_another_tables_objects_is_refused(
     names them) pass; an object of the table next to it, of another bucket, or a plan larger
     than the cap (refused from its listed size) do not."""
     from tests.unit.test_hudi_plans import _clustering
-    from tms.formats.hudi_plan_guard import check_table
-    from tms.formats.hudi_plans import MAX_PLAN_BYTES, PlanRefused
+    from tms.formats.hudi.plan_guard import check_table
+    from tms.formats.hudi.plans import MAX_PLAN_BYTES, PlanRefused
 
     moto, local = lake
     s3 = moto.boto3_client("s3")
@@ -163,8 +163,8 @@ def test_a_failed_writes_markers_naming_another_tables_objects_are_refused(
     timeline-server MARKERS file and a direct marker, as Hudi lays them out): its own objects
     pass; a marker naming an object of the table next to it (by ``..``, ``s3a://``, a sibling
     prefix) or of another bucket is refused, before Hudi's rollback would delete it."""
-    from tms.formats.hudi_plan_guard import check_table
-    from tms.formats.hudi_plans import PlanRefused
+    from tms.formats.hudi.plan_guard import check_table
+    from tms.formats.hudi.plans import PlanRefused
 
     moto, local = lake
     s3 = moto.boto3_client("s3")
@@ -197,8 +197,8 @@ def test_a_completed_commit_naming_another_tables_partition_is_refused(
     next partition to list and clean: a partition of its own passes; one reaching the table
     next to it (``..``), another bucket or an absolute key is refused, as is metadata above
     the cap (from its listed size)."""
-    from tms.formats import hudi_clean_guard
-    from tms.formats.hudi_plans import MAX_PLAN_BYTES, PlanRefused
+    from tms.formats.hudi import clean_guard as hudi_clean_guard
+    from tms.formats.hudi.plans import MAX_PLAN_BYTES, PlanRefused
 
     moto, local = lake
     s3 = moto.boto3_client("s3")
@@ -239,8 +239,8 @@ def test_hostile_table_properties_on_s3_are_refused(lake: tuple[MotoServer, Path
     table's) pass; a history path, index definitions or a backup file reaching the table next
     to it or another bucket, a class of the writer's, or a bootstrap source outside the
     catalog's allowed locations are refused."""
-    from tms.formats import hudi_props_guard
-    from tms.formats.hudi_plans import PlanRefused
+    from tms.formats.hudi import props_guard as hudi_props_guard
+    from tms.formats.hudi.plans import PlanRefused
 
     moto, local = lake
     s3 = moto.boto3_client("s3")

@@ -27,7 +27,7 @@ from tests.unit.fakes import make_access, make_op, make_table
 from tests.unit.test_hudi_jobs import WRITER
 from tms.domain import JobSpec
 from tms.engines.spark_submit import SparkSubmitEngine
-from tms.formats.hudi import HudiFormat
+from tms.formats.hudi.plugin import HudiFormat
 from tms.spark.provision_fence import FENCE_JAR, LOCAL_FS_CLASS
 from tms.spark.settings import SparkSettings
 

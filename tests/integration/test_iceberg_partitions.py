@@ -21,8 +21,8 @@ from tests.integration.test_api_rpcs import register, trigger
 from tests.integration.test_iceberg_actions import CATALOG_NAME, Env, run_job_file
 from tests.unit.fakes import make_table
 from tms.domain import Decision
-from tms.formats import iceberg_stats
-from tms.formats.iceberg import IcebergFormat
+from tms.formats.iceberg import stats as iceberg_stats
+from tms.formats.iceberg.plugin import IcebergFormat
 from tms.jobs.partition_filter import days_of
 from tms.local.iceberg_data import SCHEMA
 

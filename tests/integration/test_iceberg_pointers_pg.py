@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import PgHandle
 from tms.catalogs import CatalogAccess
 from tms.domain import CatalogType
-from tms.formats import iceberg_pointers
+from tms.formats.iceberg import pointers as iceberg_pointers
 from tms.local.iceberg_data import (
     append_batches,
     create_table,

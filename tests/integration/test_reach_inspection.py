@@ -126,7 +126,7 @@ def test_cell(servers: Servers, make_api: Callable[..., Api], environ: dict[str,
 
     # one plugin, as in a scheduler: a second look at the unchanged table asks the catalog for
     # its current metadata file only (sql, hive, glue, hadoop; rest loads) and reuses metrics
-    from tms.formats.iceberg import IcebergFormat
+    from tms.formats.iceberg.plugin import IcebergFormat
 
     plugin = IcebergFormat()  # its own: load_formats() hands out one shared instance
     view = api.store.table_get(f"{catalog_id}_events")

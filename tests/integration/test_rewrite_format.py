@@ -218,8 +218,8 @@ def test_the_commit_after_many_tiny_commits_writes_few_manifests(lake: Lake) -> 
 
 
 def test_evenly_sized_inputs_become_the_ideal_count_of_files(lake: Lake) -> None:
-    from tms.formats import iceberg_plan
-    from tms.formats.iceberg_stats import PartitionStats
+    from tms.formats.iceberg import plan as iceberg_plan
+    from tms.formats.iceberg.stats import PartitionStats
 
     tables = [lake.table(name, commits=0) for name in ("even_plain", "even")]
     for i in range(5):  # random values: Parquet's in-memory size estimate is the file's size,

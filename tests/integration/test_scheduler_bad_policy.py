@@ -14,8 +14,8 @@ from psycopg.types.json import Jsonb
 from tests.helpers import store_catalog
 from tests.unit.fakes import FAKE_ROOT, FakeCoordinator, FakeFormat
 from tms.domain import CatalogType, CommitEvent, Decision, Operation, Table, TableSpec
-from tms.formats.iceberg_policy import K
-from tms.policy import MAX_PULL_INTERVAL_S
+from tms.formats.iceberg.policy import K
+from tms.policy.common import MAX_PULL_INTERVAL_S
 from tms.scheduler.loop import Scheduler
 from tms.storage.postgres import PostgresStore
 

@@ -18,7 +18,7 @@ from psycopg.types.json import Jsonb
 from tests.helpers import SqlCatalog, sql_catalog
 from tms.coordination import Coordinator
 from tms.domain import CommitEvent, Table, TableSpec
-from tms.formats.iceberg import IcebergFormat
+from tms.formats.iceberg.plugin import IcebergFormat
 from tms.local.iceberg_data import append_batches
 from tms.local.postgres import LocalPostgres
 from tms.local.zookeeper import LocalZooKeeper

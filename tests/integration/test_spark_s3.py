@@ -32,7 +32,7 @@ from tests.unit.fakes import make_catalog, make_op, make_table
 from tms import catalogs
 from tms.domain import CatalogType, JobSpec
 from tms.engines.spark_submit import SparkSubmitEngine
-from tms.formats.iceberg import IcebergFormat
+from tms.formats.iceberg.plugin import IcebergFormat
 from tms.jobs import ICEBERG_MAINTENANCE_APP, JOB_SUPPORT_FILES, arrow_s3
 from tms.local import iceberg_data
 from tms.spark.jar_check import engine_refusal

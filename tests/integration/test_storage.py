@@ -390,7 +390,7 @@ def test_retention_folds_old_events_and_prunes_finished_operations(store: Postgr
 def test_priorities_and_a_noisy_table_cannot_starve_others(store: PostgresStore) -> None:
     from dataclasses import replace
 
-    from tms.formats.iceberg_policy import RULES
+    from tms.formats.iceberg.policy import RULES
 
     noisy = _table(store, "noisy")
     quiet = _table(store, "quiet")

@@ -19,8 +19,8 @@ from tests.security.job_harness import Lake
 from tests.unit.fakes import make_table
 from tms.catalogs import CatalogAccess
 from tms.domain import CatalogType
-from tms.formats.iceberg import IcebergFormat
-from tms.formats.iceberg_confined import OutsideTable
+from tms.formats.iceberg.confined import OutsideTable
+from tms.formats.iceberg.plugin import IcebergFormat
 from tms.local import iceberg_data
 
 pytestmark = pytest.mark.integration

@@ -23,10 +23,10 @@ from tests.security.conftest import (
     bearer,
 )
 from tms import strict
-from tms.formats.hudi import HudiFormat
-from tms.formats.iceberg import IcebergFormat
-from tms.policy import COMMON_KEYS
-from tms.policy_types import Kind, PolicyKey
+from tms.formats.hudi.plugin import HudiFormat
+from tms.formats.iceberg.plugin import IcebergFormat
+from tms.policy.common import COMMON_KEYS
+from tms.policy.schema import Kind, PolicyKey
 from tms.v1 import tms_pb2
 
 pytestmark = pytest.mark.integration

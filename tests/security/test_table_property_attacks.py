@@ -29,7 +29,7 @@ from tests.integration.iceberg_files import local_path
 from tests.security.job_harness import Lake, Runner, spark_settings
 from tms.domain import OperationState
 from tms.engines.warm import WarmSparkEngine
-from tms.jobs import maintenance_keys
+from tms.jobs import maintenance_props
 from tms.local.postgres import LocalPostgres
 from tms.storage.postgres import PostgresStore
 
@@ -43,7 +43,7 @@ ORPHANS = {"older-than": (NOW - timedelta(days=2)).isoformat()}
 # name: (action, the owner's properties, options, what the error must say)
 ATTACKS: dict[str, tuple[str, dict[str, str], dict[str, str] | None, str]] = {
     "retries_past_int": ("compaction", {"commit.retry.num-retries": "99999999999"}, None,
-                         f"from 0 to {maintenance_keys.MAX_COMMIT_RETRIES}"),
+                         f"from 0 to {maintenance_props.MAX_COMMIT_RETRIES}"),
     "retries_for_hours": ("rewrite_manifests", {"commit.retry.num-retries": "2147483647",
                                                 "commit.retry.min-wait-ms": "2147483647"},
                           {"use-caching": "false"}, "commit.retry."),
@@ -65,7 +65,7 @@ ATTACKS: dict[str, tuple[str, dict[str, str], dict[str, str] | None, str]] = {
     # columns a list ORC parses itself
     "orc_batch_max_int": ("compaction", {"write.orc.vectorized.batch-size": "2147483647",
                                          "write.format.default": "orc"}, None,
-                          f"from 1 to {maintenance_keys.MAX_BATCH_ROWS}"),
+                          f"from 1 to {maintenance_props.MAX_BATCH_ROWS}"),
     "orc_bloom_columns": ("compaction", {"write.orc.bloom.filter.columns": "id);x(",
                                          "write.format.default": "ORC"}, None, "column names"),
 }

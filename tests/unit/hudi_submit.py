@@ -15,7 +15,7 @@ from tests.unit.test_hudi_jobs import WRITER, fake_jar, settings
 from tms.domain import OperationState, Outcome
 from tms.engines.spark_submit import SparkSubmitEngine
 from tms.executor.loop import Executor
-from tms.formats.hudi import HudiFormat
+from tms.formats.hudi.plugin import HudiFormat
 from tms.spark import settings as spark_settings_module
 
 

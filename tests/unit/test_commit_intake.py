@@ -18,7 +18,6 @@ import grpc
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from tms import tracing
 from tms.api import commits
 from tms.api import validate as v
 from tms.api.auth import Authenticator
@@ -27,6 +26,7 @@ from tms.api.interceptors import add_guarded
 from tms.api.servicer import TableManagementServicer
 from tms.domain import CommitEvent
 from tms.local.ports import free_port
+from tms.observability import tracing
 from tms.v1 import tms_pb2, tms_pb2_grpc
 
 TOKENS = {"admin": "intake-admin-token", "tenant_a": "intake-tenant-a-token"}

@@ -19,7 +19,7 @@ from tms.engines.profiles import (
     parse_profiles,
     table_settings,
 )
-from tms.policy import validate_policy
+from tms.policy.common import validate_policy
 from tms.spark.caps import ResourceCaps
 from tms.spark.settings import SparkSettings
 

@@ -55,7 +55,9 @@ def test_execution_role_cannot_reach_the_api_side() -> None:
 @pytest.mark.parametrize("plugin", ["engines", "formats"])
 def test_plugins_depend_on_the_core_only(plugin: str) -> None:
     other = {"engines": "tms.formats", "formats": "tms.engines"}[plugin]
-    for path in (REPO / "libs" / "tms" / plugin).glob("*.py"):
+    paths = list((REPO / "libs" / "tms" / plugin).rglob("*.py"))  # subpackages too
+    assert paths
+    for path in paths:
         bad = {m for m in _imports(path) if m == other or m.startswith(other + ".")
                or m.startswith(("tms.api", "tms.scheduler", "tms.executor", "tms_services"))}
         assert not bad, f"{path.name} imports {sorted(bad)}"

@@ -29,10 +29,11 @@ from tests.unit.hudi_submit import assert_refused_before_submit, run_with_fake_s
 from tests.unit.test_hudi_jobs import WRITER
 from tests.unit.test_hudi_plans import FIXTURES, ZIPS, lake, table_of, timelines, unzip
 from tests.unit.test_hudi_plans import refused as plan_refused
-from tms.formats import hudi_clean_guard, hudi_plan_guard
-from tms.formats.hudi import HudiFormat
-from tms.formats.hudi_clean_guard import check_table, partition_problem
-from tms.formats.hudi_plans import MAX_PLAN_BYTES
+from tms.formats.hudi import clean_guard as hudi_clean_guard
+from tms.formats.hudi import plan_guard as hudi_plan_guard
+from tms.formats.hudi.clean_guard import check_table, partition_problem
+from tms.formats.hudi.plans import MAX_PLAN_BYTES
+from tms.formats.hudi.plugin import HudiFormat
 from tms.jobs.locations import parse, resolve
 
 __all__ = ["lake"]  # the fixture, used by name

@@ -23,7 +23,7 @@ from hudi import HudiReadOptions, HudiTable
 
 from tests.unit.fakes import make_access, make_table
 from tms.domain import Decision
-from tms.formats.hudi import HudiFormat
+from tms.formats.hudi.plugin import HudiFormat
 
 REPO_ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
 FIXTURES = REPO_ROOT / "tests" / "fixtures" / "hudi"
@@ -165,7 +165,7 @@ def writes_since_clean(base: Path) -> int:
 def decide(base: Path, policy: dict[str, str], writer: dict[str, str] | None,
            monkeypatch: pytest.MonkeyPatch, now: datetime = NOW
            ) -> tuple[dict[str, Decision], dict[str, Any]]:
-    monkeypatch.setattr("tms.formats.hudi.writer_properties", lambda table, catalog: writer)
+    monkeypatch.setattr("tms.formats.hudi.plugin.writer_properties", lambda table, catalog: writer)
     table = make_table(table_id="t", format="hudi", table_name="", base_path=str(base),
                        policy=dict(policy))
     plugin = HudiFormat(clock=lambda: now)

@@ -21,8 +21,8 @@ from tests.unit.fakes import make_access, make_op, make_table
 from tests.unit.test_hudi_jobs import WRITER, fake_jar, hudi_read_properties
 from tms.domain import JobSpec
 from tms.engines.spark_submit import SparkSubmitEngine
-from tms.formats.hudi import HudiFormat
-from tms.formats.hudi_jobs import CLEANER, CLUSTERING_JOB, COMPACTOR
+from tms.formats.hudi.jobs import CLEANER, CLUSTERING_JOB, COMPACTOR
+from tms.formats.hudi.plugin import HudiFormat
 from tms.spark.settings import SparkSettings
 
 REPO_ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())

@@ -35,9 +35,9 @@ from tms.engines import hudi_submit, props_pipe
 from tms.engines.base import EngineResult
 from tms.engines.spark_submit import SparkSubmitEngine
 from tms.executor.loop import Executor
-from tms.formats.hudi import HudiFormat
-from tms.formats.hudi_jobs import CLEANER, CLUSTERING_JOB, COMPACTOR
-from tms.formats.hudi_writer_keys import LOCK_PROVIDER_ZOOKEEPER
+from tms.formats.hudi.jobs import CLEANER, CLUSTERING_JOB, COMPACTOR
+from tms.formats.hudi.plugin import HudiFormat
+from tms.formats.hudi.writer_keys import LOCK_PROVIDER_ZOOKEEPER
 from tms.spark import settings as spark_settings_module
 from tms.spark.settings import SparkSettings
 
@@ -426,7 +426,7 @@ def test_a_property_that_would_read_back_differently_is_refused(props: dict[str,
 
 
 def test_hoodie_conf_refuses_anything_but_plain_values() -> None:
-    from tms.formats.hudi_jobs import hoodie_conf as conf
+    from tms.formats.hudi.jobs import hoodie_conf as conf
     assert conf("hoodie.clean.automatic", "false") == ("--hoodie-conf",
                                                        "hoodie.clean.automatic=false")
     for key, value in (("hoodie.a", "1,hoodie.base.path=/x"), ("hoodie.a", "1\n2"),
@@ -478,7 +478,7 @@ def test_secrets_reach_the_private_file_only(tmp_path: Path) -> None:
 ])
 def test_no_plan_is_skipped_never_failed(tmp_path: Path, app: str, code: int, log: str,
                                          state: str) -> None:
-    from tms.formats.hudi_jobs import NO_PLAN
+    from tms.formats.hudi.jobs import NO_PLAN
     job = JobSpec("jvm", app, spec={"hudi": {"no_plan": list(NO_PLAN.get(app, ()))}})
     (tmp_path / "driver.log").write_text("x\n" * 50_000 + log + "y\n" * 50_000)
     said = hudi_submit.outcome(job, code, tmp_path / "driver.log", "tail", "app-1")
@@ -567,7 +567,8 @@ def test_a_missing_jar_is_refused_before_spark_submit(tmp_path: Path) -> None:
 
 
 def test_the_plugin_and_the_job_builder_name_the_same_utilities() -> None:
-    from tms.formats import hudi, hudi_jobs
+    from tms.formats.hudi import jobs as hudi_jobs
+    from tms.formats.hudi import plugin as hudi
 
     assert (hudi.COMPACTOR, hudi.CLUSTERING_JOB, hudi.CLEANER, hudi.MODES) == (
         hudi_jobs.COMPACTOR, hudi_jobs.CLUSTERING_JOB, hudi_jobs.CLEANER, hudi_jobs.MODES)

@@ -29,11 +29,11 @@ from tests.unit.hudi_submit import run_with_fake_submit
 from tests.unit.test_hudi_jobs import WRITER
 from tests.unit.test_hudi_plans import FIXTURES, ORIGINAL, ZIPS, lake, table_of, timelines, unzip
 from tms.domain import OperationState
-from tms.formats import hudi_markers
-from tms.formats.hudi import HudiFormat
-from tms.formats.hudi_markers import MAX_MARKER_BYTES, check_writes
-from tms.formats.hudi_plan_guard import check_table
-from tms.formats.hudi_plans import PlanRefused
+from tms.formats.hudi import markers as hudi_markers
+from tms.formats.hudi.markers import MAX_MARKER_BYTES, check_writes
+from tms.formats.hudi.plan_guard import check_table
+from tms.formats.hudi.plans import PlanRefused
+from tms.formats.hudi.plugin import HudiFormat
 from tms.formats.storage import LocalStore, StorageError, SymlinkRefused
 from tms.jobs.locations import parse, resolve
 
@@ -444,8 +444,8 @@ def test_an_instant_file_that_is_a_symlink_is_refused(lake: dict[str, Path]) -> 
 def test_a_write_stat_path_is_relative_to_the_base_path(lake: dict[str, Path]) -> None:
     """Hudi joins a write stat's ``path`` to the base path (it holds the partition): a file
     linked out is found there, not under the partition twice."""
-    from tms.formats.hudi_plan_guard import problems
-    from tms.formats.hudi_plans import PendingPlan
+    from tms.formats.hudi.plan_paths import problems
+    from tms.formats.hudi.plans import PendingPlan
 
     base = table_of(lake, V6_COW)
     meta = json.loads(real_inflight(V6_COW, r"\d+\.inflight"))
@@ -510,7 +510,7 @@ def test_a_failed_write_without_markers_and_a_linked_partition(lake: dict[str, P
 
 
 def test_the_tree_walk_is_bounded(tmp_path: Path) -> None:
-    from tms.formats import hudi_tree
+    from tms.formats.hudi import tree as hudi_tree
 
     (tmp_path / ".hoodie" / "x").mkdir(parents=True)
     (tmp_path / ".hoodie" / "link").symlink_to(tmp_path)  # Hudi's walk skips .hoodie

@@ -314,7 +314,8 @@ def test_the_operators_writer_zone_wins_over_the_policy(tmp_path: Path,
     """The zone the operator states for the writers (tms.hudi.writer-timezone) decides how a
     local-time timeline is read, whatever the table's policy says."""
     base = unzip(V8, tmp_path)
-    monkeypatch.setattr("tms.formats.hudi.writer_zone", lambda table, catalog: "Asia/Kolkata")
+    monkeypatch.setattr("tms.formats.hudi.plugin.writer_zone",
+                        lambda table, catalog: "Asia/Kolkata")
     metrics = decide(base, {"timeline.timezone": "Asia/Shanghai"}, RETAIN_1, monkeypatch)[1]
     local = datetime(2025, 12, 20, 21, 1, 29, 235000)
     expected = (local - timedelta(hours=5, minutes=30)).replace(tzinfo=UTC)
@@ -342,9 +343,9 @@ def test_slice_errors_are_scrubbed_and_block_new_plans(tmp_path: Path,
     from tests.unit.fakes import make_table
     from tms.catalogs import CatalogAccess
     from tms.domain import CatalogType
-    from tms.formats import hudi_inspect
-    from tms.formats.hudi import HudiFormat
-    from tms.formats.hudi_slices import SlicesError
+    from tms.formats.hudi import inspect as hudi_inspect
+    from tms.formats.hudi.plugin import HudiFormat
+    from tms.formats.hudi.slices import SlicesError
 
     base = unzip(V8, tmp_path)
     (timeline(base) / f"{T}.clustering.requested").write_bytes(b"")  # planned (version 8)
@@ -353,7 +354,8 @@ def test_slice_errors_are_scrubbed_and_block_new_plans(tmp_path: Path,
         raise SlicesError("hudi-rs cannot read the file slices: key s3cr3t-v4lue refused")
 
     monkeypatch.setattr(hudi_inspect, "latest_slices", broken)
-    monkeypatch.setattr("tms.formats.hudi.writer_properties", lambda table, catalog: RETAIN_1)
+    monkeypatch.setattr("tms.formats.hudi.plugin.writer_properties",
+                        lambda table, catalog: RETAIN_1)
     access = CatalogAccess("c", CatalogType.HADOOP, {}, {}, (str(tmp_path),),
                            secret_values=("s3cr3t-v4lue",))
     table = make_table(table_id="t", format="hudi", table_name="", base_path=str(base),
@@ -371,7 +373,7 @@ def test_slice_errors_are_scrubbed_and_block_new_plans(tmp_path: Path,
 
 def test_file_versions_are_listed_only_when_a_clean_may_be_decided(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tms.formats import hudi_inspect
+    from tms.formats.hudi import inspect as hudi_inspect
 
     base = unzip(V9_COW, tmp_path)
     listed: list[str] = []
@@ -396,10 +398,11 @@ def test_recheck_before_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     longer pending, a clean with nothing left to delete, or a schedule while a plan appeared
     in the meantime end SKIPPED with the reason; what still holds runs."""
     from tests.unit.fakes import make_op, make_table
-    from tms.formats.hudi import HudiFormat
+    from tms.formats.hudi.plugin import HudiFormat
 
     base = unzip(V8, tmp_path)
-    monkeypatch.setattr("tms.formats.hudi.writer_properties", lambda table, catalog: RETAIN_1)
+    monkeypatch.setattr("tms.formats.hudi.plugin.writer_properties",
+                        lambda table, catalog: RETAIN_1)
     table = make_table(table_id="t", format="hudi", table_name="", base_path=str(base),
                        policy=dict(LOW))
     plugin = HudiFormat(clock=lambda: NOW)
@@ -419,5 +422,5 @@ def test_recheck_before_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert (recheck("compaction", mode="scheduleAndExecute") or "").startswith(
         f"a plan is pending now and runs first: compaction plan {T} is REQUESTED")
     writer = {"hoodie.cleaner.commits.retained": "10"}
-    monkeypatch.setattr("tms.formats.hudi.writer_properties", lambda table, catalog: writer)
+    monkeypatch.setattr("tms.formats.hudi.plugin.writer_properties", lambda table, catalog: writer)
     assert (recheck("clean") or "").startswith("no longer needed: ")

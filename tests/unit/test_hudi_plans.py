@@ -25,9 +25,10 @@ from tests.unit.fakes import make_op, make_table
 from tests.unit.hudi_submit import run_with_fake_submit
 from tests.unit.test_hudi_jobs import WRITER
 from tms.domain import OperationState
-from tms.formats.hudi import HudiFormat
-from tms.formats.hudi_plan_guard import check_table, problems
-from tms.formats.hudi_plans import MAX_PLAN_BYTES, PLAN_ACTIONS, PlanRefused, read_pending
+from tms.formats.hudi.plan_guard import check_table
+from tms.formats.hudi.plan_paths import problems
+from tms.formats.hudi.plans import MAX_PLAN_BYTES, PLAN_ACTIONS, PlanRefused, read_pending
+from tms.formats.hudi.plugin import HudiFormat
 from tms.formats.storage import LocalStore
 from tms.jobs.locations import parse, resolve
 
@@ -443,7 +444,7 @@ def test_the_scheduler_shows_the_refusal_and_runs_nothing(lake: dict[str, Path])
 def test_every_cut_and_flipped_byte_is_a_refusal_or_a_plan(zip_name: str, suffix: str) -> None:
     """Each real plan cut at every length and with each byte flipped in turn: decoding and
     checking either works or refuses (PlanRefused), never raises anything else."""
-    from tms.formats.hudi_plans import PendingPlan, decode
+    from tms.formats.hudi.plans import PendingPlan, decode
 
     schema, record = real_plan(zip_name, suffix)
     out = io.BytesIO()
@@ -464,7 +465,7 @@ def test_every_cut_and_flipped_byte_is_a_refusal_or_a_plan(zip_name: str, suffix
 
 
 def test_a_schema_of_empty_records_in_an_array_is_refused() -> None:
-    from tms.formats.hudi_plans import decode
+    from tms.formats.hudi.plans import decode
 
     schema = {"type": "record", "name": "P", "fields": [{"name": "ops", "type": {
         "type": "array", "items": {"type": "record", "name": "Empty", "fields": []}}}]}

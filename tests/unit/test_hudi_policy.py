@@ -11,7 +11,7 @@ import pytest
 from tests.unit.fakes import make_access, make_table
 from tms.domain import Decision, Table, TableSpec
 from tms.formats.base import TableFormatPlugin
-from tms.formats.hudi import (
+from tms.formats.hudi.plugin import (
     DEFAULT_CLEAN_COMMITS,
     DEFAULT_CLUSTERING_COMMITS,
     DEFAULT_COMPACTION_DELTA_COMMITS,

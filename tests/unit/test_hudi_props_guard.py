@@ -21,10 +21,10 @@ from tests.unit.fakes import make_access, make_op, make_table
 from tests.unit.hudi_submit import assert_refused_before_submit, run_with_fake_submit
 from tests.unit.test_hudi_plans import ZIPS, lake, table_of, unzip
 from tests.unit.test_hudi_plans import refused as plan_refused
-from tms.formats.hudi import PROPS_REFUSED, HudiFormat
-from tms.formats.hudi_props import java_properties
-from tms.formats.hudi_props_guard import check_table
-from tms.formats.hudi_timeline import MAX_PROPERTIES_BYTES
+from tms.formats.hudi.plugin import PROPS_REFUSED, HudiFormat
+from tms.formats.hudi.props import java_properties
+from tms.formats.hudi.props_guard import check_table
+from tms.formats.hudi.timeline import MAX_PROPERTIES_BYTES
 
 __all__ = ["lake"]  # the fixture, used by name
 
@@ -230,7 +230,7 @@ def test_the_fixtures_genuine_tables_all_pass(tmp_path: Path, name: str) -> None
 
 def test_the_fixtures_read_the_same_to_java(tmp_path: Path) -> None:
     """Hudi's writers write plain ``key=value`` lines: both readers agree on every file."""
-    from tms.formats.hudi_timeline import parse_properties
+    from tms.formats.hudi.timeline import parse_properties
     seen = 0
     for name in ZIPS:
         base = unzip(name, tmp_path / name)

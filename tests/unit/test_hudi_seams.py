@@ -22,10 +22,10 @@ from tests.unit.test_hudi_fixture_decisions import FIXTURES, unzip
 from tests.unit.test_hudi_plans import clustering_plan_in
 from tms.catalogs import CatalogAccess
 from tms.domain import Decision, Operation, OperationState
-from tms.formats import hudi_jobs
-from tms.formats.hudi import HudiFormat
-from tms.formats.hudi_policy import PARAMS
-from tms.formats.hudi_slices import SlicesError
+from tms.formats.hudi import jobs as hudi_jobs
+from tms.formats.hudi.plugin import HudiFormat
+from tms.formats.hudi.policy import PARAMS
+from tms.formats.hudi.slices import SlicesError
 
 V6_LOGS = "quickstart_trips_table__mor__avro__v6_trips_8i1u.zip"  # 2 delta commits, 1 log file
 V8 = "quickstart_trips_table__mor__avro__v8_trips_8i3u1d.zip"  # compaction, clustering, clean due
@@ -187,7 +187,7 @@ def test_a_failed_read_at_recheck_runs_as_decided(base: Path,
     def unreadable(*_: Any) -> Any:
         raise SlicesError("storage said no")
 
-    monkeypatch.setattr("tms.formats.hudi_inspect.latest_slices", unreadable)
+    monkeypatch.setattr("tms.formats.hudi.inspect.latest_slices", unreadable)
     assert plugin.recheck(table, access(base, RETAIN), op) is None
     monkeypatch.undo()
     # a real change still ends it: the log files compacted away (base files only now)

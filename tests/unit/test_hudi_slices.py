@@ -9,14 +9,14 @@ import pytest
 from hudi import HudiTable
 
 from tests.unit.test_hudi_fixture_decisions import ZIPS, tables  # noqa: F401 (a fixture)
-from tms.formats.hudi_slices import (
+from tms.formats.hudi.slices import (
     LOG_RE,
     all_file_groups,
     hudi_rs_options,
     latest_slices,
     partitions,
 )
-from tms.formats.hudi_timeline import read_timeline
+from tms.formats.hudi.timeline import read_timeline
 from tms.formats.storage import LocalStore
 
 

@@ -17,8 +17,8 @@ import pytest
 
 from tests.unit.fakes import make_access, make_table
 from tms.domain import Table
-from tms.formats.hudi import HudiFormat
-from tms.formats.hudi_timeline import (
+from tms.formats.hudi.plugin import HudiFormat
+from tms.formats.hudi.timeline import (
     State,
     TableType,
     TimelineError,

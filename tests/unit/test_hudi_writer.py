@@ -17,7 +17,7 @@ import pytest
 from tests.unit.fakes import make_access, make_table
 from tms.catalogs import CatalogAccess
 from tms.domain import Table
-from tms.formats.hudi_writer import (
+from tms.formats.hudi.writer import (
     ENV_WRITER_DIR,
     FILE_PROPERTY,
     WriterConfigError,
@@ -28,7 +28,7 @@ from tms.formats.hudi_writer import (
     writer_properties,
     writer_zone,
 )
-from tms.formats.hudi_writer_keys import LOCK_PROVIDER_ZOOKEEPER, WRITER_KEYS
+from tms.formats.hudi.writer_keys import LOCK_PROVIDER_ZOOKEEPER, WRITER_KEYS
 
 TABLE = make_table(table_id="trips", format="hudi", base_path="/lake/trips")
 ZK = {"hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL",
@@ -283,8 +283,8 @@ def test_the_catalog_api_checks_hudi_properties_when_stored() -> None:
 
 def test_docs_name_every_accepted_key_and_setting() -> None:
     """docs/hudi.md lists what the schema accepts: a key added here must be documented."""
-    from tms.formats.hudi_writer import JAR_PROPERTIES
-    from tms.formats.hudi_writer_keys import (
+    from tms.formats.hudi.writer import JAR_PROPERTIES
+    from tms.formats.hudi.writer_keys import (
         CLUSTERING_EXECUTION_STRATEGIES,
         CLUSTERING_PLAN_STRATEGIES,
         COMPACTION_STRATEGIES,

@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from tms.formats import iceberg_avro
+from tms.formats.iceberg import avro as iceberg_avro
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("kind", pa.string()),
                     pa.field("d", pa.date32())])

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tms.formats.iceberg_confined import OutsideTable, confined
+from tms.formats.iceberg.confined import OutsideTable, confined
 
 
 class RecordingIO:

@@ -13,10 +13,11 @@ import pytest
 
 from tests.unit.fakes import make_op
 from tms.domain import Decision, OperationState
-from tms.formats import iceberg_plan, iceberg_stats
-from tms.formats.iceberg import IcebergFormat
-from tms.formats.iceberg_policy import RULES
-from tms.formats.iceberg_stats import (
+from tms.formats.iceberg import plan as iceberg_plan
+from tms.formats.iceberg import stats as iceberg_stats
+from tms.formats.iceberg.plugin import IcebergFormat
+from tms.formats.iceberg.policy import RULES
+from tms.formats.iceberg.stats import (
     Limits,
     PartitionKey,
     PartitionStats,

@@ -13,10 +13,11 @@ import pytest
 from tests.unit.fakes import FakeCoordinator, FakeFormat, FakeStore, make_catalog, make_table
 from tms.catalogs import CatalogAccess
 from tms.domain import CatalogType, Table
-from tms.formats import iceberg_current, iceberg_pointers
 from tms.formats.base import CatalogUnreachable, TableNotInCatalog
-from tms.formats.iceberg import IcebergFormat
-from tms.formats.iceberg_pointers import MISSING, Prefetched
+from tms.formats.iceberg import current as iceberg_current
+from tms.formats.iceberg import pointers as iceberg_pointers
+from tms.formats.iceberg.plugin import IcebergFormat
+from tms.formats.iceberg.pointers import MISSING, Prefetched
 from tms.scheduler.loop import Scheduler
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from tests.unit.fakes import make_op
 from tms.domain import Decision, Operation, OperationState, TableSpec
-from tms.formats.iceberg import DEFAULT_MIN_SMALL_FILES, IcebergFormat
-from tms.formats.iceberg_policy import RULES, compaction
+from tms.formats.iceberg.plugin import DEFAULT_MIN_SMALL_FILES, IcebergFormat
+from tms.formats.iceberg.policy import RULES, compaction
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 DAY_MS = 86_400_000

@@ -1,4 +1,4 @@
-"""The position-delete rewrite planned per partition (``tms.formats.iceberg_deletes``): only
+"""The position-delete rewrite planned per partition (``tms.formats.iceberg.deletes``): only
 partitions where Iceberg's ``rewrite_position_delete_files`` merges something, restricted to
 them, with the job's group minimum given explicitly."""
 
@@ -18,9 +18,9 @@ from tests.unit.test_iceberg_partitions import (
     table,
 )
 from tms.domain import Decision
-from tms.formats import iceberg_deletes
-from tms.formats.iceberg import IcebergFormat
-from tms.formats.iceberg_policy import RULES
+from tms.formats.iceberg import deletes as iceberg_deletes
+from tms.formats.iceberg.plugin import IcebergFormat
+from tms.formats.iceberg.policy import RULES
 from tms.jobs import iceberg_maintenance as job
 from tms.jobs import procedures
 

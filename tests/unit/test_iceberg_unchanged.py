@@ -11,8 +11,8 @@ import pytest
 
 from tms.catalogs import CatalogAccess
 from tms.domain import CatalogType, Table
-from tms.formats.iceberg import IcebergFormat
-from tms.formats.iceberg_unchanged import VALID_UNTIL, UnchangedTables, valid_until_s
+from tms.formats.iceberg.plugin import IcebergFormat
+from tms.formats.iceberg.unchanged import VALID_UNTIL, UnchangedTables, valid_until_s
 
 KEY = ("fp", ("ns", "t"))
 

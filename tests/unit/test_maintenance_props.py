@@ -18,7 +18,7 @@ from tms.jobs import (
     iceberg_maintenance,
     manifest_prep,
 )
-from tms.jobs import maintenance_keys as mkeys
+from tms.jobs import maintenance_props as mkeys
 from tms.jobs.maintenance_props import KEYS_BY_ACTION, PropertyRefused, check
 from tms.jobs.table_props import JAVA_INT_MAX, JAVA_LONG_MAX
 

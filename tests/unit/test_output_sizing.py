@@ -1,6 +1,6 @@
-"""Output sizing (tms.formats.output_sizing): Iceberg's count of output files reproduced, and
-the target that packs a group's splits into that many files, checked against a first-fit
-packer like Iceberg's (whole files, a split takes a file only while it fits)."""
+"""Output sizing (tms.formats.iceberg.output_sizing): Iceberg's count of output files
+reproduced, and the target that packs a group's splits into that many files, checked against a
+first-fit packer like Iceberg's (whole files, a split takes a file only while it fits)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import random
 
 import pytest
 
-from tms.formats import iceberg_plan
-from tms.formats import output_sizing as os_
-from tms.formats.iceberg_stats import PartitionStats
+from tms.formats.iceberg import output_sizing as os_
+from tms.formats.iceberg import plan as iceberg_plan
+from tms.formats.iceberg.stats import PartitionStats
 
 MIB = 1 << 20
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from tms.policy import COMMON_KEYS
-from tms.policy_docs import DOC_PATH, generate
+from tms.policy.common import COMMON_KEYS
+from tms.policy.docs import DOC_PATH, generate
 
 
 def test_policy_doc_is_current() -> None:
     assert DOC_PATH.read_text() == generate(), \
-        "docs/policy.md is stale: run python -m tms.policy_docs --write"
+        "docs/policy.md is stale: run python -m tms.policy.docs --write"
 
 
 def test_policy_doc_lists_every_common_key() -> None:

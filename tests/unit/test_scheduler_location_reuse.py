@@ -21,7 +21,7 @@ from tests.unit.fakes import (
 )
 from tms.catalogs import CatalogAccess
 from tms.domain import Table
-from tms.formats.iceberg import IcebergFormat
+from tms.formats.iceberg.plugin import IcebergFormat
 from tms.jobs import locations, table_guard
 from tms.scheduler.decide import NotUsable
 from tms.scheduler.loop import Scheduler

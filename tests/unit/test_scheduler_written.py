@@ -113,7 +113,7 @@ def test_memory_is_bounded() -> None:
 def test_a_quiet_decision_span_continues_the_commit_trace(monkeypatch: Any) -> None:
     """With no exporter the decision's span records nothing but keeps the trace: the
     operation it queues stores a traceparent of the commit's trace."""
-    from tms import tracing
+    from tms.observability import tracing
     from tms.scheduler.decide import decision_span
 
     monkeypatch.setitem(tracing._mode, "tracing", "quiet")
@@ -128,7 +128,7 @@ def test_a_quiet_decision_span_continues_the_commit_trace(monkeypatch: Any) -> N
 def test_without_tracing_a_decision_span_passes_the_commit_trace_on(monkeypatch: Any) -> None:
     """No SDK installed (the API's no-op spans): the decision keeps the commit's context as
     the no-op span did, and none when the table had no commit's; nothing left current."""
-    from tms import tracing
+    from tms.observability import tracing
     from tms.scheduler.decide import decision_span
 
     monkeypatch.setitem(tracing._mode, "tracing", "unconfigured")

@@ -10,7 +10,7 @@ from tms.domain import CatalogType
 from tms.jobs import iceberg_maintenance as im
 from tms.jobs import job_spec
 from tms.jobs.spark_catalogs import CatalogConfError, catalog_conf
-from tms.policy import validate_policy
+from tms.policy.common import validate_policy
 
 P = "spark.sql.catalog.c"
 BASE = {P: "org.apache.iceberg.spark.SparkCatalog",

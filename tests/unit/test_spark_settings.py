@@ -75,7 +75,7 @@ def test_hudi_compaction_command_line_exactly(tmp_path: Path) -> None:
     from dataclasses import replace
 
     from tests.unit.fakes import make_access, make_op, make_table
-    from tms.formats.hudi import HudiFormat
+    from tms.formats.hudi.plugin import HudiFormat
 
     jar = str(tmp_path / "hudi-utilities-bundle_2.12-1.0.2.jar")  # a missing jar is refused
     Path(jar).write_bytes(b"")

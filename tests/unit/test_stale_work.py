@@ -24,8 +24,8 @@ from tests.unit.fakes import (
 from tms.catalogs import CatalogAccess
 from tms.domain import Decision, Operation, OperationResult, OperationState, OperationWork, Table
 from tms.executor.loop import Executor
-from tms.formats import iceberg_recheck
-from tms.formats.iceberg import IcebergFormat
+from tms.formats.iceberg import recheck as iceberg_recheck
+from tms.formats.iceberg.plugin import IcebergFormat
 from tms.jobs import outcome
 from tms.scheduler.loop import Scheduler
 

@@ -8,19 +8,19 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tms import strict
-from tms.formats.hudi import HudiFormat
-from tms.formats.iceberg import IcebergFormat
-from tms.formats.iceberg_params import PARAMS
+from tms.formats.hudi.plugin import HudiFormat
+from tms.formats.iceberg.params import PARAMS
+from tms.formats.iceberg.plugin import IcebergFormat
 from tms.jobs import iceberg_maintenance as job
 from tms.jobs import procedures
-from tms.policy import (
+from tms.policy.common import (
     COMMON_KEYS,
     effective_policy,
     in_force,
     pull_interval_s,
     validate_policy,
 )
-from tms.policy_types import Kind, PolicyKey, integer
+from tms.policy.schema import Kind, PolicyKey, integer
 
 MALFORMED_NUMBERS = [" 5", "5 ", "5\n", "\u0665", "+5", "1_0", "0x10", "1e3", "", "05", "5.0",
                      "99999999999999999999", "-0", "５", "5 5", "\u00b2"]
@@ -195,7 +195,7 @@ def test_job_accepts_what_the_api_accepts_at_the_edges() -> None:
 
 
 def test_what_the_iceberg_policies_emit_is_within_the_schema() -> None:
-    from tms.formats.iceberg_policy import RULES
+    from tms.formats.iceberg.policy import RULES
 
     now = datetime(2026, 6, 1, tzinfo=UTC)
     times = [int((now - timedelta(days=d)).timestamp() * 1000) for d in (30, 20, 10, 0)]

@@ -163,8 +163,8 @@ def test_the_job_takes_the_write_options_out_of_the_procedures_map() -> None:
 def test_a_policy_codec_reaches_every_rewrite_and_nothing_else() -> None:
     from datetime import UTC, datetime
 
-    from tms.formats.iceberg import IcebergFormat
-    from tms.formats.iceberg_policy import RULES, K
+    from tms.formats.iceberg.plugin import IcebergFormat
+    from tms.formats.iceberg.policy import RULES, K
 
     now = datetime(2026, 6, 1, tzinfo=UTC)
     m = {"small_files": 50, "data_files": 60, "small_file_bytes": 1, "manifests": 500,
@@ -257,7 +257,7 @@ def test_manifests_first_is_on_unless_the_operation_turns_it_off() -> None:
 
 
 def test_the_decision_metrics_say_which_codec_a_rewrite_writes() -> None:
-    from tms.formats.iceberg_policy import write_codec
+    from tms.formats.iceberg.policy import write_codec
 
     assert write_codec({}, {}).startswith("the data files' own")
     assert write_codec({}, {wf.DATA_CODEC: "SNAPPY"}).startswith("snappy (table property")

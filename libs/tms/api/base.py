@@ -25,9 +25,9 @@ from tms.api.batcher import CommitBatcher
 from tms.api.errors import ApiError, not_found, unavailable
 from tms.domain import TableView
 from tms.formats.base import TableFormatPlugin
+from tms.observability.metrics import instruments
+from tms.observability.tracing import context_from_metadata, quiet, quiet_span, tracer
 from tms.storage.roles import ApiStore, TableGone
-from tms.telemetry import instruments
-from tms.tracing import context_from_metadata, quiet, quiet_span, tracer
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 1000

@@ -31,8 +31,8 @@ from tms.domain import CatalogDiscovery, CatalogSpec, CatalogType
 from tms.domain.catalogs import MAX_DISCOVERY_INTERVAL_S, MIN_DISCOVERY_INTERVAL_S
 from tms.formats.base import TableFormatPlugin
 from tms.jobs import locations
-from tms.policy import validate_policy
-from tms.policy_types import PolicyKey
+from tms.policy.common import validate_policy
+from tms.policy.schema import PolicyKey
 
 CATALOG_ID_RE = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 CATALOG_ID_WHAT = "1-63 of a-z 0-9 _ starting with a letter"

@@ -25,7 +25,7 @@ from urllib.parse import unquote
 from tms.api import validate as v
 from tms.catalogs import STORAGE_PREFIXES
 from tms.domain import CatalogSpec
-from tms.formats.hudi_writer import is_writer_key, property_problems
+from tms.formats.hudi.writer import is_writer_key, property_problems
 from tms.secrets import ENV_SECRET_DIR, SecretError, looks_secret, parse_ref, uri_has_password
 
 PROPERTY_KEY_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")

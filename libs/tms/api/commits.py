@@ -20,8 +20,8 @@ from tms.api.auth import Principal
 from tms.api.base import ServicerBase, rpc
 from tms.api.errors import invalid, not_found
 from tms.domain import CommitEvent
-from tms.telemetry import instruments
-from tms.tracing import current_traceparent
+from tms.observability.metrics import instruments
+from tms.observability.tracing import current_traceparent
 from tms.v1 import tms_pb2
 
 MAX_BATCH_COMMITS = 1000

@@ -19,7 +19,7 @@ from tms.api.base import (
 )
 from tms.api.errors import ApiError, invalid, not_found
 from tms.domain import Operation, OperationState, Table, TableState
-from tms.policy import effective_policy, in_force, max_attempts
+from tms.policy.common import effective_policy, in_force, max_attempts
 from tms.storage.roles import EnqueueParams, OperationListParams
 from tms.v1 import tms_pb2
 

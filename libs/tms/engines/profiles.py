@@ -6,11 +6,11 @@ An engine name is an entry point of the ``tms.engines`` group (``spark-submit`` 
 The executor's configuration file (TOML) sets the engine and Spark settings for every queue and
 overrides them per queue; a table's policy may then ask for more or less resources and tuning
 conf (``spark.driver-memory``, ``spark.conf.spark.sql.shuffle.partitions``, ...). Where a job runs
-(master, deploy mode, jars) stays the operator's, per queue: see ``tms.policy``.
+(master, deploy mode, jars) stays the operator's, per queue: see ``tms.policy.common``.
 
 A warm driver's resources are fixed when it starts, so a table that asks for its own runs cold.
 A table's resources are clamped to the caps of its queue (``[caps]``, ``[queues.X.caps]``,
-see ``tms.spark.caps``); its tuning conf is limited to the allowlist of ``tms.policy_spark``
+see ``tms.spark.caps``); its tuning conf is limited to the allowlist of ``tms.policy.spark``
 and checked again here, since a row stored before a rule tightened may carry anything.
 
     engine = "spark-submit"            # default engine: spark-submit, warm-spark or a plugin's
@@ -50,8 +50,8 @@ from tms.engines.base import (
     engine_names,
     unknown_engine,
 )
-from tms.policy import SPARK_CONF_KEYS, SPARK_CONF_PREFIX, SPARK_TABLE_KEYS
-from tms.policy_spark import conf_refusal
+from tms.policy.common import SPARK_CONF_KEYS, SPARK_CONF_PREFIX, SPARK_TABLE_KEYS
+from tms.policy.spark import conf_refusal
 from tms.spark.caps import ResourceCaps
 from tms.spark.cluster_settings import FIELDS as CLUSTER_FIELDS
 from tms.spark.settings import SparkSettings

@@ -45,11 +45,11 @@ from tms.engines.workdir import PRIVATE_FILE_NAMES, WorkdirError, private_dir
 from tms.executor.recheck import stale_reason
 from tms.executor.retry import RetryPolicy
 from tms.formats.base import CatalogUnreachable, TableFormatPlugin
-from tms.policy import in_force
+from tms.observability.metrics import instruments
+from tms.observability.tracing import context_from, tracer
+from tms.policy.common import in_force
 from tms.spark.jar_check import engine_refusal
 from tms.storage.roles import ExecutionStore
-from tms.telemetry import instruments
-from tms.tracing import context_from, tracer
 
 HEARTBEAT_INTERVAL_S = 10.0
 LEASE_TIMEOUT_S = 30.0

@@ -15,8 +15,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from tms.domain import CatalogType, Decision, JobSpec, Operation, Table, TableSpec
-from tms.policy import validate_policy
-from tms.policy_types import PolicyKey, check_values
+from tms.policy.common import validate_policy
+from tms.policy.schema import PolicyKey, check_values
 
 if TYPE_CHECKING:
     from tms.catalogs import CatalogAccess
@@ -46,7 +46,7 @@ class TableFormatPlugin(abc.ABC):
 
     ``policy_keys`` are the format's own policy keys and ``action_params`` the parameters an
     operation of each action may carry (what its policies emit and what a trigger may give),
-    both declared with the schema's types (``tms.policy_types``): the API refuses anything
+    both declared with the schema's types (``tms.policy.schema``): the API refuses anything
     else, and docs/policy.md, the CLI and ExplainTable show them."""
 
     name: str = ""

@@ -21,5 +21,5 @@ JOB_SUPPORT_FILES = tuple(Path(__file__).with_name(name)
                                        "arrow_rewrite.py", "arrow_s3.py", "table_props.py",
                                        "arrow_progress.py", "arrow_spark.py", "job_spec.py",
                                        "procedures.py", "arrow_readahead.py",
-                                       "maintenance_props.py", "maintenance_keys.py",
-                                       "fence.py", "job_actions.py", "job_failure.py"))
+                                       "maintenance_props.py", "fence.py", "job_actions.py",
+                                       "job_failure.py"))

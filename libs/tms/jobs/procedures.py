@@ -119,7 +119,7 @@ def parse_positive_int(key: str, raw: str) -> int:
 
 
 # The options of the procedures that take an options map, with their ranges (None: a boolean).
-# Kept in step with the API's schema (tms.formats.iceberg_params) by a unit test; repeated
+# Kept in step with the API's schema (tms.formats.iceberg.params) by a unit test; repeated
 # here because this file ships alone and must refuse a bad spec whoever wrote it.
 KIB = 1024
 GIB = 1024 ** 3

@@ -37,7 +37,7 @@ from typing import Generic, TypeVar
 DECISION_THREADS = 64
 # Decisions in flight per catalog. A decision reads metadata files one after another, and
 # the catalog server itself sees one call per batch where it has a batch call (SQL, Hive:
-# tms.formats.iceberg_pointers), so this bounds reads in flight to the catalog's storage.
+# tms.formats.iceberg.pointers), so this bounds reads in flight to the catalog's storage.
 # An object store serves thousands of reads a second per prefix; what limits one scheduler
 # is in flight / (reads per table x latency): at 100 ms a read and 2-3 reads a table, 32
 # caps a catalog at 6,000-9,600 tables a minute, 64 leaves room above 10,000. Lower it for

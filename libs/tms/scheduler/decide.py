@@ -27,12 +27,8 @@ from tms.coordination import Coordinator
 from tms.domain import Catalog, Decision, Operation, Table
 from tms.formats.base import CatalogUnreachable, TableFormatPlugin, TableNotInCatalog
 from tms.jobs import locations
-from tms.policy import DEFAULT_MAX_ATTEMPTS, in_force, max_attempts, pull_interval_s
-from tms.scheduler.checked import CheckedLocations
-from tms.scheduler.located import NewLocation, Unsettled, overlap_reason
-from tms.storage.roles import DecisionStore, EnqueueParams
-from tms.telemetry import instruments
-from tms.tracing import (
+from tms.observability.metrics import instruments
+from tms.observability.tracing import (
     context_from,
     current_traceparent,
     quiet,
@@ -40,6 +36,10 @@ from tms.tracing import (
     tracer,
     unconfigured,
 )
+from tms.policy.common import DEFAULT_MAX_ATTEMPTS, in_force, max_attempts, pull_interval_s
+from tms.scheduler.checked import CheckedLocations
+from tms.scheduler.located import NewLocation, Unsettled, overlap_reason
+from tms.storage.roles import DecisionStore, EnqueueParams
 
 INSPECT_FAILURE_RETRY_S = 60.0
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from tms.coordination import Coordinator
+from tms.observability.metrics import instruments, observe
 from tms.storage.roles import MaintenanceStore
-from tms.telemetry import instruments, observe
 
 OVERDUE_GRACE_S = 900.0  # a table whose check or commit waited this long is overdue
 

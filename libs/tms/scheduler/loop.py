@@ -25,7 +25,8 @@ from tms.catalogs import CatalogCache
 from tms.coordination import NUM_SHARDS, Coordinator
 from tms.domain import Decision, DueTable, TableState
 from tms.formats.base import TableFormatPlugin
-from tms.policy import DEFAULT_PULL_INTERVAL_S
+from tms.observability.metrics import instruments
+from tms.policy.common import DEFAULT_PULL_INTERVAL_S
 from tms.scheduler.checked import CheckedLocations
 from tms.scheduler.concurrency import CATALOG_READS_IN_FLIGHT, DecisionRunner, Outcome
 from tms.scheduler.decide import (
@@ -38,7 +39,6 @@ from tms.scheduler.located import Unsettled
 from tms.scheduler.retention import PRUNE_INTERVAL_S, Retention
 from tms.scheduler.written import WrittenDecisions
 from tms.storage.roles import SchedulerStore
-from tms.telemetry import instruments
 
 POLL_INTERVAL_S = 0.5
 PULL_INTERVAL_S = float(DEFAULT_PULL_INTERVAL_S)

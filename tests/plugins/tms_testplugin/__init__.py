@@ -16,7 +16,7 @@ from typing import Any
 from tms.catalogs import CatalogAccess
 from tms.domain import Decision, JobSpec, Operation, Table, TableSpec
 from tms.formats.base import TableFormatPlugin, TableNotInCatalog
-from tms.policy_types import by_key, integer
+from tms.policy.schema import by_key, integer
 
 THRESHOLD_FILES = 10
 FILES_KEY = "constant.files"

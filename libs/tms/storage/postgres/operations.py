@@ -10,7 +10,7 @@ from psycopg.types.json import Jsonb
 
 from tms.domain import Attempt, Decision, DueTable, Explanation, Operation, QueueInfo
 from tms.domain import OperationState as S
-from tms.policy import MAX_PULL_INTERVAL_S
+from tms.policy.common import MAX_PULL_INTERVAL_S
 from tms.storage.postgres import rows
 from tms.storage.postgres.db import Db
 from tms.storage.roles import EnqueueParams, OperationListParams, TableGone

@@ -1,0 +1,2 @@
+"""What every process reports: logs (``logs``), metrics (``metrics``) and traces
+(``tracing``)."""
