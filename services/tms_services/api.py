@@ -15,11 +15,11 @@ from typing import Any
 
 import structlog
 
+from tms import locations
 from tms.api.allowlist import RegistrationAllowlist
 from tms.api.auth import Authenticator
 from tms.api.server import ApiServer, TlsConfig
 from tms.formats.registry import load_formats
-from tms.jobs import locations
 from tms.observability.logs import configure_logging
 from tms.observability.metrics import parse_listen
 from tms.storage.postgres import PostgresStore

@@ -145,7 +145,7 @@ def test_the_build_context_builds_the_project(tmp_path: Path) -> None:
     assert any(re.fullmatch(r"tms/storage/sql/migrations/.+\.sql", n) for n in names)
     assert "tms/spark/provision.py" in names
     assert "tms/spark/hc5_shim/PoolingHttpClientConnectionManagerBuilder.java" in names
-    assert "tms/jobs/spark_catalogs.py" in names and "tms/jobs/jars.py" in names
+    assert "tms/jobs/spark_catalogs.py" in names and "tms/spark/jars.py" in names
     assert any(n.startswith("tms/jobs/") for n in names)
     for script in ("tms-api", "tms-scheduler", "tms-executor", "tms ="):
         assert script in entry_points

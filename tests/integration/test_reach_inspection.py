@@ -84,7 +84,7 @@ def register(api: Api, catalog_id: str, namespace: str, name: str) -> tms_pb2.Ta
 
 
 def same_place(a: str, b: str) -> bool:
-    from tms.jobs.locations import parse, resolve
+    from tms.locations import parse, resolve
 
     return resolve(parse(a, literal=True)) == resolve(parse(b, literal=True))
 

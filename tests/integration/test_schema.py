@@ -7,7 +7,7 @@ import difflib
 import pytest
 
 from tests.conftest import PgHandle
-from tms.storage.schema import HEADER, REGENERATE_CMD, SCHEMA_PATH, generate, normalise
+from tms.local.schema import HEADER, REGENERATE_CMD, SCHEMA_PATH, generate, normalise
 
 pytestmark = pytest.mark.integration
 

@@ -33,9 +33,10 @@ from tms import catalogs
 from tms.domain import CatalogType, JobSpec
 from tms.engines.spark_submit import SparkSubmitEngine
 from tms.formats.iceberg.plugin import IcebergFormat
-from tms.jobs import ICEBERG_MAINTENANCE_APP, JOB_SUPPORT_FILES, arrow_s3
+from tms.jobs import arrow_s3
 from tms.local import iceberg_data
 from tms.spark.jar_check import engine_refusal
+from tms.spark.job_package import job_zip
 from tms.spark.provision import AWS_SDK_BUNDLE, HADOOP_AWS
 from tms.spark.settings import SparkSettings
 
@@ -202,7 +203,7 @@ def test_missing_s3a_jar_fails_at_once_naming_it(pg: Any, moto: MotoServer, tms_
 # off the command line) and writes the last statement's rows as JSON.
 SQL_SCRIPT = """
 import json, sys
-import iceberg_maintenance as im
+from tms.jobs import iceberg_maintenance as im
 spec = im.parse_spec(json.loads(open(sys.argv[1]).read()))
 spark = im.build_session(spec)
 rows = [spark.sql(q).collect() for q in sys.argv[3:]][-1]
@@ -217,7 +218,7 @@ def _spark_sql(settings: SparkSettings, tmp_path: Path, spec: dict[str, Any],
     script.write_text(SQL_SCRIPT)
     spec_file.write_text(json.dumps(spec))
     spec_file.chmod(0o600)
-    shipped = [str(ICEBERG_MAINTENANCE_APP), *map(str, JOB_SUPPORT_FILES)]
+    shipped = [str(job_zip())]  # the job's package, as the engine ships it
     argv = settings.submit_argv(str(script), [str(spec_file), str(out), *statements],
                                 py_files=shipped)
     proc = subprocess.run(argv, env=settings.submit_env(os.environ, (KEY_ENV, SECRET_ENV)),

@@ -29,11 +29,12 @@ import pytest
 from tests.helpers import wait_for
 from tests.security.job_harness import Lake, Runner, cold_engine
 from tests.unit.fakes import make_op, make_table
+from tms import locations
 from tms.catalogs import CatalogAccess
 from tms.domain import CatalogType, JobSpec, OperationState
 from tms.engines.workdir import SPEC_FILE_NAME
 from tms.formats.hudi.plugin import HudiFormat, resolve_base_path
-from tms.jobs import ICEBERG_MAINTENANCE_APP, locations, table_guard
+from tms.jobs import ICEBERG_MAINTENANCE_APP, table_guard
 from tms.local import iceberg_data
 from tms.storage.postgres import PostgresStore
 

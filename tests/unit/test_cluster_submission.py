@@ -24,15 +24,16 @@ from tms.engines.submission import (
     build,
     inline_secrets,
 )
-from tms.jobs import ICEBERG_MAINTENANCE_APP, JOB_SUPPORT_FILES
+from tms.jobs import ICEBERG_MAINTENANCE_APP
 from tms.spark import cluster
 from tms.spark.cluster import DriverState, Manager
+from tms.spark.job_package import job_zip
 from tms.spark.settings import SparkSettings, spark_submit_path
 
 K8S = "k8s://https://10.0.0.1:6443"
 SUBMIT = spark_submit_path()
 APP = str(ICEBERG_MAINTENANCE_APP)
-PY_FILES = ",".join(str(f) for f in JOB_SUPPORT_FILES)
+PY_FILES = str(job_zip())  # one zip: the job's package
 TOKEN = "t" * 43
 SPEC = {"catalog_name": "lake", "catalog_properties": {"type": "rest", "uri": "http://r"},
         "catalog_secrets": {"token": "env:TMS_SECRET_REST", "s3.secret-access-key": "file:s3"},

@@ -13,8 +13,8 @@ import pytest
 from tms.domain import JobSpec
 from tms.engines.hudi_submit import hudi_settings
 from tms.jobs import fence
-from tms.jobs.locations import parse
 from tms.jobs.table_guard import CheckedTable, LocationRefused
+from tms.locations import parse
 from tms.spark.provision_fence import (
     FENCE_JAR,
     FENCE_ROOTS_CONF,

@@ -34,7 +34,7 @@ from tms.formats.hudi import plan_guard as hudi_plan_guard
 from tms.formats.hudi.clean_guard import check_table, partition_problem
 from tms.formats.hudi.plans import MAX_PLAN_BYTES
 from tms.formats.hudi.plugin import HudiFormat
-from tms.jobs.locations import parse, resolve
+from tms.locations import parse, resolve
 
 __all__ = ["lake"]  # the fixture, used by name
 

@@ -35,7 +35,7 @@ from tms.formats.hudi.plan_guard import check_table
 from tms.formats.hudi.plans import PlanRefused
 from tms.formats.hudi.plugin import HudiFormat
 from tms.formats.storage import LocalStore, StorageError, SymlinkRefused
-from tms.jobs.locations import parse, resolve
+from tms.locations import parse, resolve
 
 __all__ = ["lake"]  # the fixture, used by name
 

@@ -30,7 +30,7 @@ from tms.formats.hudi.plan_paths import problems
 from tms.formats.hudi.plans import MAX_PLAN_BYTES, PLAN_ACTIONS, PlanRefused, read_pending
 from tms.formats.hudi.plugin import HudiFormat
 from tms.formats.storage import LocalStore
-from tms.jobs.locations import parse, resolve
+from tms.locations import parse, resolve
 
 REPO_ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
 FIXTURES = REPO_ROOT / "tests" / "fixtures" / "hudi"

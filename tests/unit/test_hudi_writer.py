@@ -266,18 +266,21 @@ def test_the_catalog_api_checks_hudi_properties_when_stored() -> None:
     or URLs, and any other ``hudi.*`` key is unknown."""
     from tms.api.catalog_maps import check_maps
     from tms.domain import CatalogSpec, CatalogType
+    from tms.formats.registry import load_formats
 
     good = {"hudi.writer.hoodie.write.lock.zookeeper.lock_key": "trips",
             "hudi.writer.hoodie.cleaner.commits.retained": "30",
             "hudi.utilities-jar": "/opt/hudi/hudi-utilities-slim-bundle_2.12-1.0.2.jar",
             "hudi.spark-bundle": "s3a://jars/hudi-spark3.5-bundle_2.12-1.0.2.jar"}
     problems: list[tuple[str, str]] = []
-    check_maps(problems, "catalog", CatalogSpec("c", CatalogType.HADOOP, properties=good))
+    check_maps(problems, "catalog", CatalogSpec("c", CatalogType.HADOOP, properties=good),
+               load_formats())
     assert problems == []
     bad = {"hudi.writer.hoodie.write.lock.provider": "com.evil.Lock",
            "hudi.utilities-jar": "/a.jar,/b.jar", "hudi.spark-bundle": "relative.jar",
            "hudi.anything": "x", "hudi.writer.some_key": "x"}
-    check_maps(problems, "catalog", CatalogSpec("c", CatalogType.HADOOP, properties=bad))
+    check_maps(problems, "catalog", CatalogSpec("c", CatalogType.HADOOP, properties=bad),
+               load_formats())
     assert sorted(f for f, _ in problems) == sorted(f"catalog.properties[{k}]" for k in bad)
 
 

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tms.jobs import ICEBERG_MAINTENANCE_APP, JOB_SUPPORT_FILES, WARM_DRIVER_APP
+from tms.jobs import ICEBERG_MAINTENANCE_APP, WARM_DRIVER_APP
 from tms.jobs import iceberg_maintenance as job
+from tms.spark.job_package import job_zip
 
 
 def _spec(action: str, table: str = "bench.orders", catalog: str = "bench"
@@ -36,22 +37,22 @@ def test_quotes_in_names_stay_inside_the_literal() -> None:
 
 
 def test_the_job_runs_when_shipped_alone(tmp_path: Path) -> None:
-    # what spark-submit ships to a cluster: the app and JOB_SUPPORT_FILES, no TMS installed
-    # (-I -S: neither this checkout nor site-packages on the path)
-    for f in (ICEBERG_MAINTENANCE_APP, WARM_DRIVER_APP, *JOB_SUPPORT_FILES,
-              ICEBERG_MAINTENANCE_APP.with_name("spark_progress.py")):
+    # what spark-submit ships to a cluster: the app and the job's zip, no TMS installed
+    # (-S -s and a bare environment: neither this checkout nor site-packages on the path)
+    for f in (ICEBERG_MAINTENANCE_APP, WARM_DRIVER_APP):
         shutil.copy(f, tmp_path / f.name)
+    env = {"PYTHONPATH": str(shutil.copy(job_zip(), tmp_path / "job.zip"))}
     spec, result = tmp_path / "spec.json", tmp_path / "result.json"
     spec.write_text(json.dumps({"catalog_name": "c", "table": "ns.t", "action": "compaction",
                                 "allowed_locations": ["/lake/%252e%252e"]}))
-    proc = subprocess.run([sys.executable, "-I", "-S", str(tmp_path / ICEBERG_MAINTENANCE_APP.name),
+    proc = subprocess.run([sys.executable, "-S", "-s", str(tmp_path / ICEBERG_MAINTENANCE_APP.name),
                            "--spec", str(spec), "--result", str(result)],
-                          capture_output=True, text=True, timeout=60)
+                          env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1, proc.stderr
     payload = json.loads(result.read_text())
     assert payload["error_type"] == "SpecError" and "allowed_locations" in payload["error"]
     assert payload["retryable"] is False and payload["error_class"] == "invalid job spec"
     load = "import runpy; runpy.run_path('warm_driver.py', run_name='shipped')"
-    imported = subprocess.run([sys.executable, "-I", "-S", "-c", load],
-                              cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    imported = subprocess.run([sys.executable, "-S", "-s", "-c", load],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert imported.returncode == 0, imported.stderr

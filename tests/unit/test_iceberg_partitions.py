@@ -23,8 +23,8 @@ from tms.formats.iceberg.stats import (
     PartitionStats,
     table_partitions,
 )
-from tms.jobs import JOB_SUPPORT_FILES, job_spec, procedures
 from tms.jobs import iceberg_maintenance as job
+from tms.jobs import job_spec, procedures
 from tms.jobs.partition_filter import (
     FieldInfo,
     PartitionFilterError,
@@ -33,6 +33,7 @@ from tms.jobs.partition_filter import (
     encode_partitions,
     parse_partitions,
 )
+from tms.spark.job_package import sources
 
 MIB = 1 << 20
 LIMITS = Limits(small_bytes=16 * MIB, rewrite_bytes=96 * MIB)
@@ -252,7 +253,7 @@ def test_job_refuses_bad_partitions_before_spark() -> None:
         _compaction({"partitions": "[[0,[1.5]]]"})
     with pytest.raises(job.SpecError, match="no partition spec 7"):
         procedures.restrict(_compaction({"partitions": "[[7,[1]]]"}), SPECS)
-    assert any(f.name == "partition_filter.py" for f in JOB_SUPPORT_FILES)
+    assert "tms/jobs/partition_filter.py" in dict(sources())
 
 
 # planning and the rules ------------------------------------------------------------------------

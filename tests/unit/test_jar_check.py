@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from tests.unit.fakes import FakeEngine, FakeFormat, FakeStore, make_op, make_table
+from tms import failures as errors
 from tms.domain import JobSpec, OperationState
 from tms.engines.spark_submit import result_from_payload
 from tms.executor.loop import Executor
-from tms.jobs import errors, jars
-from tms.spark import jar_check
+from tms.spark import jar_check, jars
 from tms.spark.jar_check import engine_refusal, missing, needs_of, refusal
 from tms.spark.settings import SparkSettings
 

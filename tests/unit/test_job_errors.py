@@ -12,12 +12,13 @@ from typing import Any
 import pytest
 
 from tests.unit.fakes import FakeFormat, FakeStore, make_op, make_table
+from tms import failures as errors
 from tms.domain import JobSpec, OperationState
 from tms.engines.base import EngineResult
 from tms.engines.spark_submit import error_from_log, result_from_payload
 from tms.engines.workdir import SPEC_FILE_NAME, WorkdirError, private_dir, write_private
 from tms.executor.loop import Executor
-from tms.jobs import errors, iceberg_maintenance
+from tms.jobs import iceberg_maintenance
 from tms.jobs.table_guard import LocationRefused
 from tms.spark.settings import SparkSettings
 

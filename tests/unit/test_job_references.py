@@ -12,9 +12,11 @@ from typing import Any
 
 import pytest
 
+from tms import secrets
 from tms.catalogs import access, job_catalog, job_properties
 from tms.domain import Catalog, CatalogSpec, CatalogType, DiscoveryStatus
-from tms.jobs import JOB_SUPPORT_FILES, iceberg_maintenance, report, secret_refs
+from tms.jobs import iceberg_maintenance, report
+from tms.spark.job_package import sources
 from tms.v1 import tms_pb2
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -47,7 +49,7 @@ def test_references_resolved_in_the_driver_reach_spark_exactly_as_values(
         catalog: Catalog, env: dict[str, str], tmp_path: Path) -> None:
     (tmp_path / "pg").write_text("file-pw\n")
     (tmp_path / "s3").write_text("s3-secret")
-    env = {**env, secret_refs.ENV_SECRET_DIR: str(tmp_path)}
+    env = {**env, secrets.ENV_SECRET_DIR: str(tmp_path)}
     cat = access(catalog, env, tmp_path)
     props, refs = job_catalog(cat)
     for value in cat.secret_values:  # not one secret value in what goes on argv
@@ -73,7 +75,7 @@ def test_a_missing_secret_in_the_driver_is_not_retried_and_names_the_reference(
         "catalog_name": "lake", "catalog_properties": {"type": "rest"},
         "catalog_secrets": {"token": "env:TMS_SECRET_GONE"}, "table": "ns.t",
         "action": "compaction"})
-    with pytest.raises(secret_refs.SecretError) as info:
+    with pytest.raises(secrets.SecretError) as info:
         spec.resolved_properties()
     payload = iceberg_maintenance.failure_payload(info.value)
     assert payload["retryable"] is False and "env:TMS_SECRET_GONE" in payload["error"]
@@ -141,8 +143,5 @@ def iceberg_maintenance_args(arg: str) -> Any:
 
 
 def test_the_resolver_and_the_reporter_ship_with_the_job() -> None:
-    names = {f.name for f in JOB_SUPPORT_FILES}
-    assert {"secret_refs.py", "report.py"} <= names
-    for f in JOB_SUPPORT_FILES:  # standard library only (grpcio imported lazily to report)
-        tree = f.read_text()
-        assert "import tms" not in tree.replace("from tms.jobs", "")
+    names = dict(sources())  # standard library only: tests/unit/test_job_package.py
+    assert {"tms/secrets.py", "tms/jobs/report.py"} <= set(names)

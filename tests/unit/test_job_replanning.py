@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from tms.jobs import errors, job_actions
+from tms import failures as errors
 from tms.jobs import iceberg_maintenance as job
+from tms.jobs import job_actions
 from tms.jobs.table_guard import CheckedTable
 
 STALE = ("org.apache.iceberg.exceptions.ValidationException: org.apache.iceberg.exceptions."

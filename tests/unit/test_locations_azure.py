@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tms.jobs.locations import LocationError, parse
+from tms.locations import LocationError, parse
 
 
 def test_a_container_and_its_account_are_the_authority() -> None:

@@ -11,16 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from tms.jobs import (
-    ICEBERG_MAINTENANCE_APP,
-    JOB_SUPPORT_FILES,
-    errors,
-    iceberg_maintenance,
-    manifest_prep,
-)
+from tms import failures as errors
+from tms.jobs import iceberg_maintenance, manifest_prep
 from tms.jobs import maintenance_props as mkeys
 from tms.jobs.maintenance_props import KEYS_BY_ACTION, PropertyRefused, check
 from tms.jobs.table_props import JAVA_INT_MAX, JAVA_LONG_MAX
+from tms.spark.job_package import job_zip
 
 ALL_RULES = {key: rule for rules in KEYS_BY_ACTION.values() for key, rule in rules.items()}
 INTEGERS = sorted(k for k, r in ALL_RULES.items() if r[0] == "integer")
@@ -267,15 +263,15 @@ def test_the_threat_model_lists_every_property_checked() -> None:
 
 
 def test_shipped_alone_a_refusal_is_still_the_jobs_not_retryable_class(tmp_path: Path) -> None:
-    """Next to the job on a cluster (no TMS installed) the modules import each other by file:
-    the refusal must still be the class the job classifies as an invalid property."""
-    for f in (ICEBERG_MAINTENANCE_APP, *JOB_SUPPORT_FILES):
-        shutil.copy(f, tmp_path / f.name)
-    code = ("import sys; sys.path.insert(0, '.')\n"
-            "import json, iceberg_maintenance as job, maintenance_props as m\n"
+    """From the job's zip alone (a cluster with no TMS installed, no site-packages) the
+    refusal must still be the class the job classifies as an invalid property."""
+    shipped = shutil.copy(job_zip(), tmp_path / "job.zip")
+    code = ("import json\n"
+            "from tms.jobs import iceberg_maintenance as job, maintenance_props as m\n"
             "try:\n    m.check({'gc.enabled': 'yes'}, 'expire_snapshots')\n"
             "except Exception as e:\n    print(json.dumps(job.failure_payload(e)))\n")
-    proc = subprocess.run([sys.executable, "-I", "-S", "-c", code], cwd=tmp_path,
+    proc = subprocess.run([sys.executable, "-S", "-s", "-c", code], cwd=tmp_path,
+                          env={"PYTHONPATH": str(shipped)},
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     payload = json.loads(proc.stdout)

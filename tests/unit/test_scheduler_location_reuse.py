@@ -19,10 +19,11 @@ from tests.unit.fakes import (
     make_op,
     make_table,
 )
+from tms import locations
 from tms.catalogs import CatalogAccess
 from tms.domain import Table
 from tms.formats.iceberg.plugin import IcebergFormat
-from tms.jobs import locations, table_guard
+from tms.jobs import table_guard
 from tms.scheduler.decide import NotUsable
 from tms.scheduler.loop import Scheduler
 

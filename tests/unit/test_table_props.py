@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tms.jobs import errors, iceberg_maintenance, table_props
+from tms import failures as errors
+from tms.jobs import iceberg_maintenance, table_props
 from tms.jobs.arrow_rewrite import writer_format
 from tms.jobs.table_props import JAVA_INT_MAX, JAVA_LONG_MAX, PropertyRefused, check, parse_int
 

@@ -35,6 +35,7 @@ from tms.engines.warm import (
 from tms.engines.warm_process import encode_request, group_members, parse_message, read_log_since
 from tms.jobs import ICEBERG_MAINTENANCE_APP, iceberg_maintenance, warm_driver
 from tms.jobs.spark_progress import ENV_PROGRESS_INTERVAL_S, PROGRESS_INTERVAL_S
+from tms.spark.job_package import job_zip
 from tms.spark.settings import SparkSettings
 
 # Speaks the driver protocol; the spec's "behave" picks what a request does. Like the real
@@ -306,8 +307,10 @@ def test_launch_hands_spark_submit_options_to_pyspark() -> None:
     settings = SparkSettings(conf={"spark.x": "a b"})
     argv, env = driver_launch(settings)
     assert argv[1].endswith("warm_driver.py") and argv[0] == env["PYSPARK_DRIVER_PYTHON"]
-    submit = settings.submit_argv(argv[1], [], extra_conf=WARM_DRIVER_CONF)
+    package = str(job_zip())  # the job's package: for the executors, and first on the path
+    submit = settings.submit_argv(argv[1], [], py_files=[package], extra_conf=WARM_DRIVER_CONF)
     assert shlex.split(env["PYSPARK_SUBMIT_ARGS"]) == [*submit[1:-1], "pyspark-shell"]
+    assert env["PYTHONPATH"].split(os.pathsep)[0] == package
     assert "PYSPARK_GATEWAY_PORT" not in env
     assert env[ENV_PROGRESS_INTERVAL_S] == str(PROGRESS_INTERVAL_S)
     assert driver_launch(settings, 0.25)[1][ENV_PROGRESS_INTERVAL_S] == "0.25"

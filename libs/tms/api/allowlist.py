@@ -3,7 +3,7 @@
 Catalogs are resources with their own allowed locations; this bound is the API node's own
 limit around all of them: a catalog's allowed locations must lie inside it (CreateCatalog /
 UpdateCatalog), and every table's real location is checked against it at registration too.
-Locations are compared with the one normaliser, :mod:`tms.jobs.locations` (decoded once,
+Locations are compared with the one normaliser, :mod:`tms.locations` (decoded once,
 symlinks resolved, whole path segments).
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tms.jobs import locations
+from tms import locations
 
 
 @dataclass(frozen=True)

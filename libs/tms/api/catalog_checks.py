@@ -13,7 +13,7 @@ by reference only, are in :mod:`tms.api.catalog_maps`):
   ``glue.endpoint``; a ``warehouse`` (all types but rest, where it may be a name; for
   ``hadoop`` the root of its Iceberg tables) must lie inside the catalog's allowed locations;
   an ``s3.endpoint`` storage option is an http(s) URL;
-- allowed locations (1..64) parse with the one normaliser (:mod:`tms.jobs.locations`) and,
+- allowed locations (1..64) parse with the one normaliser (:mod:`tms.locations`) and,
   when the API was started with ``--allowed-locations``, lie inside those (the operator's
   outer bound, checked after symlinks);
 - discovery patterns are globs over ``namespace.table`` of a restricted alphabet.
@@ -25,12 +25,12 @@ import re
 from collections.abc import Mapping, Sequence
 from urllib.parse import urlsplit
 
+from tms import locations
 from tms.api import catalog_maps as maps
 from tms.api import validate as v
 from tms.domain import CatalogDiscovery, CatalogSpec, CatalogType
 from tms.domain.catalogs import MAX_DISCOVERY_INTERVAL_S, MIN_DISCOVERY_INTERVAL_S
 from tms.formats.base import TableFormatPlugin
-from tms.jobs import locations
 from tms.policy.common import validate_policy
 from tms.policy.schema import PolicyKey
 
@@ -201,7 +201,7 @@ def check_spec(p: Problems, field: str, spec: CatalogSpec, *, type_known: bool,
                outer: Sequence[str], formats: Mapping[str, TableFormatPlugin]) -> None:
     """Every problem of ``spec`` (fields under ``field``, e.g. ``catalog``). ``type_known``
     False skips the per-type rules (the type itself was refused)."""
-    props = maps.check_maps(p, field, spec)
+    props = maps.check_maps(p, field, spec, formats)
     allowed = _locations(p, f"{field}.allowed_locations", spec.allowed_locations, outer)
     if S3_ENDPOINT_KEY in spec.storage_options:
         _http_url(p, f"{field}.storage_options[{S3_ENDPOINT_KEY}]",

@@ -25,7 +25,7 @@ from urllib.parse import unquote
 from tms.api import validate as v
 from tms.catalogs import STORAGE_PREFIXES
 from tms.domain import CatalogSpec
-from tms.formats.hudi.writer import is_writer_key, property_problems
+from tms.formats.base import TableFormatPlugin
 from tms.secrets import ENV_SECRET_DIR, SecretError, looks_secret, parse_ref, uri_has_password
 
 PROPERTY_KEY_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
@@ -78,13 +78,15 @@ def _keyed_map(p: v.Problems, field: str, values: Mapping[str, str]) -> list[str
     return good
 
 
-def _clear_map(p: v.Problems, field: str, values: Mapping[str, str]) -> list[str]:
+def _clear_map(p: v.Problems, field: str, values: Mapping[str, str],
+               formats: Mapping[str, TableFormatPlugin]) -> list[str]:
     """A map stored in clear (properties, storage options): nothing secret in it."""
     good = []
     for k in _keyed_map(p, field, values):
         if k == TYPE_KEY:
             p.append((f"{field}[{k}]", "the type is the catalog's type field, not a property"))
-        elif looks_secret(k) and not is_writer_key(k):  # ``...lock_key``: checked below
+        # a format's own key (Hudi's ``...lock_key``) is checked by the format, below
+        elif looks_secret(k) and not any(f.owns_catalog_property(k) for f in formats.values()):
             p.append((f"{field}[{k}]", "looks secret: " + BY_REFERENCE))
         elif carries_password(values[k]):
             p.append((f"{field}[{k}]", "carries a password: " + BY_REFERENCE))
@@ -110,11 +112,13 @@ def _secrets(p: v.Problems, field: str, refs: Mapping[str, str]) -> None:
                                        "not a secret"))
 
 
-def check_maps(p: v.Problems, field: str, spec: CatalogSpec) -> list[str]:
-    """Every problem of the three maps; returns the property keys fit for the type's checks."""
-    props = _clear_map(p, f"{field}.properties", spec.properties)
+def check_maps(p: v.Problems, field: str, spec: CatalogSpec,
+               formats: Mapping[str, TableFormatPlugin]) -> list[str]:
+    """Every problem of the three maps, the format plugins' own properties checked by each
+    (``catalog_property_problems``); returns the property keys fit for the type's checks."""
+    props = _clear_map(p, f"{field}.properties", spec.properties, formats)
     _secrets(p, f"{field}.secrets", spec.secrets)
-    for k in _clear_map(p, f"{field}.storage_options", spec.storage_options):
+    for k in _clear_map(p, f"{field}.storage_options", spec.storage_options, formats):
         if not k.startswith(STORAGE_PREFIXES):
             p.append((f"{field}.storage_options[{k[:40]}]",
                       f"storage option keys start with {', '.join(STORAGE_PREFIXES)}"))
@@ -123,5 +127,7 @@ def check_maps(p: v.Problems, field: str, spec: CatalogSpec) -> list[str]:
                                                 "give each key once"))
     for k in sorted(set(spec.properties) & set(spec.storage_options)):
         p.append((f"{field}.storage_options[{k[:40]}]", "also given in properties"))
-    p.extend(property_problems({k: spec.properties[k] for k in props}, spec.secrets, field))
+    clear = {k: spec.properties[k] for k in props}
+    for plugin in formats.values():
+        p.extend(plugin.catalog_property_problems(clear, spec.secrets, field))
     return props

@@ -10,13 +10,12 @@ from datetime import UTC, datetime
 
 import grpc
 
-from tms import catalogs
+from tms import catalogs, locations
 from tms.api.auth import Principal, permission_denied
 from tms.api.base import ServicerBase, log
 from tms.api.errors import ApiError, invalid, not_found, unavailable
 from tms.domain import Catalog, Table, TableSpec, TableState
 from tms.formats.base import CatalogUnreachable, TableNotInCatalog
-from tms.jobs import locations
 from tms.secrets import SecretError
 
 

@@ -9,8 +9,7 @@ from datetime import UTC, datetime
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from tms import strict
-from tms.jobs import locations
+from tms import locations, strict
 
 MAX_STRING_LEN = 1024
 MAX_PATH_LEN = 4096
@@ -73,7 +72,7 @@ def string_map(p: Problems, field: str, value: Mapping[str, str]) -> None:
 
 
 def path(p: Problems, field: str, value: str) -> None:
-    """A location, parsed by the one normaliser (tms.jobs.locations)."""
+    """A location, parsed by the one normaliser (tms.locations)."""
     string(p, field, value, MAX_PATH_LEN)
     if value:
         try:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tms.engines.base import EngineResult
-from tms.jobs.errors import classify_log, fatal_part
+from tms.failures import classify_log, fatal_part
 
 ERROR_MAX_CHARS = 4000
 

@@ -33,9 +33,9 @@ from typing import Any
 from tms.domain import JobSpec
 from tms.domain.jobs import ENV_JOB_TOKEN
 from tms.engines import hudi_submit
-from tms.jobs import JOB_SUPPORT_FILES
 from tms.secrets import env_names, file_names, resolve
 from tms.spark.cluster import Manager, driver_env_key, driver_pod_name, manager_of
+from tms.spark.job_package import job_zip
 from tms.spark.settings import SparkSettings, spark_home
 
 MAX_INLINE_SPEC_BYTES = 64 * 1024  # one argv string; Linux allows 128 KiB
@@ -142,7 +142,7 @@ def _pyspark(settings: SparkSettings, job: JobSpec, workdir: Path,
         result_path = workdir / RESULT_FILE_NAME
         args = ["--result", str(result_path)]
     args = ["--spec-b64", encode_spec(spec), *args]
-    app, py_files = job.app, [str(f) for f in JOB_SUPPORT_FILES]
+    app, py_files = job.app, [str(job_zip())]  # the job's package, imported as tms.jobs
     if cluster and manager is Manager.KUBERNETES:  # the image carries jobs and jars (TMS's)
         app, py_files = LOCAL_SCHEME + app, [LOCAL_SCHEME + f for f in py_files]
         settings = replace(settings, jars=tuple(j if "://" in j else LOCAL_SCHEME + j

@@ -61,6 +61,7 @@ from tms.jobs import ICEBERG_MAINTENANCE_APP, WARM_DRIVER_APP
 from tms.jobs.spark_progress import ENV_PROGRESS_INTERVAL_S, PROGRESS_INTERVAL_S
 from tms.secrets import SecretError
 from tms.spark.cluster import Manager, manager_of
+from tms.spark.job_package import job_zip
 from tms.spark.settings import SparkSettings
 
 READY_TIMEOUT_S = 180.0  # JVM + SparkContext start; a cold start takes ~6-10 s on 2 cores
@@ -87,13 +88,15 @@ Launch = Callable[[], tuple[list[str], dict[str, str]]]
 
 def driver_launch(settings: SparkSettings, progress_interval_s: float = PROGRESS_INTERVAL_S
                   ) -> tuple[list[str], dict[str, str]]:
-    """(argv, env) of the driver: the venv's Python runs the driver file, and pyspark launches
-    the JVM through spark-submit with exactly the options ``submit_argv`` builds, passed in
-    ``PYSPARK_SUBMIT_ARGS`` (split with shlex by pyspark, so ``shlex.join`` round-trips),
-    plus ``WARM_DRIVER_CONF`` where the settings' own conf does not name the key."""
-    app = str(WARM_DRIVER_APP)
+    """(argv, env) of the driver: the venv's Python runs the driver file with the job's
+    package first on its path (as spark-submit puts it for a cold job), and pyspark launches
+    the JVM through spark-submit with exactly the options ``submit_argv`` builds (the package
+    as ``--py-files``, for the executors), passed in ``PYSPARK_SUBMIT_ARGS`` (split with shlex
+    by pyspark, so ``shlex.join`` round-trips), plus ``WARM_DRIVER_CONF`` where the settings'
+    own conf does not name the key."""
+    app, package = str(WARM_DRIVER_APP), str(job_zip())
     own = settings.effective_conf()
-    argv = settings.submit_argv(app, [], extra_conf={
+    argv = settings.submit_argv(app, [], py_files=[package], extra_conf={
         k: v for k, v in WARM_DRIVER_CONF.items() if k not in own})
     assert argv[-1] == app
     env = settings.submit_env(dict(os.environ))
@@ -101,6 +104,7 @@ def driver_launch(settings: SparkSettings, progress_interval_s: float = PROGRESS
         env.pop(name, None)
     env["PYSPARK_SUBMIT_ARGS"] = shlex.join([*argv[1:-1], "pyspark-shell"])
     env[ENV_PROGRESS_INTERVAL_S] = str(progress_interval_s)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package, env.get("PYTHONPATH")) if p)
     return [env["PYSPARK_DRIVER_PYTHON"], app], env
 
 

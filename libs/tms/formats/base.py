@@ -72,6 +72,20 @@ class TableFormatPlugin(abc.ABC):
     # the catalog types this format's tables live in (empty: any)
     catalog_types: tuple[CatalogType, ...] = ()
 
+    def catalog_property_problems(self, properties: Mapping[str, str],
+                                  secrets: Mapping[str, str], field: str
+                                  ) -> list[tuple[str, str]]:
+        """(field path, problem) for the catalog properties and secrets (references) this
+        format reads, checked against its own schema when a catalog is created or updated;
+        keys it does not own are not its business (the default owns none)."""
+        return []
+
+    def owns_catalog_property(self, key: str) -> bool:
+        """Whether ``key`` is a catalog property this format checks against its own schema:
+        its name may then look secret to the generic rule (``...lock_key``) while its value
+        is checked by :meth:`catalog_property_problems` (the default owns none)."""
+        return False
+
     def validate(self, spec: TableSpec) -> list[tuple[str, str]]:
         """Format-specific checks of a registration: (field path, problem) pairs."""
         return []
@@ -79,7 +93,7 @@ class TableFormatPlugin(abc.ABC):
     def locate(self, table: Table, catalog: CatalogAccess) -> str:
         """The table's real location as its catalog reports it (Iceberg: the table
         metadata's ``location``; Hudi: the base path), unchecked: callers check it against
-        the catalog's allowed locations with :mod:`tms.jobs.locations`. Raises
+        the catalog's allowed locations with :mod:`tms.locations`. Raises
         TableNotInCatalog when the catalog does not hold the table, CatalogUnreachable when
         the catalog cannot be asked."""
         raise NotImplementedError(f"format {self.name!r} cannot locate its tables")

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from tms.jobs.locations import LOCAL_SCHEME, Location, parent_no_follow, parse, resolve
+from tms.locations import LOCAL_SCHEME, Location, parent_no_follow, parse, resolve
 
 MAX_METADATA_READ_BYTES = 64 << 20  # a metadata file larger than this is refused, not read
 
@@ -126,7 +126,7 @@ class LocalStore:
 
 def _open_no_follow(path: str, flags: int) -> int:
     """A descriptor of the local ``path`` opened with ``flags``, every component reached
-    without following a symlink (:func:`tms.jobs.locations.parent_no_follow`). SymlinkRefused
+    without following a symlink (:func:`tms.locations.parent_no_follow`). SymlinkRefused
     names the first component that is a symlink; FileNotFoundError / NotADirectoryError when
     the path does not exist as asked."""
     absolute = os.path.abspath(path)

@@ -13,20 +13,12 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-try:
-    from tms.jobs import arrow_s3, arrow_task
-    from tms.jobs.locations import LocationError, parse
-except ImportError:  # shipped alone, next to its siblings
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import arrow_s3  # type: ignore[no-redef]
-    import arrow_task  # type: ignore[no-redef]
-    from locations import LocationError, parse  # type: ignore[no-redef]
+from tms.jobs import arrow_s3, arrow_task
+from tms.locations import LocationError, parse
 
 ENV_SWITCH = "TMS_ARROW_REWRITE"  # operators: "0" forces Spark's path for every compaction
 DEFAULT_SWITCH = "1"

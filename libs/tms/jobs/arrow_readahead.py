@@ -17,7 +17,7 @@ serialised (one reader per Parquet file at a time); different files are read in 
 The checks (location, schema, rows) are those of the sequential path, made by the same
 function on every input before its rows are used.
 
-Standard library at import; ships with the job (``JOB_SUPPORT_FILES``).
+Standard library at import.
 """
 
 from __future__ import annotations

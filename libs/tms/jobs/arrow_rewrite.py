@@ -35,36 +35,23 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-try:
-    from tms.jobs import (
-        arrow_commit,
-        arrow_eligibility,
-        arrow_progress,
-        arrow_s3,
-        arrow_spark,
-        arrow_task,
-        locations,
-        table_guard,
-        table_props,
-    )
-except ImportError:  # shipped alone, next to its siblings
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import arrow_commit  # type: ignore[no-redef]
-    import arrow_eligibility  # type: ignore[no-redef]
-    import arrow_progress  # type: ignore[no-redef]
-    import arrow_s3  # type: ignore[no-redef]
-    import arrow_spark  # type: ignore[no-redef]
-    import arrow_task  # type: ignore[no-redef]
-    import locations  # type: ignore[no-redef]
-    import table_guard  # type: ignore[no-redef]
-    import table_props  # type: ignore[no-redef]
+from tms import locations
+from tms.jobs import (
+    arrow_commit,
+    arrow_eligibility,
+    arrow_progress,
+    arrow_s3,
+    arrow_spark,
+    arrow_task,
+    table_guard,
+    table_props,
+)
 
 # the procedure's options the planner reads (the rest are the action's, handled here)
 PLANNER_OPTIONS = ("target-file-size-bytes", "min-file-size-bytes", "max-file-size-bytes",

@@ -16,8 +16,7 @@ strictly:
   operator ``fs.*`` Hadoop option have no faithful pyarrow counterpart here: unsupported, named.
 
 The options hold secrets: ``S3Options`` never shows them (``repr``), and nothing here logs.
-Standard library only at import (pyarrow is imported when a file system is made): spark-submit
-ships this file next to the maintenance job.
+Standard library only at import (pyarrow is imported when a file system is made).
 """
 
 from __future__ import annotations

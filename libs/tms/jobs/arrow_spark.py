@@ -8,7 +8,7 @@ the broadcast threshold, above which PySpark writes it to a file too. So the des
 no secret, the keys are bound to the function, and a function too large to travel in memory
 is refused (``SecretTooLarge``) before anything runs.
 
-Imports only pyspark (lazily), the standard library and its siblings.
+Imports only pyspark (lazily), the standard library and the job's package.
 """
 
 from __future__ import annotations
@@ -17,26 +17,10 @@ import sys
 import threading
 import uuid
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-try:
-    from tms.jobs import (
-        arrow_eligibility,
-        arrow_readahead,
-        arrow_s3,
-        arrow_task,
-        locations,
-        table_guard,
-    )
-except ImportError:  # shipped alone, next to its siblings
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import arrow_eligibility  # type: ignore[no-redef]
-    import arrow_readahead  # type: ignore[no-redef]
-    import arrow_s3  # type: ignore[no-redef]
-    import arrow_task  # type: ignore[no-redef]
-    import locations  # type: ignore[no-redef]
-    import table_guard  # type: ignore[no-redef]
+from tms import locations
+from tms.jobs import arrow_eligibility, arrow_readahead, arrow_s3, arrow_task, table_guard
 
 InputFile = arrow_eligibility.InputFile
 # the share of PySpark's broadcast threshold a task function holding S3 keys may reach (the

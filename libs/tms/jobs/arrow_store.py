@@ -3,25 +3,18 @@ no symlink followed anywhere on it (outputs with ``O_EXCL``), S3 objects through
 catalog's own endpoint and keys (``arrow_s3``) after the check on their literal URI. Split out
 of ``arrow_task`` (the rewrite itself); the reasons for each check are there.
 
-Standard library at import; pyarrow is imported inside the functions. Ships with the job
-(``JOB_SUPPORT_FILES``).
+Standard library at import; pyarrow is imported inside the functions.
 """
 
 from __future__ import annotations
 
 import errno
 import os
-import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-try:
-    from tms.jobs import arrow_s3, locations
-except ImportError:  # shipped alone, next to locations.py
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import arrow_s3  # type: ignore[no-redef]
-    import locations  # type: ignore[no-redef]
+from tms import locations
+from tms.jobs import arrow_s3
 
 LocationError = locations.LocationError
 check, check_resolved, parse = locations.check, locations.check_resolved, locations.parse

@@ -19,23 +19,16 @@ path), not written around. Rows written must equal rows read; a task that fails 
 file it wrote.
 
 Standard library at import; pyarrow is imported inside the functions (workers have it when the
-driver's eligibility check found it). Ships with the job (``JOB_SUPPORT_FILES``).
+driver's eligibility check found it).
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-try:
-    from tms.jobs import arrow_readahead, arrow_store
-except ImportError:  # shipped alone, next to its siblings
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import arrow_readahead  # type: ignore[no-redef]
-    import arrow_store  # type: ignore[no-redef]
+from tms.jobs import arrow_readahead, arrow_store
 
 # where the task's files are opened (re-exported: the rewrite's callers and tests use them)
 TaskRefused, Store = arrow_store.TaskRefused, arrow_store.Store

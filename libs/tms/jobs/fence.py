@@ -18,17 +18,11 @@ Imports only the standard library; the JVM is reached through the session.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
-try:
-    from tms.jobs.table_guard import CheckedTable, LocationRefused
-except ImportError:  # shipped alone, next to its siblings
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from table_guard import CheckedTable, LocationRefused  # type: ignore[no-redef]
+from tms.jobs.table_guard import CheckedTable, LocationRefused
 
 FENCE_CLASS = "tms.fence.Fence"
 FENCED_CLASSES = ("tms.fence.FencedLocalFileSystem", "tms.fence.FencedS3AFileSystem",

@@ -9,21 +9,22 @@ own partition specs (``partition_filter.py``), and the result names the partitio
 filter.
 
 spark-submit runs this file directly (``spark-submit ... iceberg_maintenance.py --spec-b64 B``),
-so it imports nothing but pyspark and the standard library (grpcio too, to report): it must
-also work when shipped alone to a cluster, where the driver may run on any node (deploy mode
-``cluster``). The spec therefore travels inline and carries secret *references*
-(``catalog_secrets``) that the job resolves in the driver (``secret_refs.py``); the result goes
-to the TMS API (``report.py``, the attempt's token in ``TMS_JOB_TOKEN``), or to ``--result``
-when the spec names no API (local runs and tests). The spec names the catalog exactly as the
-TMS side (pyiceberg) names it, because Iceberg's JDBC catalog keys its rows by catalog name: a
-different name would see no tables.
+with the job's package on its path (``--py-files``: the zip ``tms.spark.job_package`` builds),
+so it imports nothing but that package, pyspark and the standard library (grpcio too, to
+report): it must also work on a cluster with no TMS installed, where the driver may run on any
+node (deploy mode ``cluster``). The spec therefore travels inline and carries secret
+*references* (``catalog_secrets``) that the job resolves in the driver (``tms.secrets``); the
+result goes to the TMS API (``report.py``, the attempt's token in ``TMS_JOB_TOKEN``), or to
+``--result`` when the spec names no API (local runs and tests). The spec names the catalog
+exactly as the TMS side (pyiceberg) names it, because Iceberg's JDBC catalog keys its rows by
+catalog name: a different name would see no tables.
 
 Table names and options come from users, so they reach SQL only as validated identifiers or
 escaped string literals. The result is always reported, success or not, so the caller never
 has to scrape Spark's log output; exit status is 0 on success and 1 on failure. A failure says
 whether another attempt could help (``retryable``: false for a bad spec, a missing table, a
 missing class, a bad catalog configuration, a permission refusal, a table property out of
-range: ``errors.py``, ``table_props.py``, ``maintenance_props.py``) and gives a hint of what
+range: ``tms.failures``, ``table_props.py``, ``maintenance_props.py``) and gives a hint of what
 to fix.
 
 The spec is checked in ``job_spec.py`` and the actions' plans are built in ``procedures.py``,
@@ -57,57 +58,31 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-try:
-    from tms.jobs import (
-        arrow_eligibility,
-        arrow_spark,
-        fence,
-        maintenance_props,
-        outcome,
-        read_guard,
-        report,
-        spark_catalogs,
-        table_guard,
-    )
-    from tms.jobs.job_actions import (  # re-exported: the runner's names, as before the split
-        READS,
-        STALE_PLAN_RETRIES,
-        run_action,
-        spark_path_reads,
-    )
-    from tms.jobs.job_failure import (
-        MAX_ERROR_CHARS,
-        describe_error,
-        failure_payload,
-        is_retryable,
-    )
-    from tms.jobs.job_spec import MaintenanceRequest, SpecError
-    from tms.jobs.procedures import ACTIONS, parse_spec
-except ImportError:  # shipped alone: the siblings are next to this file
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import arrow_eligibility  # type: ignore[no-redef]
-    import arrow_spark  # type: ignore[no-redef]
-    import fence  # type: ignore[no-redef]
-    import maintenance_props  # type: ignore[no-redef]
-    import outcome  # type: ignore[no-redef]
-    import read_guard  # type: ignore[no-redef]
-    import report  # type: ignore[no-redef]
-    import spark_catalogs  # type: ignore[no-redef]
-    import table_guard  # type: ignore[no-redef]
-    from job_actions import (  # type: ignore[no-redef]
-        READS,
-        STALE_PLAN_RETRIES,
-        run_action,
-        spark_path_reads,
-    )
-    from job_failure import (  # type: ignore[no-redef]
-        MAX_ERROR_CHARS,
-        describe_error,
-        failure_payload,
-        is_retryable,
-    )
-    from job_spec import MaintenanceRequest, SpecError  # type: ignore[no-redef]
-    from procedures import ACTIONS, parse_spec  # type: ignore[no-redef]
+from tms.jobs import (
+    arrow_eligibility,
+    arrow_spark,
+    fence,
+    maintenance_props,
+    outcome,
+    read_guard,
+    report,
+    spark_catalogs,
+    table_guard,
+)
+from tms.jobs.job_actions import (  # re-exported: the runner's names, as before the split
+    READS,
+    STALE_PLAN_RETRIES,
+    run_action,
+    spark_path_reads,
+)
+from tms.jobs.job_failure import (
+    MAX_ERROR_CHARS,
+    describe_error,
+    failure_payload,
+    is_retryable,
+)
+from tms.jobs.job_spec import MaintenanceRequest, SpecError
+from tms.jobs.procedures import ACTIONS, parse_spec
 
 __all__ = ["ACTIONS", "MAX_ERROR_CHARS", "READS", "STALE_PLAN_RETRIES", "describe_error",
            "failure_payload", "is_retryable", "run_action", "spark_path_reads"]

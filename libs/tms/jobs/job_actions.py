@@ -12,40 +12,23 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
-try:
-    from tms.jobs import (
-        arrow_rewrite,
-        errors,
-        manifest_prep,
-        outcome,
-        partition_filter,
-        procedures,
-        read_guard,
-        table_guard,
-        table_props,
-        write_format,
-    )
-    from tms.jobs.job_failure import describe_error, java_causes
-    from tms.jobs.job_spec import MaintenanceRequest, quote_ident
-    from tms.jobs.procedures import ACTIONS, ProcedureCall
-except ImportError:  # shipped alone: the siblings are next to this file
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import arrow_rewrite  # type: ignore[no-redef]
-    import errors  # type: ignore[no-redef]
-    import manifest_prep  # type: ignore[no-redef]
-    import outcome  # type: ignore[no-redef]
-    import partition_filter  # type: ignore[no-redef]
-    import procedures  # type: ignore[no-redef]
-    import read_guard  # type: ignore[no-redef]
-    import table_guard  # type: ignore[no-redef]
-    import table_props  # type: ignore[no-redef]
-    import write_format  # type: ignore[no-redef]
-    from job_failure import describe_error, java_causes  # type: ignore[no-redef]
-    from job_spec import MaintenanceRequest, quote_ident  # type: ignore[no-redef]
-    from procedures import ACTIONS, ProcedureCall  # type: ignore[no-redef]
+from tms import failures as errors
+from tms.jobs import (
+    arrow_rewrite,
+    manifest_prep,
+    outcome,
+    partition_filter,
+    procedures,
+    read_guard,
+    table_guard,
+    table_props,
+    write_format,
+)
+from tms.jobs.job_failure import describe_error, java_causes
+from tms.jobs.job_spec import MaintenanceRequest, quote_ident
+from tms.jobs.procedures import ACTIONS, ProcedureCall
 
 STALE_PLAN_RETRIES = 3  # a manifest rewrite planned again after concurrent commits
 T = TypeVar("T")

@@ -4,26 +4,18 @@ the job's own refusals: a bad spec, a refused location, a table property, a secr
 cannot read). Split from ``iceberg_maintenance`` so the runner stays readable; the names are
 re-exported there.
 
-Standard library only: spark-submit ships this file next to the maintenance job.
+Standard library only: the job's package (``tms.spark.job_package``) ships it to the driver.
 """
 
 from __future__ import annotations
 
-import sys
 import traceback
-from pathlib import Path
 from typing import Any
 
-try:
-    from tms.jobs import errors, secret_refs, table_guard, table_props
-    from tms.jobs.job_spec import SpecError
-except ImportError:  # shipped alone: the siblings are next to this file
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import errors  # type: ignore[no-redef]
-    import secret_refs  # type: ignore[no-redef]
-    import table_guard  # type: ignore[no-redef]
-    import table_props  # type: ignore[no-redef]
-    from job_spec import SpecError  # type: ignore[no-redef]
+from tms import failures as errors
+from tms import secrets
+from tms.jobs import table_guard, table_props
+from tms.jobs.job_spec import SpecError
 
 MAX_ERROR_CHARS = 4000
 # Spark error classes that mean "the table is not there": no retry helps.
@@ -68,7 +60,7 @@ def error_class(exc: BaseException, error_type: str, message: str) -> errors.Err
         return errors.ErrorClass(errors.LOCATION_REFUSED)
     if isinstance(exc, table_props.PropertyRefused):
         return errors.ErrorClass(errors.INVALID_TABLE_PROPERTY)
-    if isinstance(exc, secret_refs.SecretError):
+    if isinstance(exc, secrets.SecretError):
         return errors.ErrorClass(errors.SECRET_UNAVAILABLE)
     get_error_class = getattr(exc, "getErrorClass", None)
     if callable(get_error_class):

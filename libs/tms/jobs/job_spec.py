@@ -3,27 +3,19 @@ runs, so only a ``MaintenanceRequest`` reaches SQL (``procedures.py`` then check
 options). Table names and options come from users: they reach SQL only as validated
 identifiers (``quote_ident``) or escaped string literals (``sql_string``).
 
-Imports only the standard library and its siblings (shipped with the job, ``--py-files``).
+Imports only the standard library and the job's package.
 """
 
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-try:
-    from tms.jobs import arrow_eligibility, report, secret_refs
-    from tms.jobs.locations import LocationError, parse
-except ImportError:  # shipped alone: the siblings are next to this file
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import arrow_eligibility  # type: ignore[no-redef]
-    import report  # type: ignore[no-redef]
-    import secret_refs  # type: ignore[no-redef]
-    from locations import LocationError, parse  # type: ignore[no-redef]
+from tms.jobs import arrow_eligibility, report
+from tms.locations import LocationError, parse
+from tms.secrets import SecretError, parse_ref, resolve_all
 
 _CATALOG_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _IDENT_PART_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-]{0,254}$")
@@ -62,7 +54,7 @@ class MaintenanceRequest:
     def resolved_properties(self) -> dict[str, str]:
         """The catalog's properties with its secrets resolved here, in the driver (the spec
         itself carries references only: it travels on a command line)."""
-        return {**self.catalog_properties, **secret_refs.resolve_all(self.catalog_secrets)}
+        return {**self.catalog_properties, **resolve_all(self.catalog_secrets)}
 
     @property
     def table_ref(self) -> str:
@@ -159,8 +151,8 @@ def parse_fields(data: Any, actions: Collection[str]) -> MaintenanceRequest:
         if not _SECRET_KEY_RE.fullmatch(str(key)) or not isinstance(ref, str):
             raise SpecError(f"invalid catalog_secrets entry {str(key)[:200]!r}")
         try:
-            secret_refs.parse_ref(ref)
-        except secret_refs.SecretError as e:
+            parse_ref(ref)
+        except SecretError as e:
             raise SpecError(f"catalog_secrets[{key}]: {e}") from None
     try:
         report_to = report.parse_report(data.get("report"))

@@ -30,26 +30,15 @@ classes of the Iceberg runtime TMS ships (``docs/security.md`` names the class r
 key); the bounds are TMS's, chosen so that no table can make a job hold an executor, its memory
 or its driver for long.
 
-Standard library only: shipped next to the maintenance job.
+Standard library only: the job's package (``tms.spark.job_package``) ships it to the driver.
 """
 
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Mapping
-from pathlib import Path
 
-try:
-    from tms.jobs.table_props import JAVA_INT_MAX, JAVA_LONG_MAX, PropertyRefused, parse_int
-except ImportError:  # shipped alone: the siblings are next to this file
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from table_props import (  # type: ignore[no-redef]
-        JAVA_INT_MAX,
-        JAVA_LONG_MAX,
-        PropertyRefused,
-        parse_int,
-    )
+from tms.jobs.table_props import JAVA_INT_MAX, JAVA_LONG_MAX, PropertyRefused, parse_int
 
 MAX_COMMIT_RETRIES = 20  # Iceberg's default 4; each retry writes a manifest list again
 MAX_COMMIT_WAIT_MS = 5 * 60 * 1000  # one sleep between attempts (Iceberg's default max: 60 s)

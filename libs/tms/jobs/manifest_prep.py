@@ -26,15 +26,9 @@ Standard library only; the JVM objects come in.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
-try:
-    from tms.jobs import maintenance_props
-except ImportError:  # shipped alone: the siblings are next to this file
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import maintenance_props  # type: ignore[no-redef]
+from tms.jobs import maintenance_props
 
 TARGET_PROPERTY = "commit.manifest.target-size-bytes"
 TARGET_DEFAULT_BYTES = 8 * 1024 * 1024  # Iceberg's MANIFEST_TARGET_SIZE_BYTES_DEFAULT

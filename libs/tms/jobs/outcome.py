@@ -15,7 +15,7 @@ snapshots' summaries into:
 ``snapshot_after`` (snapshot ids as strings: JSON numbers lose precision past 2**53),
 ``snapshots_added`` and ``changed_nothing``.
 
-This file ships with the job (``JOB_SUPPORT_FILES``): standard library only.
+Standard library only.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ literal (string values through ``string_literal``); a spec id the table does not
 refused. A partition of a transform no filter can select exactly (bucket, truncate, ...) makes
 the job rewrite the whole table instead, with at least two input files per group.
 
-Standard library only: spark-submit ships this file next to the job (``JOB_SUPPORT_FILES``).
+Standard library only.
 """
 
 from __future__ import annotations

@@ -4,45 +4,31 @@
 instead of after a cold Spark start. Argument values reach SQL only as escaped string literals,
 validated integers/booleans, or timestamps re-rendered from a parsed ``datetime``.
 
-Imports only the standard library and its siblings (shipped with the job, ``--py-files``).
+Imports only the standard library and the job's package.
 """
 
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-try:
-    from tms.jobs import partition_filter, write_format
-    from tms.jobs.job_spec import (
-        MaintenanceRequest,
-        SpecError,
-        parse_fields,
-        quote_ident,
-        sql_string,
-    )
-except ImportError:  # shipped alone: the siblings are next to this file
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import partition_filter  # type: ignore[no-redef]
-    import write_format  # type: ignore[no-redef]
-    from job_spec import (  # type: ignore[no-redef]
-        MaintenanceRequest,
-        SpecError,
-        parse_fields,
-        quote_ident,
-        sql_string,
-    )
+from tms.jobs import partition_filter, write_format
+from tms.jobs.job_spec import (
+    MaintenanceRequest,
+    SpecError,
+    parse_fields,
+    quote_ident,
+    sql_string,
+)
+from tms.jobs.table_props import JAVA_INT_MAX
 
 _COLUMN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,254}(\.[A-Za-z_][A-Za-z0-9_]{0,254})*$")
 _UNSIGNED_RE = re.compile(r"0|[1-9][0-9]{0,18}")
 _DIRECTIONS = ("ASC", "DESC")
 _NULL_ORDERS = ("FIRST", "LAST")
-MAX_INT = 2**31 - 1
 # remove_orphan_files refuses an older_than less than 24 h ago (concurrent writers' files may
 # not be committed yet); checked here too so the job fails before Spark starts.
 MIN_ORPHAN_AGE_S = 24 * 3600
@@ -115,15 +101,15 @@ def parse_int(key: str, raw: str, minimum: int, maximum: int) -> int:
 
 
 def parse_positive_int(key: str, raw: str) -> int:
-    return parse_int(key, raw, 1, MAX_INT)
+    return parse_int(key, raw, 1, JAVA_INT_MAX)
 
 
 # The options of the procedures that take an options map, with their ranges (None: a boolean).
-# Kept in step with the API's schema (tms.formats.iceberg.params) by a unit test; repeated
-# here because this file ships alone and must refuse a bad spec whoever wrote it.
+# The job refuses a bad spec whoever wrote it. The API's schema (tms.formats.iceberg.params)
+# and the policy's keys take the file-size bound from here; a unit test keeps the rest in step.
 KIB = 1024
 GIB = 1024 ** 3
-MAX_FILE_BYTES = 16 * GIB
+MAX_FILE_BYTES = 16 * GIB  # a rewrite's target, minimum and maximum file size
 REWRITE_OPTIONS: dict[str, tuple[int, int] | None] = {
     "target-file-size-bytes": (KIB, MAX_FILE_BYTES),
     "min-file-size-bytes": (0, MAX_FILE_BYTES),
@@ -136,7 +122,7 @@ REWRITE_OPTIONS: dict[str, tuple[int, int] | None] = {
     "partial-progress.max-commits": (1, 1000),
 }
 DATA_REWRITE_OPTIONS: dict[str, tuple[int, int] | None] = {
-    **REWRITE_OPTIONS, "delete-file-threshold": (1, MAX_INT),
+    **REWRITE_OPTIONS, "delete-file-threshold": (1, JAVA_INT_MAX),
     "use-starting-sequence-number": None, "remove-dangling-deletes": None}
 
 

@@ -22,18 +22,11 @@ Imports only pyspark (lazily, through the session) and the standard library.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-try:
-    from tms.jobs.locations import Location, LocationError, parse, resolve
-    from tms.jobs.table_guard import MAX_SHOWN_REFUSALS, LocationRefused
-except ImportError:  # shipped alone, next to its siblings
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from locations import Location, LocationError, parse, resolve  # type: ignore[no-redef]
-    from table_guard import MAX_SHOWN_REFUSALS, LocationRefused  # type: ignore[no-redef]
+from tms.jobs.table_guard import MAX_SHOWN_REFUSALS, LocationRefused
+from tms.locations import Location, LocationError, parse, resolve
 
 # Metadata tables (and their path column) listing every file some snapshot references.
 REFERENCED_FILES = (("all_files", "file_path"), ("all_manifests", "path"),

@@ -6,7 +6,7 @@ for which attempt; the attempt's token comes from the environment (``TMS_JOB_TOK
 executor's child environment in client mode, the driver pod's or YARN master's environment in
 cluster mode), never from the command line.
 
-This file ships with the job (a cluster has no TMS installed), so it does not use TMS's
+This module runs in the job's driver (a cluster has no TMS installed), so it does not use TMS's
 generated protobuf code: the request (four scalar fields) is encoded here by hand and sent with
 grpcio's raw-bytes calls. grpcio must be importable by the driver's Python (the TMS image and
 the executor's virtualenv have it). Standard library otherwise.

@@ -23,7 +23,7 @@ on the session from the job's private spec: never on a command line. ``fs.*`` st
 options are the operator's own Hadoop conf and pass as they are, after the derived ones.
 
 Every property name is checked against a strict pattern before it becomes a conf key.
-Standard library only: spark-submit ships this file next to the maintenance job.
+Standard library only: the job's package (``tms.spark.job_package``) ships it to the driver.
 """
 
 from __future__ import annotations

@@ -47,27 +47,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-try:
-    from tms.jobs.locations import (
-        Location,
-        LocationError,
-        check,
-        check_resolved,
-        parent_no_follow,
-        parse,
-        resolve,
-    )
-except ImportError:  # shipped alone, next to locations.py
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from locations import (  # type: ignore[no-redef]
-        Location,
-        LocationError,
-        check,
-        check_resolved,
-        parent_no_follow,
-        parse,
-        resolve,
-    )
+from tms.locations import (
+    Location,
+    LocationError,
+    check,
+    check_resolved,
+    parent_no_follow,
+    parse,
+    resolve,
+)
 
 # Paths one table's metadata may name for the check (metadata log, statistics files): past
 # this the table is refused rather than checked for minutes.

@@ -12,7 +12,7 @@ fails the operation with ``PropertyRefused`` naming the property and the allowed
 the job reports as not retryable (``errors.INVALID_TABLE_PROPERTY``): another attempt reads the
 same value.
 
-Standard library only: shipped next to the maintenance job.
+Standard library only: the job's package (``tms.spark.job_package``) ships it to the driver.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ path (``warmup.py``: a compaction of a realistic table of its own, so the JIT ha
 what the first real compaction runs); the catalog name it uses for that is reserved.
 
 Imports only pyspark, the standard library, ``iceberg_maintenance``, ``spark_progress`` and
-``warmup`` (from the ``tms.jobs`` package, or as sibling files when shipped alone); the
+``warmup`` (from the ``tms.jobs`` package: the job's zip is first on its path); the
 warm-up writes its files with pyarrow when the driver's Python has it.
 """
 
@@ -46,14 +46,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-try:
-    from tms.jobs import iceberg_maintenance as im
-    from tms.jobs import spark_progress, warmup
-except ImportError:  # shipped alone, next to iceberg_maintenance.py and spark_progress.py
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import iceberg_maintenance as im  # type: ignore[no-redef]
-    import spark_progress  # type: ignore[no-redef]
-    import warmup  # type: ignore[no-redef]
+from tms.jobs import iceberg_maintenance as im
+from tms.jobs import spark_progress, warmup
 
 APP_NAME = "tms-warm-driver"
 EXIT_OK = 0

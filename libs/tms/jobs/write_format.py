@@ -30,14 +30,9 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-try:
-    from tms.jobs import parquet_footer
-except ImportError:  # shipped alone, next to parquet_footer.py
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import parquet_footer  # type: ignore[no-redef]
+from tms.jobs import parquet_footer
 
 DATA_CODEC, DATA_LEVEL = "write.parquet.compression-codec", "write.parquet.compression-level"
 DELETE_CODEC = "write.delete.parquet.compression-codec"

@@ -21,7 +21,7 @@ PG_START_TIMEOUT_S = 30
 PG_SUPERUSER = "postgres"
 
 
-def _pg_bin() -> Path:
+def pg_bin() -> Path:
     for d in PG_BIN_DIRS:
         if (Path(d) / "initdb").exists():
             return Path(d)
@@ -68,7 +68,7 @@ class LocalPostgres:
         if (self.data_dir / "PG_VERSION").exists():
             return
         res = subprocess.run(
-            _as_server_user([str(_pg_bin() / "initdb"), "--no-sync", "-A", "trust", "-U",
+            _as_server_user([str(pg_bin() / "initdb"), "--no-sync", "-A", "trust", "-U",
                              PG_SUPERUSER, "-E", "UTF8", "-D", str(self.data_dir)]),
             capture_output=True, text=True,
         )
@@ -80,7 +80,7 @@ class LocalPostgres:
         opts = (f"-c listen_addresses=127.0.0.1 -p {self.port} -c unix_socket_directories="
                 f"{self.root / 'sock'} -c fsync=off -c max_connections=300")
         res = subprocess.run(
-            _as_server_user([str(_pg_bin() / "pg_ctl"), "-D", str(self.data_dir), "-l",
+            _as_server_user([str(pg_bin() / "pg_ctl"), "-D", str(self.data_dir), "-l",
                              str(self.log_file), "-o", opts, "-w",
                              "-t", str(PG_START_TIMEOUT_S), "start"]),
             capture_output=True, text=True,
@@ -122,7 +122,7 @@ class LocalPostgres:
         if not (self.data_dir / "postmaster.pid").exists():
             return
         subprocess.run(
-            _as_server_user([str(_pg_bin() / "pg_ctl"), "-D", str(self.data_dir), "-m", mode,
+            _as_server_user([str(pg_bin() / "pg_ctl"), "-D", str(self.data_dir), "-m", mode,
                              "-w", "stop"]),
             capture_output=True,
         )

@@ -21,12 +21,11 @@ from typing import Any
 import structlog
 from opentelemetry import trace
 
-from tms import catalogs
+from tms import catalogs, locations
 from tms.catalogs import CatalogAccess, CatalogCache
 from tms.coordination import Coordinator
 from tms.domain import Catalog, Decision, Operation, Table
 from tms.formats.base import CatalogUnreachable, TableFormatPlugin, TableNotInCatalog
-from tms.jobs import locations
 from tms.observability.metrics import instruments
 from tms.observability.tracing import (
     context_from,

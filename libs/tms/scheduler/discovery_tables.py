@@ -1,7 +1,7 @@
 """One catalog's listing compared with its registrations: matching listed tables to
 registered ones, locating and checking a table's real location, confirming a table gone.
 
-Every location is checked with :mod:`tms.jobs.locations` (the normaliser the API and the job
+Every location is checked with :mod:`tms.locations` (the normaliser the API and the job
 use too) against the catalog's allowed locations, and against every registered table's, so
 discovery never registers a table outside the catalog or on another table's files.
 """
@@ -18,7 +18,7 @@ import structlog
 from tms.catalogs import CatalogAccess
 from tms.domain import Catalog, Table, TableState
 from tms.formats.base import DiscoveredTable, TableFormatPlugin, TableNotInCatalog
-from tms.jobs.locations import LocationError, check, parse, resolve
+from tms.locations import LocationError, check, parse, resolve
 from tms.storage.roles import CatalogTable, DiscoveryStore
 
 MAX_NAME_IN_STATUS_CHARS = 200

@@ -3,7 +3,7 @@
 Without this a missing jar costs a JVM start and a Spark session before it fails (and, for a
 class loaded lazily, possibly minutes into the job). The executor knows the job's catalog type
 and table location from its spec, and the engine's settings name the jars and Maven packages
-Spark will get: every class the job needs (``tms.jobs.jars``) must be in one of the local
+Spark will get: every class the job needs (``tms.spark.jars``) must be in one of the local
 jars (their zip listings are read once per path and modification time), in Spark's own jars,
 or come with a package in ``TMS_SPARK_PACKAGES``. Jars given as URLs (``hdfs://``, ``s3a://``)
 cannot be looked into here; with one of those configured an unfound class is not refused.
@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from tms.domain import JobSpec
-from tms.jobs import jars
-from tms.jobs.locations import LocationError, parse
+from tms.locations import LocationError, parse
+from tms.spark import jars
 from tms.spark.settings import SparkSettings, spark_home
 
 _PROBES = frozenset(need.entry for need in jars.NEEDS.values())

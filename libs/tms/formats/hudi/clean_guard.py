@@ -47,7 +47,7 @@ from tms.formats.hudi.plan_guard import table_dirs
 from tms.formats.hudi.plan_paths import path_problem, relative_shape_problem, shown
 from tms.formats.hudi.plans import AVRO_MAGIC, MAX_PLAN_BYTES, PlanRefused, decode
 from tms.formats.storage import LocalStore, Store, SymlinkRefused
-from tms.jobs.locations import Location
+from tms.locations import Location
 
 MAX_PARTITION_CHARS = 1024  # a partition key longer than this is refused
 MAX_COMPLETED_FILES = 100_000  # completed instant files read per table

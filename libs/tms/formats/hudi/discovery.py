@@ -15,7 +15,7 @@ from pathlib import Path
 from tms.formats.base import DiscoveredTable
 from tms.formats.hudi.timeline import UnsupportedSchemeError
 from tms.formats.storage import StorageError, Store, open_store
-from tms.jobs.locations import LocationError, parse, resolve
+from tms.locations import LocationError, parse, resolve
 
 # Bounds of a walk of a hadoop catalog's allowed locations for base paths.
 MAX_WALK_DEPTH = 6  # directories below an allowed location

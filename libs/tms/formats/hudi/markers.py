@@ -43,7 +43,7 @@ from tms.formats.hudi.plan_paths import path_problem, problems, shown
 from tms.formats.hudi.plans import AVRO_MAGIC, MAX_PLAN_BYTES, PendingPlan, PlanRefused, decode
 from tms.formats.hudi.timeline import State, scan_instants
 from tms.formats.storage import Entry, LocalStore, Store, SymlinkRefused
-from tms.jobs.locations import Location
+from tms.locations import Location
 
 TEMP_DIR = ".temp"  # HoodieTableMetaClient.TEMPFOLDER_NAME, under .hoodie
 MARKER_EXTN = ".marker"  # HoodieTableMetaClient.MARKER_EXTN

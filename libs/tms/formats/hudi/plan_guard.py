@@ -27,13 +27,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from tms import locations
 from tms.formats.hudi import markers as hudi_markers
 from tms.formats.hudi.plan_paths import problems, shown
 from tms.formats.hudi.plans import PlanRefused, read_pending
 from tms.formats.hudi.timeline import TimelineError, locate_timeline, open_table
 from tms.formats.storage import StorageError, Store, SymlinkRefused
-from tms.jobs import locations
-from tms.jobs.locations import Location
+from tms.locations import Location
 
 PROPERTIES_FILES = ("hoodie.properties", "hoodie.properties.backup")
 

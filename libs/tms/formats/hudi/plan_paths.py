@@ -16,9 +16,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from tms import locations
 from tms.formats.hudi.plans import PendingPlan, PlanRefused
-from tms.jobs import locations
-from tms.jobs.locations import Location, LocationError
+from tms.locations import Location, LocationError
 
 MAX_SHOWN = 3  # offending values named in a refusal
 MAX_VALUES = 1_000_000  # strings looked at per plan: a bound on a hostile plan's cost

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from tms import locations
 from tms.domain import CatalogType, Decision, JobSpec, Operation, Table, TableSpec
 from tms.formats.base import (
     CatalogUnreachable,
@@ -50,10 +51,15 @@ from tms.formats.hudi.timeline import (
     open_table,
     read_timeline,
 )
-from tms.formats.hudi.writer import unknown_reason, writer_properties, writer_zone
+from tms.formats.hudi.writer import (
+    is_writer_key,
+    property_problems,
+    unknown_reason,
+    writer_properties,
+    writer_zone,
+)
 from tms.formats.storage import StorageError
-from tms.jobs import locations
-from tms.jobs.locations import LOCAL_SCHEME, Location, LocationError
+from tms.locations import LOCAL_SCHEME, Location, LocationError
 from tms.policy.schema import zone_of
 
 if TYPE_CHECKING:
@@ -114,6 +120,16 @@ class HudiFormat(TableFormatPlugin):
         if spec.table_name and not _NAME_RE.fullmatch(spec.table_name):
             problems.append(("table.table_name", "letters, digits, _ - (max 128)"))
         return problems
+
+    def catalog_property_problems(self, properties: Mapping[str, str],
+                                  secrets: Mapping[str, str], field: str
+                                  ) -> list[tuple[str, str]]:
+        """The ``hudi.*`` properties and secrets: the writers' settings against the writer
+        schema (:mod:`tms.formats.hudi.writer_keys`), the jars, the properties file's name."""
+        return property_problems(properties, secrets, field)
+
+    def owns_catalog_property(self, key: str) -> bool:
+        return is_writer_key(key)
 
     def locate(self, table: Table, catalog: CatalogAccess) -> str:
         """The base path, when it holds a Hudi table (``.hoodie/hoodie.properties``), read

@@ -42,14 +42,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from tms import locations
 from tms.formats.hudi.plan_guard import PROPERTIES_FILES
 from tms.formats.hudi.plan_paths import path_problem, relative_shape_problem, shown
 from tms.formats.hudi.plans import PlanRefused
 from tms.formats.hudi.props import MalformedProperties, java_properties
 from tms.formats.hudi.timeline import MAX_PROPERTIES_BYTES, open_table, parse_properties
 from tms.formats.storage import Store, SymlinkRefused
-from tms.jobs import locations
-from tms.jobs.locations import Location, LocationError
+from tms.locations import Location, LocationError
 
 _KEYGEN = "org.apache.hudi.keygen."
 _SQL = "org.apache.spark.sql.hudi.command."

@@ -38,7 +38,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from tms.formats.storage import LocalStore, StorageError, Store, open_store
-from tms.jobs.locations import LocationError
+from tms.locations import LocationError
 
 _COMPLETED_V2 = re.compile(r"(\d{14,})_(\d{14,})\.([a-z]+)")
 _PENDING = re.compile(r"(\d{14,})\.([a-z]+)\.(requested|inflight)")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tms.jobs.locations import Location, LocationError, check_resolved, parse, resolve
+from tms.locations import Location, LocationError, check_resolved, parse, resolve
 
 
 class OutsideTable(LocationError):

@@ -29,7 +29,7 @@ from tms.formats.storage import (
     file_io_properties,
     open_store,
 )
-from tms.jobs.locations import LocationError, parse, resolve
+from tms.locations import LocationError, parse, resolve
 
 WAREHOUSE_KEY = "warehouse"
 VERSION_HINT = "version-hint.text"

@@ -7,12 +7,13 @@ ranges again before anything runs, and a unit test keeps the two in step.
 
 from __future__ import annotations
 
-from tms.formats.iceberg.policy_keys import COLUMNS, FORMAT, GIB, KIB, MAX_FILE_BYTES, SORT
+from tms.formats.iceberg.policy_keys import COLUMNS, FORMAT, GIB, KIB, SORT
 from tms.jobs.partition_filter import MAX_PARTITIONS_CHARS, PARAM
+from tms.jobs.procedures import MAX_FILE_BYTES
+from tms.jobs.table_props import JAVA_INT_MAX
 from tms.jobs.write_format import CODECS, MAX_LEVEL, OPTION_CODEC, OPTION_LEVEL
 from tms.policy.schema import PolicyKey, boolean, by_key, choice, integer, text, timestamp
 
-MAX_INT = 2**31 - 1
 TIB = 1024 * GIB
 
 
@@ -44,7 +45,7 @@ _REWRITE = (
         "so its commit does not rewrite each of them"),
 )
 _DATA_ONLY = (
-    _int("delete-file-threshold", 1, MAX_INT, "count",
+    _int("delete-file-threshold", 1, JAVA_INT_MAX, "count",
          "a data file with this many deletes is rewritten"),
     _on("use-starting-sequence-number", "commit with the sequence number the rewrite began at"),
     _on("remove-dangling-deletes", "drop delete files no live data file needs after the rewrite"),
@@ -67,7 +68,7 @@ PARAMS: dict[str, dict[str, PolicyKey]] = {
              "columns to z-order by", FORMAT))),
     "expire_snapshots": by_key((
         _OLDER_THAN,
-        _int("retain-last", 1, MAX_INT, "count", "snapshots kept whatever their age"))),
+        _int("retain-last", 1, JAVA_INT_MAX, "count", "snapshots kept whatever their age"))),
     "remove_orphan_files": by_key((
         _OLDER_THAN, _on("dry-run", "only list the orphan files, delete nothing"))),
     "rewrite_manifests": by_key((_on("use-caching", "let Spark cache while rewriting"),)),

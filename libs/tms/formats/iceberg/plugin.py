@@ -16,6 +16,7 @@ from datetime import datetime
 from importlib import resources
 from typing import Any
 
+from tms import locations
 from tms.catalogs import CatalogAccess, PyicebergCatalogs, job_catalog
 from tms.domain import CatalogType, Decision, JobSpec, Operation, Table, TableSpec
 from tms.formats.base import (
@@ -42,7 +43,7 @@ from tms.formats.iceberg.unchanged import (
     UnchangedTables,
     valid_until_s,
 )
-from tms.jobs import locations, partition_filter
+from tms.jobs import partition_filter
 
 POLICY_KEYS = K
 DEFAULT_MIN_SMALL_FILES = K["compaction.min-small-files"].as_int({})

@@ -13,6 +13,7 @@ from typing import Any
 from tms.domain import Decision, Operation
 from tms.formats.iceberg import tiers as iceberg_tiers
 from tms.jobs import table_props, write_format
+from tms.jobs.procedures import MAX_FILE_BYTES
 from tms.policy.schema import Kind, PolicyKey, boolean, by_key, choice, decimal, integer, text
 
 KIB = 1024
@@ -20,7 +21,6 @@ MIB = 1024 * 1024
 GIB = 1024 * MIB
 DAY_S = 86_400
 MAX_INTERVAL_S = 30 * DAY_S
-MAX_FILE_BYTES = 16 * GIB
 MAX_RUN_BYTES = 1024 * 1024 * GIB  # 1 PiB
 MAX_COUNT = 1_000_000
 FORMAT = ("iceberg",)

@@ -1,6 +1,6 @@
 -- GENERATED FILE, do not edit by hand: the TMS schema as the migrations in
 -- sql/migrations/ produce it (pg_dump --schema-only, normalised).
--- Regenerate with: python -m tms.storage.schema --write
+-- Regenerate with: python -m tms.local.schema --write
 
 --
 -- PostgreSQL database dump

@@ -4,10 +4,10 @@ coordinates production gives ``TMS_SPARK_PACKAGES`` or bakes into its image).
 
 Used twice: before spark-submit, to refuse at once a job whose jar is not configured
 (``tms.spark.jar_check``), and after a failure, to name the jar behind a
-``ClassNotFoundException`` / ``NoClassDefFoundError`` (``errors.py``). docs/reach.md has the
+``ClassNotFoundException`` / ``NoClassDefFoundError`` (``tms.failures``). docs/reach.md has the
 same table for people.
 
-Standard library only: spark-submit ships this file next to the maintenance job.
+Standard library only: the job's package (``tms.spark.job_package``) ships it to the driver.
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
-"""The current schema in one file, ``sql/schema.sql``, generated from the migrations.
+"""The current schema in one file, ``tms/storage/sql/schema.sql``, generated from the migrations:
+a developer's tool (it starts a throw-away PostgreSQL), kept with the other local tools.
 
 The migrations are the source of truth, but reading eight of them in order to learn what a
 table looks like today is slow, so ``schema.sql`` holds what they produce, as ``pg_dump``
 prints it. It is never applied; ``tests/integration/test_schema.py`` fails when it drifts
 from the migrations. After changing a migration, regenerate it with::
 
-    python -m tms.storage.schema --write
+    python -m tms.local.schema --write
 
 which migrates a fresh database on a throw-away local PostgreSQL (loopback, ephemeral port,
 stopped at the end) and rewrites the file.
@@ -20,11 +21,11 @@ import tempfile
 from pathlib import Path
 
 from tms.generated import generator_main
-from tms.local.postgres import LocalPostgres, _pg_bin
+from tms.local.postgres import LocalPostgres, pg_bin
 from tms.storage.migrate import migrate
 
-SCHEMA_PATH = Path(__file__).resolve().parent / "sql" / "schema.sql"
-REGENERATE_CMD = "python -m tms.storage.schema --write"
+SCHEMA_PATH = Path(__file__).resolve().parents[1] / "storage" / "sql" / "schema.sql"
+REGENERATE_CMD = "python -m tms.local.schema --write"
 HEADER = (
     "-- GENERATED FILE, do not edit by hand: the TMS schema as the migrations in\n"
     "-- sql/migrations/ produce it (pg_dump --schema-only, normalised).\n"
@@ -75,7 +76,7 @@ def generate(dsn: str) -> str:
     """
     migrate(dsn)
     res = subprocess.run(
-        [str(_pg_bin() / "pg_dump"), "--schema-only", "--no-owner", "--no-privileges",
+        [str(pg_bin() / "pg_dump"), "--schema-only", "--no-owner", "--no-privileges",
          "--no-comments", "--exclude-table-data=public.tms_schema_migrations",
          f"--dbname={dsn}"],
         capture_output=True, text=True,
@@ -101,7 +102,7 @@ def generate_on_local_postgres() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return generator_main("tms.storage.schema", SCHEMA_PATH, generate_on_local_postgres, argv)
+    return generator_main("tms.local.schema", SCHEMA_PATH, generate_on_local_postgres, argv)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """The one location normaliser of TMS: the API, the scheduler and the Spark job all check a
 table's location with these functions, so a location cannot pass one check and fail another.
 
-Standard library only: spark-submit ships this file next to the maintenance job.
+Standard library only: the job's package (``tms.spark.job_package``) ships it to the driver.
 
 Rules (a location is hostile until parsed):
 

@@ -10,21 +10,15 @@ fail the same way on every attempt: they are reported at once (not retried three
 hours), with a short hint saying what to fix. Everything else (lost executors, commit
 conflicts, an unreachable catalog, timeouts) stays retryable.
 
-Standard library only: spark-submit ships this file next to the maintenance job.
+Standard library only: the job's package (``tms.spark.job_package``) ships it to the driver.
 """
 
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 
-try:
-    from tms.jobs import jars
-except ImportError:  # shipped alone: the sibling is next to this file
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import jars  # type: ignore[no-redef]
+from tms.spark import jars
 
 MISSING_CLASS = "missing jar or class"
 BAD_CONFIGURATION = "bad catalog configuration"
