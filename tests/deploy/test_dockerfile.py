@@ -82,6 +82,10 @@ def test_image_is_python_311_on_debian_with_tms_home_and_the_provisioned_jars() 
     assert install and not any("[dev]" in r or ".[" in r for r in install), install
     order = [i for i, r in enumerate(runs()) if "pip install" in r or "tms.spark.provision" in r]
     assert "pip install" in runs()[order[0]], "provisioning needs the project installed first"
+    # the job's zip, built where a Kubernetes driver pod of the same image finds it (local://)
+    package = [i for i, r in enumerate(runs()) if "python -m tms.spark.job_package" in r]
+    assert package and package[0] > order[0], "the job's package is not built at build time"
+    assert re.search(r'--home "?\$TMS_HOME"?', runs()[package[0]])
 
 
 def test_image_runs_as_non_root_under_tini() -> None:
@@ -149,3 +153,6 @@ def test_the_build_context_builds_the_project(tmp_path: Path) -> None:
     assert any(n.startswith("tms/jobs/") for n in names)
     for script in ("tms-api", "tms-scheduler", "tms-executor", "tms ="):
         assert script in entry_points
+    for plugin in ("tms.formats.iceberg.plugin:IcebergFormat",
+                   "tms.formats.hudi.plugin:HudiFormat"):
+        assert plugin in entry_points and f"{plugin.split(':')[0].replace('.', '/')}.py" in names

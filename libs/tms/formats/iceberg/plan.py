@@ -16,7 +16,7 @@ as they are); applying deletes rewrites the files they touch. Partitions are tak
 benefit first (files removed plus delete files applied, per GiB rewritten) until
 ``compaction.max-bytes-per-run``; the rest wait for the next run.
 
-Write amplification: merges are size-tiered (``iceberg_tiers``): the smaller files of a
+Write amplification: merges are size-tiered (``tiers``): the smaller files of a
 partition are merged without rewriting the larger ones, so a byte is rewritten about
 log_fanout(target / written size) times.
 """
@@ -155,7 +155,7 @@ def _what(c: Candidate) -> str:
 
 
 def specs_of(raw: Mapping[Any, Sequence[Sequence[str]]]) -> dict[int, list[FieldInfo]]:
-    """The ``_specs`` metric (``iceberg_stats.spec_fields``) as FieldInfo rows."""
+    """The ``_specs`` metric (``stats.spec_fields``) as FieldInfo rows."""
     return {int(k): [FieldInfo(*row) for row in rows] for k, rows in raw.items()}
 
 

@@ -3,7 +3,7 @@
 Inspection reads the current snapshot's summary first (file counts and sizes with no manifest
 I/O); manifests are read for file sizes only when the summary cannot rule compaction out.
 A table whose catalog still names the metadata file last inspected, under the same policy,
-reuses its last metrics: one catalog call and no metadata read (``iceberg_unchanged``).
+reuses its last metrics: one catalog call and no metadata read (``unchanged``).
 """
 
 from __future__ import annotations
@@ -159,7 +159,7 @@ class IcebergFormat(TableFormatPlugin):
 
     def prepare(self, tables: Sequence[Table], catalog: CatalogAccess) -> set[int]:
         """The current metadata locations of a batch of the catalog's tables in one call
-        where the catalog has one (``iceberg_pointers``); errors scrubbed as in
+        where the catalog has one (``pointers``); errors scrubbed as in
         :meth:`_asking`, and then every table asks on its own. Returns the pks of the tables
         whose metadata file is the one last inspected (no metadata read expected)."""
         if catalog.type not in iceberg_pointers.BATCH_TYPES or not tables:
@@ -260,7 +260,7 @@ class IcebergFormat(TableFormatPlugin):
 
         The snapshot summary gives the table-wide counts; the manifests, read only when the
         summary cannot rule compaction out, give per-partition statistics (``_partitions``,
-        see ``iceberg_stats``) from which compaction is planned partition by partition."""
+        see ``stats``) from which compaction is planned partition by partition."""
         snap = tbl.current_snapshot()
         small_limit = K["compaction.small-file-bytes"].as_int(table.policy)
         min_small = K["compaction.min-small-files"].as_int(table.policy)

@@ -95,7 +95,7 @@ def _limits(pol: Mapping[str, str]) -> iceberg_plan.Limits:
 def _partitioned_compaction(pol: Mapping[str, str], m: Mapping[str, Any],
                             last: Operation | None, now: datetime, seen: dict[str, Any],
                             quiet: bool) -> Decision:
-    """Compaction planned per partition (``iceberg_plan``): only where a rewrite merges two
+    """Compaction planned per partition (``plan``): only where a rewrite merges two
     or more small files or applies deletes that cost readers, largest benefit first."""
     a, lim = "compaction", _limits(pol)
     min_small = K["compaction.min-small-files"].as_int(pol)
@@ -251,7 +251,7 @@ def rewrite_manifests(pol: Mapping[str, str], m: Mapping[str, Any],
 
 def rewrite_position_deletes(pol: Mapping[str, str], m: Mapping[str, Any],
                              last: Operation | None, now: datetime) -> Decision:
-    """Planned per partition when inspection read the partitions (``iceberg_deletes``)."""
+    """Planned per partition when inspection read the partitions (``deletes``)."""
     a, seen = "rewrite_position_deletes", public(m)
     limit = K["position-deletes.max-files"].as_int(pol)
     if not K["position-deletes.enabled"].as_bool(pol):

@@ -1,7 +1,7 @@
 """The Iceberg trigger policy's keys and what the rules share: each key's type, range,
 default and documentation (the schema a table owner's policy is parsed against), the metrics
 one evaluation works out once, and the rewrite's codec and level as the policy names them.
-The rules themselves: ``iceberg_policy``.
+The rules themselves: ``policy``.
 """
 
 from __future__ import annotations

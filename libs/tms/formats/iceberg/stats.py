@@ -5,7 +5,7 @@ twelve partitions are twelve files no rewrite can merge. So inspection sums, per
 each partition spec, the live data files (all, small, and those below the rewrite size), their
 bytes and records, and the position and equality delete files that apply to them; and, for
 the files below the rewrite size, how many and how many bytes fall in each power-of-two size
-class (``size_tiers``): size-tiered planning (``iceberg_tiers``) merges the smaller classes
+class (``size_tiers``): size-tiered planning (``tiers``) merges the smaller classes
 without rewriting the larger ones.
 
 Manifests are immutable: the statistics of one manifest, keyed by its path (and the size
@@ -159,7 +159,7 @@ def manifest_stats(entries: Iterable[Any], spec_id: int, limits: Limits
 
 class ManifestCache:
     """A thread-safe LRU of per-manifest statistics keyed by (manifest path, limits).
-    ``read`` gives a manifest's live entries (``iceberg_avro.live_entries``; fakes in tests)."""
+    ``read`` gives a manifest's live entries (``avro.live_entries``; fakes in tests)."""
 
     def __init__(self, entries: int = MANIFEST_CACHE_ENTRIES,
                  read: Callable[[Any, Any], Iterable[Any]] = iceberg_avro.live_entries) -> None:

@@ -1,4 +1,4 @@
-"""Size-tiered merges of a partition's files, against write amplification (``iceberg_plan``
+"""Size-tiered merges of a partition's files, against write amplification (``plan``
 plans with them). A partition fed by a trickle of tiny files would otherwise rewrite its last
 merge's output again with every few new small files. Inspection counts a partition's files below
 the rewrite size by power-of-two size class (``size_tiers``); a merge takes the partition's
