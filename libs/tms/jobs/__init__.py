@@ -22,4 +22,4 @@ JOB_SUPPORT_FILES = tuple(Path(__file__).with_name(name)
                                        "arrow_progress.py", "arrow_spark.py", "job_spec.py",
                                        "procedures.py", "arrow_readahead.py",
                                        "maintenance_props.py", "fence.py", "job_actions.py",
-                                       "job_failure.py"))
+                                       "job_failure.py", "boundary.py", "job_boundary.py"))

@@ -19,6 +19,7 @@ try:
     from tms.jobs import (
         arrow_rewrite,
         errors,
+        job_boundary,
         manifest_prep,
         outcome,
         partition_filter,
@@ -35,6 +36,7 @@ except ImportError:  # shipped alone: the siblings are next to this file
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import arrow_rewrite  # type: ignore[no-redef]
     import errors  # type: ignore[no-redef]
+    import job_boundary  # type: ignore[no-redef]
     import manifest_prep  # type: ignore[no-redef]
     import outcome  # type: ignore[no-redef]
     import partition_filter  # type: ignore[no-redef]
@@ -120,10 +122,11 @@ def run_action(spark: Any, spec: MaintenanceRequest, table: table_guard.CheckedT
         if spec.action in READS:  # rewrite_manifests: the snapshot planned (again) is checked
             planned.append(guard_reads(spark, spec, table, READS[spec.action],
                                        refresh=bool(planned)))
-        df = spark.sql(call.sql(spec.catalog_name))
-        if spec.action == "remove_orphan_files":
-            return table_guard.remove_orphans(df, table, dry_run=bool(call.info["dry_run"]))
-        return call.summarize(df)
+        if spec.action == "remove_orphan_files":  # only the directories the table writes
+            candidates = job_boundary.orphan_candidates(spark, spec.catalog_name, call, table)
+            return table_guard.remove_orphans(candidates, table,
+                                              dry_run=bool(call.info["dry_run"]))
+        return call.summarize(spark.sql(call.sql(spec.catalog_name)))
 
     result, replanned = replanning(spark, spec, once)
     if replanned:

@@ -115,6 +115,11 @@ class HudiFormat(TableFormatPlugin):
             problems.append(("table.table_name", "letters, digits, _ - (max 128)"))
         return problems
 
+    def boundary_own(self, table: Table, catalog: CatalogAccess
+                     ) -> tuple[tuple[str, ...], bool]:
+        """The base path's ``.hoodie`` is the table's own."""
+        return (), True
+
     def locate(self, table: Table, catalog: CatalogAccess) -> str:
         """The base path, when it holds a Hudi table (``.hoodie/hoodie.properties``), read
         where it lives with the catalog's storage options. A base path whose storage cannot
