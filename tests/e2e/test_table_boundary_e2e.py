@@ -32,6 +32,7 @@ pytestmark = pytest.mark.e2e
 CATALOG = "lake"
 TEAM_A = "team-a"
 TEAM_A_TOKEN = "team-a-owner-secret"
+TEAM_A_WRITER_TOKEN = "team-a-writer-secret"
 ADMIN_TOKEN = "platform-admin-secret"
 MONTH_S = 30 * 24 * 3600
 # older than the ~24 h Iceberg insists on, as the author asked
@@ -44,6 +45,8 @@ def _tokens(path: Path) -> Path:
     path.write_text(json.dumps({"tokens": [
         {"name": "platform", "token": ADMIN_TOKEN, "roles": ["admin"]},
         {"name": "team-a-owner", "token": TEAM_A_TOKEN, "roles": ["owner"],
+         "owners": [TEAM_A]},
+        {"name": "team-a-writer", "token": TEAM_A_WRITER_TOKEN, "roles": ["writer"],
          "owners": [TEAM_A]},
     ]}))
     path.chmod(0o600)
@@ -169,7 +172,7 @@ def test_a_table_moved_to_the_warehouse_root_is_paused_not_cleaned(lake) -> None
     mover = catalog.load_table("ns_a.mover")
     sid = iceberg_data.append_batches(mover, 1, rows_per_commit=10)[0]
     stub.NotifyCommit(tms_pb2.NotifyCommitRequest(table="tables/ns_a.mover", commit_id=str(sid)),
-                      metadata=_as(TEAM_A_TOKEN), timeout=10)
+                      metadata=_as(TEAM_A_WRITER_TOKEN), timeout=10)
 
     def settled() -> tms_pb2.Table | None:
         t = stub.GetTable(tms_pb2.GetTableRequest(name="tables/ns_a.mover"),

@@ -108,7 +108,7 @@ def check(spark: Any, action: str, catalog_properties: dict[str, str],
         own = boundary.own_dirs(table.location, root, metadata)
         entries = boundary.scan(root, lister, own)
     except boundary.BoundaryRefused as e:
-        raise table_guard.LocationRefused(f"{e}; nothing was deleted") from None
+        raise table_guard.LocationRefused(f"{e}; nothing deleted") from None
     return {"roots": 1 if warehouse else 0, "entries_scanned": entries}
 
 
