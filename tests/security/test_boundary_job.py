@@ -56,6 +56,7 @@ def _refused(result: Any, *words: str) -> None:
 
 def _unregistered_neighbour(lake: Lake, where: Path) -> list[Path]:
     """Another team's Iceberg table at ``where``, a month old: its files."""
+    lake.catalog.create_namespace_if_not_exists(lake.namespace)
     other = lake.catalog.create_table(f"{lake.namespace}.b_{uuid.uuid4().hex[:6]}",
                                       schema=iceberg_data.SCHEMA, location=where.as_uri())
     iceberg_data.append_batches(other, 2, 10)
@@ -128,3 +129,20 @@ def test_orphan_removal_lists_only_the_directories_the_table_writes(pg: Any,
     assert listed == [str(orphan)]
     assert not orphan.exists() and kept.exists()
     assert result.result["boundary"]["entries_scanned"] > 0
+
+
+def test_another_table_at_the_same_location_is_refused(pg: Any, tmp_path: Path) -> None:
+    """Another team created a table at this table's very location: its metadata files sit in
+    this table's metadata directory, where no scan marker can tell them apart; their
+    table-uuid does."""
+    lake = Lake(pg.dsn, tmp_path / "lake")
+    mine = lake.allowed / "ns_a" / "t"
+    lake.table("t", location=mine)
+    twin = _unregistered_neighbour(lake, mine)  # also backdates the table's own files
+    twin_only = [f for f in twin if "metadata" not in f.parts or f.suffix == ".json"]
+
+    result = _run(lake.job("t", "remove_orphan_files", _older_than(),
+                           allowed=[str(lake.allowed)]), tmp_path)
+
+    _refused(result, "two tables share this location")
+    assert all(f.exists() for f in twin_only)

@@ -126,6 +126,8 @@ def refused(call: Any, *words: str) -> str:
 
 
 def test_the_warehouse_root_itself_in_any_spelling(world: World) -> None:
+    """First in this module: before any table is registered (a location containing a
+    registered table is refused as a duplicate, ALREADY_EXISTS, before this rule)."""
     iceberg(world.lake, "root_a.t", world.wh)
     refused(lambda: register(world, "root-a", "root_a.t"), "is catalogs/lake's warehouse")
     iceberg(world.lake, "root_b.t", f"{world.wh.as_uri()}/")  # a trailing slash
@@ -134,6 +136,10 @@ def test_the_warehouse_root_itself_in_any_spelling(world: World) -> None:
     iceberg(world.lake, "root_c.t", world.root / "alias")
     # the symlink resolves to the warehouse, which the allowed location check accepts
     refused(lambda: register(world, "root-c", "root_c.t"), "is catalogs/lake's warehouse")
+    # a catalog sharing the root: its warehouse, and the other catalog's allowed location
+    iceberg(world.shared, "ns_s.root", world.wh)
+    refused(lambda: register(world, "shared-root", "ns_s.root", catalog="shared"),
+            "catalogs/shared's warehouse")
 
 
 def test_an_unregistered_table_below(world: World) -> None:
@@ -168,9 +174,6 @@ def test_two_catalogs_sharing_a_root(world: World) -> None:
     iceberg(world.shared, "ns_s.co", world.wh / "co")
     refused(lambda: register(world, "co", "ns_s.co", catalog="shared"),
             "another Iceberg table", "co/orders")
-    iceberg(world.shared, "ns_s.root", world.wh)
-    refused(lambda: register(world, "shared-root", "ns_s.root", catalog="shared"),
-            "catalogs/shared's warehouse")
 
 
 def test_an_iceberg_table_above_a_hudi_table(world: World) -> None:

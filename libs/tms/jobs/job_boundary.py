@@ -26,7 +26,9 @@ Imports only pyspark (lazily, through the session) and the standard library.
 from __future__ import annotations
 
 import os
+import re
 import sys
+import zlib
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -50,6 +52,13 @@ DELETING_ACTIONS = frozenset({"remove_orphan_files", "expire_snapshots"})
 DATA_PATH_KEYS = ("write.data.path", "write.object-storage.path", "write.folder-storage.path")
 METADATA_PATH_KEY = "write.metadata.path"
 WAREHOUSE_KEY = "warehouse"
+# Before a delete, every metadata file in the table's own metadata directories that its
+# metadata log does not name is read for its table-uuid: a table created at the same location
+# writes its metadata there too. Past this many reads the delete is refused.
+MAX_METADATA_READS = 10_000
+METADATA_HEAD_BYTES = 64 * 1024  # local files: the uuid is among the first keys
+GZIP_MAGIC = b"\x1f\x8b"
+_UUID_RE = re.compile(rb'"table-uuid"\s*:\s*"([0-9A-Fa-f-]{36})"')
 
 
 def write_dirs(table: table_guard.CheckedTable) -> list[str]:
@@ -107,9 +116,72 @@ def check(spark: Any, action: str, catalog_properties: dict[str, str],
             root, lister = str(table.location), _hadoop_lister(spark)
         own = boundary.own_dirs(table.location, root, metadata)
         entries = boundary.scan(root, lister, own)
+        reads = same_directory(spark, table, own, lister)
     except boundary.BoundaryRefused as e:
         raise table_guard.LocationRefused(f"{e}; nothing deleted") from None
-    return {"roots": 1 if warehouse else 0, "entries_scanned": entries}
+    return {"roots": 1 if warehouse else 0, "entries_scanned": entries,
+            "metadata_files_read": reads}
+
+
+def _known_names(table: table_guard.CheckedTable) -> set[str]:
+    """The file names of the table's current metadata file and its metadata log."""
+    current = table.handle.operations().current()
+    files = [str(current.metadataFileLocation())]
+    files += [str(e.file()) for e in current.previousFiles()]
+    return {f.rstrip("/").rsplit("/", 1)[-1] for f in files}
+
+
+def _uuid_of(spark: Any, table: table_guard.CheckedTable, path: str) -> str | None:
+    """The table-uuid a metadata file names (None: none found)."""
+    if table.location.local:
+        try:
+            fd, name = table_guard.parent_no_follow(path)
+        except OSError:
+            return None
+        try:
+            handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=fd)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        with os.fdopen(handle, "rb") as f:
+            head = f.read(METADATA_HEAD_BYTES)
+        if head[:2] == GZIP_MAGIC:  # write.metadata.compression-codec=gzip
+            try:
+                head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(
+                    head, METADATA_HEAD_BYTES)
+            except zlib.error:
+                return None
+        found = _UUID_RE.search(head)
+        return found.group(1).decode().lower() if found else None
+    parser = spark.sparkContext._jvm.org.apache.iceberg.TableMetadataParser
+    return str(parser.read(table.handle.io(), path).uuid()).lower()
+
+
+def same_directory(spark: Any, table: table_guard.CheckedTable, own: boundary.Own,
+                   list_dir: boundary.Lister) -> int:
+    """Refuse (BoundaryRefused) when the table's own metadata directories hold a metadata
+    file of another table (another table at the same location); the files read."""
+    ours = str(table.handle.uuid()).lower()
+    known = _known_names(table)
+    reads = 0
+    for directory in sorted(own.metadata_dirs):
+        for name, kind in list_dir(directory):
+            if kind != boundary.FILE or not name.endswith(".metadata.json") or name in known:
+                continue
+            reads += 1
+            path = f"{directory}/{name}"
+            if reads > MAX_METADATA_READS:
+                raise boundary.BoundaryRefused(
+                    f"{directory} holds more than {MAX_METADATA_READS} metadata files its "
+                    f"metadata log does not name, the most read to tell whose they are")
+            found = _uuid_of(spark, table, path)
+            if found != ours:
+                whose = f"table {found}" if found else "no table-uuid could be read"
+                raise boundary.BoundaryRefused(
+                    f"{directory} holds a metadata file of another table ({path}: {whose}; "
+                    f"this table is {ours}): two tables share this location")
+    return reads
 
 
 def orphan_candidates(spark: Any, catalog_name: str, call: ProcedureCall,
