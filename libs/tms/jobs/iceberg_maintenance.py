@@ -192,7 +192,8 @@ def run_in_session(spark: Any, spec: MaintenanceRequest) -> dict[str, Any]:
         except Exception as e:  # the work is done: a failed reading must not fail it
             print(f"[tms-job] outcome not measured: {type(e).__name__}: {e}", file=sys.stderr)
         result["fence"] = fenced
-        result["boundary"] = bounded
+        if spec.action in job_boundary.DELETING_ACTIONS:  # what the scan before it read
+            result["boundary"] = bounded
     return {"ok": True, "action": spec.action, "result": result,
             "spark_app_id": spark.sparkContext.applicationId}
 
