@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -123,6 +123,13 @@ class FakeStore:
                 return f"t{pk}"
         self.locations[table_pk] = location
         return None
+
+    def table_pause_refused(self, table_pk: int) -> bool:
+        table = self.tables.get(table_pk)
+        if table is None or table.state is not TableState.ACTIVE:
+            return False
+        self.tables[table_pk] = replace(table, state=TableState.PAUSED)
+        return True
 
     def table_set_locations(self, locations: Sequence[tuple[int, str]]) -> dict[int, str]:
         self.location_batches.append(list(locations))

@@ -316,3 +316,25 @@ def test_a_failed_queueing_after_the_batch_write_fails_that_table_only() -> None
     assert [pk for pk, _ in store.ops] == [2]
     assert (1, INSPECT_FAILURE_RETRY_S) in store.finished_decisions
     assert store.locations == {1: f"{FAKE_ROOT}/t1", 2: f"{FAKE_ROOT}/t2"}
+
+
+def test_a_new_location_at_the_warehouse_root_pauses_the_table() -> None:
+    """A table moved to its catalog's warehouse root (its location would hold every other
+    table's files): paused, its decisions saying why, the location not stored."""
+    store = FakeStore(tables={1: make_table()}, dirty={1}, catalogs={"c": make_catalog(
+        properties={"warehouse": f"file://{FAKE_ROOT}/t1/"})})
+    assert scheduler(store).run_once() == 1
+    assert store.ops == [] and store.locations == {}
+    assert store.tables[1].state is TableState.PAUSED
+    reason = _reasons(store)[0]
+    assert "table paused: location refused" in reason and "catalogs/c's warehouse" in reason
+    # paused: the next pass decides nothing for it
+    store.dirty.add(1)
+    assert scheduler(store).run_once() == 0
+
+
+def test_a_new_location_beside_the_warehouse_root_is_stored() -> None:
+    store = FakeStore(tables={1: make_table()}, dirty={1}, catalogs={"c": make_catalog(
+        properties={"warehouse": f"{FAKE_ROOT}/t10"})})
+    assert scheduler(store).run_once() == 1
+    assert store.locations == {1: f"{FAKE_ROOT}/t1"} and len(store.ops) == 1

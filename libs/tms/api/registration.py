@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 import grpc
 
-from tms import catalogs, locations
+from tms import catalogs, locations, table_boundary
 from tms.api.auth import Principal, permission_denied
 from tms.api.base import ServicerBase, log
 from tms.api.errors import ApiError, invalid, not_found, unavailable
@@ -64,7 +64,8 @@ class RegistrationMixin(ServicerBase):
 
     def locate_checked(self, spec: TableSpec, catalog: Catalog) -> str:
         """The table's real location from its catalog, checked (symlinks resolved) against
-        the catalog's allowed locations and the API's --allowed-locations."""
+        the catalog's allowed locations and the API's --allowed-locations, and against the
+        table's boundary (:meth:`check_boundary`)."""
         plugin = self.formats[spec.format]
         try:
             access = catalogs.access(catalog)
@@ -104,4 +105,34 @@ class RegistrationMixin(ServicerBase):
         outer = self.allowlist.check(where)
         if outer:
             raise permission_denied(f"{identifier(spec)[:300]!r}: {outer}", location=where)
+        self.check_boundary(spec, catalog, access, where)
         return where
+
+    def check_boundary(self, spec: TableSpec, catalog: Catalog, access: catalogs.CatalogAccess,
+                       where: str) -> None:
+        """The table's location reaches no further than the table (``tms.table_boundary``):
+        FAILED_PRECONDITION naming the location and what it would reach, UNAVAILABLE when
+        its storage cannot be listed now."""
+        if self.store.table_find_overlapping(where) is not None:
+            return  # the registration is refused as a duplicate, naming the other table
+        plugin = self.formats[spec.format]
+        others = table_boundary.other_catalog_roots(table_boundary.list_catalogs(self.store),
+                                                    catalog.catalog_id)
+        try:
+            table_boundary.check(plugin, table_of(spec, where), access, where, others)
+        except table_boundary.BoundaryRefused as e:
+            raise ApiError(grpc.StatusCode.FAILED_PRECONDITION,
+                           f"table location refused for {identifier(spec)[:300]!r} in "
+                           f"{catalog.name}: {access.scrub(str(e))[:1500]}", "TABLE_BOUNDARY",
+                           [("location", access.scrub(str(e))[:1500])],
+                           metadata={"catalog": catalog.name, "location": where[:300]}
+                           ) from None
+        except TableNotInCatalog as e:
+            raise ApiError(grpc.StatusCode.FAILED_PRECONDITION,
+                           f"{catalog.name} does not hold {identifier(spec)[:300]!r}: "
+                           f"{access.scrub(str(e))[:500]}", "TABLE_NOT_IN_CATALOG",
+                           metadata={"catalog": catalog.name}) from None
+        except (table_boundary.BoundaryUnavailable, CatalogUnreachable) as e:
+            raise unavailable(f"the location of {identifier(spec)[:300]!r} cannot be checked "
+                              f"for other tables' files now: {access.scrub(str(e))[:500]}"
+                              ) from None

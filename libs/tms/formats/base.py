@@ -106,6 +106,21 @@ class TableFormatPlugin(abc.ABC):
         every decision. None (the default): unknown, the location is checked every time."""
         return None
 
+    def boundary_roots(self, table: Table, catalog: CatalogAccess
+                       ) -> list[tuple[str, str]]:
+        """Roots other tables are made under, which the table's location may not equal or
+        contain (``tms.table_boundary``): (what, raw location) pairs. The default: the
+        catalog's ``warehouse`` property, when it names one."""
+        warehouse = catalog.properties.get("warehouse", "")
+        return [(f"catalogs/{catalog.catalog_id}'s warehouse", warehouse)] if warehouse else []
+
+    def boundary_own(self, table: Table, catalog: CatalogAccess
+                     ) -> tuple[tuple[str, ...], bool]:
+        """What under the table's location is its own for the boundary's scan: extra
+        metadata directories (raw locations) besides ``<location>/metadata``, and whether
+        ``<location>/.hoodie`` is the table's own (Hudi). The default: none, no."""
+        return (), False
+
     def prepare(self, tables: Sequence[Table], catalog: CatalogAccess
                 ) -> Collection[int] | None:
         """A batch of ``catalog``'s tables is about to be decided: a plugin may look them up

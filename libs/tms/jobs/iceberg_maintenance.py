@@ -62,6 +62,7 @@ from tms.jobs import (
     arrow_eligibility,
     arrow_spark,
     fence,
+    job_boundary,
     maintenance_props,
     outcome,
     read_guard,
@@ -150,6 +151,9 @@ def run_in_session(spark: Any, spec: MaintenanceRequest) -> dict[str, Any]:
     # read and write conf), before anything is read, written or expired
     maintenance_props.check({str(k): str(v) for k, v in table.handle.properties().items()},
                             spec.action)
+    # no further than the table: no warehouse root, and before a delete no other table's
+    # files under its location (job_boundary)
+    bounded = job_boundary.check(spark, spec.action, spec.catalog_properties, table)
     if spec.action == "expire_snapshots":  # it deletes what only expired snapshots name
         read_guard.check_referenced_files(spark, spec.qualified_table, table.own)
     with fence.armed(spark, table) as fenced:  # deletes and renames held to the table
@@ -162,6 +166,8 @@ def run_in_session(spark: Any, spec: MaintenanceRequest) -> dict[str, Any]:
         except Exception as e:  # the work is done: a failed reading must not fail it
             print(f"[tms-job] outcome not measured: {type(e).__name__}: {e}", file=sys.stderr)
         result["fence"] = fenced
+        if spec.action in job_boundary.DELETING_ACTIONS:  # what the scan before it read
+            result["boundary"] = bounded
     return {"ok": True, "action": spec.action, "result": result,
             "spark_app_id": spark.sparkContext.applicationId}
 

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from tms import failures as errors
 from tms.jobs import (
     arrow_rewrite,
+    job_boundary,
     manifest_prep,
     outcome,
     partition_filter,
@@ -103,10 +104,11 @@ def run_action(spark: Any, spec: MaintenanceRequest, table: table_guard.CheckedT
         if spec.action in READS:  # rewrite_manifests: the snapshot planned (again) is checked
             planned.append(guard_reads(spark, spec, table, READS[spec.action],
                                        refresh=bool(planned)))
-        df = spark.sql(call.sql(spec.catalog_name))
-        if spec.action == "remove_orphan_files":
-            return table_guard.remove_orphans(df, table, dry_run=bool(call.info["dry_run"]))
-        return call.summarize(df)
+        if spec.action == "remove_orphan_files":  # only the directories the table writes
+            candidates = job_boundary.orphan_candidates(spark, spec.catalog_name, call, table)
+            return table_guard.remove_orphans(candidates, table,
+                                              dry_run=bool(call.info["dry_run"]))
+        return call.summarize(spark.sql(call.sql(spec.catalog_name)))
 
     result, replanned = replanning(spark, spec, once)
     if replanned:

@@ -229,9 +229,9 @@ def delete_checked(candidates: Sequence[str], table: CheckedTable) -> list[str]:
     return failed
 
 
-def remove_orphans(dry_run_result: Any, table: CheckedTable, dry_run: bool) -> dict[str, Any]:
+def remove_orphans(candidates: Sequence[str], table: CheckedTable, dry_run: bool
+                   ) -> dict[str, Any]:
     """Check the dry run's candidates, delete them unless ``dry_run``; the result columns."""
-    candidates = [str(r[0]) for r in dry_run_result.collect()]
     refused = refusals(candidates, table.location)
     if refused:
         shown = "; ".join(refused[:MAX_SHOWN_REFUSALS])

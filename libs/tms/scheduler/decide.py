@@ -21,7 +21,7 @@ from typing import Any
 import structlog
 from opentelemetry import trace
 
-from tms import catalogs, locations
+from tms import catalogs, locations, table_boundary
 from tms.catalogs import CatalogAccess, CatalogCache
 from tms.coordination import Coordinator
 from tms.domain import Catalog, Decision, Operation, Table
@@ -126,6 +126,7 @@ class DecisionMaker:
                             ) from None
         new = NewLocation(state, raw, tuple(access.allowed_locations), where, table.location)
         if where != table.location:
+            self._check_boundary(table, plugin, access, where)
             table = replace(table, location=where)
             if defer:
                 return table, access, new
@@ -135,6 +136,23 @@ class DecisionMaker:
             new.stored(table)
         self.checked.put(table.pk, state, raw, access.allowed_locations, where)
         return table, access, None
+
+    def _check_boundary(self, table: Table, plugin: TableFormatPlugin, access: CatalogAccess,
+                        where: str) -> None:
+        """A new location (a first look, a move) must reach no further than the table
+        (``tms.table_boundary``): one that equals or contains a warehouse or namespace root,
+        or holds another table's files, pauses the table (NotUsable says so and why; the
+        decisions, and so ExplainTable, keep the reason). A listing that fails now passes
+        as a failed inspection, retried."""
+        try:
+            table_boundary.check(plugin, replace(table, location=where), access, where)
+        except table_boundary.BoundaryRefused as e:
+            reason = f"location refused: {access.scrub(str(e))}"
+            paused = self.store.table_pause_refused(table.pk)
+            log.warning("table location refused", table=table.table_id, paused=paused,
+                        reason=reason)
+            raise NotUsable(f"table paused: {reason}; fix the table's location, then resume "
+                            f"it" if paused else reason) from None
 
     def prepare_batch(self, tables: Sequence[Table]) -> set[int]:
         """Let each plugin look a batch's tables up per catalog in one call (``prepare``)

@@ -2,8 +2,10 @@
 registered ones, locating and checking a table's real location, confirming a table gone.
 
 Every location is checked with :mod:`tms.locations` (the normaliser the API and the job
-use too) against the catalog's allowed locations, and against every registered table's, so
-discovery never registers a table outside the catalog or on another table's files.
+use too) against the catalog's allowed locations, against the table's boundary
+(:mod:`tms.table_boundary`: no warehouse or namespace root, no other table's files,
+registered or not) and against every registered table's, so discovery never registers a
+table outside the catalog or on another table's files.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from urllib.parse import quote
 
 import structlog
 
+from tms import table_boundary
 from tms.catalogs import CatalogAccess
 from tms.domain import Catalog, Table, TableState
 from tms.formats.base import DiscoveredTable, TableFormatPlugin, TableNotInCatalog
@@ -137,6 +140,9 @@ class CatalogPass:
         try:
             where = str(check(self.plugin.locate(table, self.access),
                               self.catalog.spec.allowed_locations))
+            # no further than the table: no warehouse or namespace root, no other table's
+            # files (tms.table_boundary; BoundaryRefused is a LocationError)
+            table_boundary.check(self.plugin, table, self.access, where)
         except TableNotInCatalog:
             report.skipped.append(f"{name}: gone from the catalog while it was listed")
             return None

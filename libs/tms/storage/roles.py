@@ -144,6 +144,9 @@ class TableStore(Protocol):
 
     def catalog_get(self, catalog_id: str) -> Catalog | None: ...
 
+    def table_find_overlapping(self, location: str, except_pk: int = 0) -> str | None:
+        """The id of a table whose location equals, contains or lies in ``location``."""
+
     def table_get(self, table_id: str) -> TableView | None: ...
 
     def table_list(self, params: TableListParams) -> list[TableView]: ...
@@ -205,6 +208,10 @@ class DecisionStore(Protocol):
     def table_set_location(self, table_pk: int, location: str) -> str | None:
         """Store the location read anew from the table's catalog; the id of another table
         whose location overlaps it (nothing stored then), else None."""
+
+    def table_pause_refused(self, table_pk: int) -> bool:
+        """Pause an ACTIVE table whose new location was refused; False when it was not
+        ACTIVE (nothing changed)."""
 
     def table_set_locations(self, locations: Sequence[tuple[int, str]]) -> dict[int, str]:
         """Store a batch's locations read anew from their catalogs, (table pk, location) in

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from tms import locations
+from tms import locations, table_boundary
 from tms.domain import CatalogType, Decision, JobSpec, Operation, Table, TableSpec
 from tms.formats.base import (
     CatalogUnreachable,
@@ -130,6 +130,11 @@ class HudiFormat(TableFormatPlugin):
 
     def owns_catalog_property(self, key: str) -> bool:
         return is_writer_key(key)
+
+    def boundary_own(self, table: Table, catalog: CatalogAccess
+                     ) -> tuple[tuple[str, ...], bool]:
+        """The base path's ``.hoodie`` is the table's own."""
+        return (), True
 
     def locate(self, table: Table, catalog: CatalogAccess) -> str:
         """The base path, when it holds a Hudi table (``.hoodie/hoodie.properties``), read
@@ -262,9 +267,10 @@ class HudiFormat(TableFormatPlugin):
         (:mod:`tms.formats.hudi.props_guard`), every pending plan on the timeline stays inside
         the table (:mod:`tms.formats.hudi.plan_guard`): the utility executes them first; and,
         for a job that cleans, when every partition Hudi's cleaner could pick does
-        (:mod:`tms.formats.hudi.clean_guard`). A refused or unreadable plan or partition,
-        or a timeline that cannot be read from here, is final (ValueError); storage that cannot
-        be reached now is retried."""
+        (:mod:`tms.formats.hudi.clean_guard`); and when the base path holds no other table
+        nor a root other tables are made under (:mod:`tms.table_boundary`). A refused or
+        unreadable plan or partition, a refused base path, or a timeline that cannot be read
+        from here, is final (ValueError); storage that cannot be reached now is retried."""
         base = self.checked_base_path(table, catalog)
         job = hudi_jobs.build(table, catalog, operation, base)
         try:
@@ -273,6 +279,9 @@ class HudiFormat(TableFormatPlugin):
             hudi_plan_guard.check_table(base, catalog.storage_options)
             if hudi_jobs.can_clean(operation.action, job.spec["hudi"]["properties"]):
                 hudi_clean_guard.check_table(base, catalog.storage_options)
+            # the base path reaches no further than the table (no warehouse root, no other
+            # table's files below it: the utility cleans and rolls back under it)
+            table_boundary.check(self, table, catalog, base)
         except TimelineError as e:
             raise ValueError(f"the pending plans cannot be checked: {e}") from None
         except StorageError as e:

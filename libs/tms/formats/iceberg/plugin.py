@@ -26,6 +26,7 @@ from tms.formats.base import (
     TableNotInCatalog,
 )
 from tms.formats.iceberg import avro as iceberg_avro
+from tms.formats.iceberg import boundary as iceberg_boundary
 from tms.formats.iceberg import confined as iceberg_confined
 from tms.formats.iceberg import current as iceberg_current
 from tms.formats.iceberg import deletes as iceberg_deletes
@@ -222,6 +223,17 @@ class IcebergFormat(TableFormatPlugin):
         if entry is not None and entry[0] == self._key(table, catalog):
             return str(entry[2])
         return None
+
+    def boundary_roots(self, table: Table, catalog: CatalogAccess) -> list[tuple[str, str]]:
+        """The catalog's warehouse and the locations of the table's namespaces
+        (``iceberg_boundary``)."""
+        client = None if catalog.type is CatalogType.HADOOP else self._catalogs.get(catalog)
+        return iceberg_boundary.roots(table, catalog, client)
+
+    def boundary_own(self, table: Table, catalog: CatalogAccess
+                     ) -> tuple[tuple[str, ...], bool]:
+        """The metadata path the table's properties name (its own metadata directory)."""
+        return iceberg_boundary.own_metadata(self._load(table, catalog)), False
 
     def discover(self, catalog: CatalogAccess) -> list[DiscoveredTable]:
         if catalog.type is CatalogType.HADOOP:

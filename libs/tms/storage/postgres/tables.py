@@ -65,6 +65,9 @@ class TablesMixin(Db):
                                         {"pk": table_pk, "location": location})[0]
         return row["clash_table"]  # type: ignore[no-any-return]
 
+    def table_pause_refused(self, table_pk: int) -> bool:
+        return self._one("table_pause_refused", {"pk": table_pk}) is not None
+
     def table_set_locations(self, locations: Sequence[tuple[int, str]]) -> dict[int, str]:
         """A batch's new locations in one statement (one lock, one transaction, one round
         trip) instead of one transaction per table: at a first look at many tables that

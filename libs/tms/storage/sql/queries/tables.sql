@@ -275,3 +275,12 @@ UPDATE tms_tables
 SET state = 'ACTIVE', location = %(location)s, next_check_at = now(), updated_at = now()
 WHERE id = %(pk)s AND state = 'MISSING'
 RETURNING id;
+
+-- name: table_pause_refused
+-- A table whose new location the scheduler refused (it reaches beyond the table: a
+-- warehouse root, a namespace, another table's files): PAUSED, so nothing is queued or
+-- claimed for it until its location is fixed and it is resumed. Only an ACTIVE table.
+UPDATE tms_tables
+SET state = 'PAUSED', updated_at = now()
+WHERE id = %(pk)s AND state = 'ACTIVE'
+RETURNING id;
