@@ -23,7 +23,7 @@ from tms.local import iceberg_data
 from tms.local.stack import LocalStack
 from tms.storage.postgres import PostgresStore
 from tms.v1 import tms_pb2, tms_pb2_grpc
-from tms_services.cli_format import struct_text
+from tms_services.cli.format import struct_text
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_COMMITS = 120

@@ -22,7 +22,7 @@ from tms.api.server import TlsConfig
 from tms.domain import OperationState, Outcome
 from tms.local.ports import free_port
 from tms_services.cli import main
-from tms_services.cli_format import duration
+from tms_services.cli.format import duration
 
 pytestmark = pytest.mark.integration
 

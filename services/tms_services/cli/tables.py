@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from tms.v1 import tms_pb2
-from tms_services.cli_client import (
+from tms_services.cli.client import (
     Client,
     add_limit_options,
     collect,
@@ -17,11 +17,11 @@ from tms_services.cli_client import (
     table_name,
     upper,
 )
-from tms_services.cli_errors import usage_error
-from tms_services.cli_format import NONE, block, pairs, table, when
-from tms_services.cli_output import emit, emit_more, note
-from tms_services.cli_policy import POLICY_HELP
-from tms_services.cli_policy import add_parser as add_policy_keys_parser
+from tms_services.cli.errors import usage_error
+from tms_services.cli.format import NONE, block, pairs, table, when
+from tms_services.cli.output import emit, emit_more, note
+from tms_services.cli.policy import POLICY_HELP
+from tms_services.cli.policy import add_parser as add_policy_keys_parser
 
 DEFAULT_FORMAT = "iceberg"
 TABLE_STATES = ("ACTIVE", "PAUSED")

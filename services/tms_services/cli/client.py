@@ -21,7 +21,7 @@ import grpc
 from google.protobuf.message import Message
 
 from tms_client import NO_RETRY, CancelledError, PendingCall, TlsOptions, TmsClient
-from tms_services.cli_errors import usage_error
+from tms_services.cli.errors import usage_error
 
 ENV_API = "TMS_API"
 ENV_TOKEN = "TMS_TOKEN"

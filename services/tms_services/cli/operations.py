@@ -9,7 +9,7 @@ from typing import Any
 from google.protobuf.json_format import MessageToDict
 
 from tms.v1 import tms_pb2
-from tms_services.cli_client import (
+from tms_services.cli.client import (
     Client,
     add_limit_options,
     collect,
@@ -20,7 +20,7 @@ from tms_services.cli_client import (
     operation_name,
     upper,
 )
-from tms_services.cli_format import (
+from tms_services.cli.format import (
     NONE,
     benefit_text,
     block,
@@ -32,7 +32,7 @@ from tms_services.cli_format import (
     until,
     when,
 )
-from tms_services.cli_output import emit, emit_more
+from tms_services.cli.output import emit, emit_more
 
 OP = tms_pb2.Operation
 OP_STATES = tuple(n for n in OP.State.keys() if n != "STATE_UNSPECIFIED")

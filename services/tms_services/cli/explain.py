@@ -18,9 +18,9 @@ from google.protobuf.json_format import MessageToDict
 
 from tms.v1 import tms_pb2
 from tms_client import NotFoundError
-from tms_services.cli_client import Client
-from tms_services.cli_format import NONE, benefit_text, cut, pairs, table, when, whole
-from tms_services.cli_output import emit
+from tms_services.cli.client import Client
+from tms_services.cli.format import NONE, benefit_text, cut, pairs, table, when, whole
+from tms_services.cli.output import emit
 
 ACTIVE_UNKNOWN = "ACTIVE"  # the active operation vanished between the two calls
 

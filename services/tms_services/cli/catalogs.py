@@ -19,10 +19,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from tms.v1 import tms_pb2
-from tms_services.cli_client import Client, add_limit_options, collect, key_value, limit_of
-from tms_services.cli_errors import usage_error
-from tms_services.cli_format import NONE, block, pairs, table, when
-from tms_services.cli_output import emit, emit_more, note
+from tms_services.cli.client import Client, add_limit_options, collect, key_value, limit_of
+from tms_services.cli.errors import usage_error
+from tms_services.cli.format import NONE, block, pairs, table, when
+from tms_services.cli.output import emit, emit_more, note
 
 CATALOG_TYPES = ("sql", "jdbc", "rest", "hive", "glue", "hadoop")
 MAPS = (("property", "properties", "catalog property"),
