@@ -111,7 +111,8 @@ def run(argv: list[str]) -> int:
         e.report(as_json)
         return e.exit_code
     except TmsError as e:
-        err = from_tms_error(e, args.api if args is not None else "")
+        err = from_tms_error(e, args.api if args is not None else "",
+                             bool(args.token) if args is not None else None)
         err.report(as_json)
         return err.exit_code
     except KeyboardInterrupt:

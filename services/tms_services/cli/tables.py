@@ -37,7 +37,7 @@ def _rows(tables: list[tms_pb2.Table]) -> str:
         ["TABLE", "FORMAT", "STATE", "QUEUE", "PRIORITY", "OWNER", "COMMITS",
          "LAST COMMIT (UTC)"],
         [[_short(t.name), t.format, tms_pb2.Table.State.Name(t.state), t.queue, t.priority,
-          t.owner, t.commit_count, when(t.last_commit_time, zone=False)] for t in tables],
+          t.owner, f"{t.commit_count:,}", when(t.last_commit_time, zone=False)] for t in tables],
         right=(4, 6))
 
 
@@ -51,7 +51,7 @@ def table_text(t: tms_pb2.Table) -> str:
         ("base_path", t.base_path), ("location", t.location or NONE),
         ("discovered", "yes" if t.discovered else "no"), ("owner", t.owner),
         ("queue", t.queue), ("priority", t.priority),
-        ("policy", pairs(t.policy)), ("commit_count", t.commit_count),
+        ("policy", pairs(t.policy)), ("commit_count", f"{t.commit_count:,}"),
         ("last_commit", last), ("create_time", when(t.create_time)),
         ("update_time", when(t.update_time)),
     ])
