@@ -23,10 +23,21 @@ from tms.local.stack import LocalStack
 from tms.local.zookeeper import LocalZooKeeper
 
 REPO = Path(__file__).resolve().parent.parent
+# Tiers whose tests start whole stacks, Spark clusters or catalog servers: a longer bound on a
+# hang than pyproject's default (300 s), unless the module sets its own.
+SLOW_TIERS = frozenset({"e2e", "faults", "reach"})
+SLOW_TIER_TIMEOUT_S = 900
 _db_counter = itertools.count()
 # Every warm driver a test starts (and those of the executors it starts) would first warm its
 # data path up (tms.jobs.warmup): off here; test_warm_engine.py turns it on where it is shown.
 os.environ.setdefault("TMS_WARMUP_ROWS", "0")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        tier = item.path.relative_to(REPO).parts[1:2] if item.path.is_relative_to(REPO) else ()
+        if tier and tier[0] in SLOW_TIERS and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(SLOW_TIER_TIMEOUT_S))
 
 
 @dataclass(frozen=True)
