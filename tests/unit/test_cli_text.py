@@ -185,6 +185,7 @@ def test_metrics_read_as_numbers_and_times() -> None:
     assert readable("age_ms", 65_000) == "1m 05s"
     assert readable("ratio", 1 / 3) == "0.333"
     assert readable("interval_s", 3600) == "3,600s (1h 00m 00s)"
+    assert readable("snapshot_id", 5724060641785706985) == "5724060641785706985"
 
 
 def test_a_failed_discovery_shows_in_the_catalog_row() -> None:

@@ -176,11 +176,14 @@ def number(value: float) -> str:
 
 def readable(key: str, value: Any) -> str:
     """One metric's value as a person reads it; the key's unit suffix says what it is:
-    ``*_ms`` an epoch time (UTC) or a span, ``*_bytes`` a size, ``*_s`` seconds."""
+    ``*_ms`` an epoch time (UTC) or a span, ``*_bytes`` a size, ``*_s`` seconds, ``*_id`` a
+    name printed as it is."""
     if value is None or value == "":
         return NONE
     if isinstance(value, bool):
         return "true" if value else "false"
+    if key == "id" or key.endswith("_id"):  # a snapshot id is a name, not a quantity
+        return str(whole(value))
     if isinstance(value, int | float):
         if key.endswith("_ms"):
             if value >= EPOCH_MS_FLOOR:
