@@ -150,7 +150,11 @@ def test_a_failed_operation_always_prints_the_end_of_its_log() -> None:
     text = operation_text(failed, NOW, logs=False)
     assert text.count("INFO line") == FAILED_LOG_LINES and "INFO line 99" in text
     assert f"last {FAILED_LOG_LINES} of 100 lines; --logs prints all" in text
-    assert operation_text(_op(OP.SKIPPED, 3), NOW, logs=False).count("INFO line") == 3
+    skipped = _op(OP.SKIPPED, 3)
+    skipped.error = "no longer needed at snapshot 7: already done"
+    text = operation_text(skipped, NOW, logs=False)
+    assert text.count("INFO line") == 3
+    assert "skipped:" in text and "error:" not in text  # SKIPPED is not a failure
 
 
 def _explained() -> tms_pb2.ExplainTableResponse:

@@ -189,7 +189,9 @@ def operation_text(op: tms_pb2.Operation, now: dt.datetime | None = None,
         ("next_attempt_time", until(op.next_attempt_time, now)),
         ("cancel_requested", "yes" if op.cancel_requested else "no"),
         ("retry_of", op.retry_of), ("exit_code", op.exit_code if ended else NONE),
-        ("error", op.error), ("metrics", metrics_text(op.metrics)),
+        # a SKIPPED operation's error field holds why it was not needed: not an error
+        ("skipped" if op.state == OP.SKIPPED else "error", op.error),
+        ("metrics", metrics_text(op.metrics)),
         ("result", struct_text(op.result)),
     ])]
     if op.attempts:
