@@ -18,9 +18,9 @@ Usage::
         --unset-policy expire-snapshots.max-age-s      # only the flags given change
     tms tables pause sales.orders;  tms tables resume sales.orders
     tms tables deregister sales.orders [--yes] [--force]   # asks unless --yes
-    tms explain sales.orders          # metrics, last decision per action, active operations
-    tms operations list [--table T] [--state failed] [--action A] [--created-after TIME]
-    tms operations show tables/sales.orders/operations/42   # or the short sales.orders/42
+    tms explain sales.orders [--policy]   # metrics, last decision per action, active operations
+    tms operations list [--table T] [--state failed] [--action A] [--created-after "12 hours ago"]
+    tms operations show tables/sales.orders/operations/42 [--logs]   # or the short sales.orders/42
     tms operations trigger sales.orders compaction --reason "before month-end" [--param k=v]
     tms operations cancel sales.orders/42;  tms operations retry sales.orders/42
     tms commits notify sales.orders 4385830383911 [--files-added 3] [--operation append]
@@ -33,14 +33,19 @@ Usage::
     tms catalogs update lake --unset-property warehouse --allowed-location s3://lake/more \
         --secret jdbc.password=file:lake-pg --no-discover   # only the flags given change
 
-Operations are always printed by their full name, ``tables/{table}/operations/{id}``; input
-may use the short ``{table}/{id}``. Enum flags (``--state``) take any case. Counts print as
-integers (``3``, never ``3.0``), in tables and in JSON.
+Times given (``--created-after``) are ISO 8601 or a span back from now (``12 hours ago``,
+``2d``, ``1h30m``). ``operations show`` prints the log tail with ``--logs`` (unasked: the last
+30 lines of an operation that did not succeed); ``explain`` prints the policy's table of every
+key with ``--policy``. Operations are always printed by their full name,
+``tables/{table}/operations/{id}``; input may use the short ``{table}/{id}``. Enum flags
+(``--state``) take any case. Counts print as integers (``3``, never ``3.0``), in tables and in
+JSON.
 
-Global options (before or after the command): ``--api HOST:PORT`` (env ``TMS_API``, default
-127.0.0.1:50051), ``--token`` (env ``TMS_TOKEN``, sent as ``authorization: Bearer ...``),
-``--tls-ca PEM`` (env ``TMS_TLS_CA``) and ``--tls-cert/--tls-key`` for mutual TLS,
-``--timeout-s`` (per call, default 10), ``--json``.
+Global options (before or after the command): ``--api HOST:PORT``, ``http://HOST:PORT`` or
+``https://HOST[:PORT]`` (TLS) (env ``TMS_API``, default 127.0.0.1:50051), ``--token`` (env
+``TMS_TOKEN``, sent as ``authorization: Bearer ...``), ``--tls-ca PEM`` (env ``TMS_TLS_CA``)
+and ``--tls-cert/--tls-key`` for mutual TLS, ``--timeout-s`` (per call, default 10),
+``--json``.
 
 Exit codes, stable for scripts: 0 success; 1 server-side failure (UNAVAILABLE, INTERNAL,
 DEADLINE_EXCEEDED, ...); 2 usage error or INVALID_ARGUMENT; 3 NOT_FOUND; 4 ALREADY_EXISTS or
