@@ -114,10 +114,13 @@ def test_unauthenticated_names_tms_token() -> None:
     assert from_tms_error(err, "h:1", token_given=True).hint == BAD_TOKEN_HINT
     denied = PermissionDeniedError(grpc.StatusCode.PERMISSION_DENIED, "reader may not")
     assert "TMS_TOKEN" in from_tms_error(denied).hint
-    tls = TmsError(grpc.StatusCode.UNAVAILABLE, "failed to connect: Ssl handshake failed")
+    tls = TmsError(grpc.StatusCode.UNAVAILABLE, "ipv4:127.0.0.1:1: Tls handshake failed "
+                   "(TSI_PROTOCOL_FAILURE): SSL_ERROR_SSL: WRONG_VERSION_NUMBER")
     assert from_tms_error(tls, "h:1").hint == TLS_HINT
     plain = TmsError(grpc.StatusCode.UNAVAILABLE, "failed to connect to all addresses")
     assert from_tms_error(plain, "h:1").hint == ""
+    tcp = TmsError(grpc.StatusCode.UNAVAILABLE, "ipv4:127.0.0.1:1: tcp handshaker shutdown")
+    assert from_tms_error(tcp, "h:1").hint == ""  # a connect that gave up is not TLS
 
 
 def test_grpc_core_logs_are_off_unless_asked_for() -> None:

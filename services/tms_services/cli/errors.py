@@ -119,8 +119,10 @@ BAD_TOKEN_HINT = (f"the token in {ENV_TOKEN} / --token was refused: check it is 
                   "token and that tms-api still lists it")
 DENIED_HINT = (f"the token in {ENV_TOKEN} / --token is not allowed to do this: an operator "
                "or admin token, or a table owner's token for its own tables")
-# The C core's words for a TLS handshake that failed (TLS to a plaintext port, an untrusted CA)
-TLS_WORDS = ("ssl", "tls", "handshake", "certificate")
+# The C core's words for a TLS handshake that failed (TLS to a plaintext port, an untrusted
+# CA): "Tls handshake failed (TSI_PROTOCOL_FAILURE): SSL_ERROR_SSL ...". Not "handshake" alone:
+# a TCP connect that gave up reads "tcp handshaker shutdown".
+TLS_WORDS = ("tls handshake", "ssl_error", "tsi_", "certificate")
 TLS_HINT = ("the TLS handshake failed: is the server plaintext (use http:// or drop "
             "--tls-ca), or is its certificate signed by another CA than --tls-ca?")
 
