@@ -44,10 +44,6 @@ MODE_CUT = "cut"  # drop the reply, then close the connection at once: the calle
 MODE_HOLD = "hold"  # drop the reply and leave the connection hanging: the caller times out
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "faults: fault injection on the real processes")
-
-
 # --- report ----------------------------------------------------------------------------------
 
 @pytest.fixture(scope="session")

@@ -84,7 +84,7 @@ def test_explain_shows_the_benefit(api) -> None:
 
 
 def test_cli_shows_skip_reason_and_benefit(api) -> None:
-    from tms_services.cli_operations import detail, operation_text
+    from tms_services.cli.operations import detail, operation_text
 
     stub = api.stub()
     register(stub)

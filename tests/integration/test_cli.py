@@ -22,7 +22,7 @@ from tms.api.server import TlsConfig
 from tms.domain import OperationState, Outcome
 from tms.local.ports import free_port
 from tms_services.cli import main
-from tms_services.cli_format import duration
+from tms_services.cli.format import duration
 
 pytestmark = pytest.mark.integration
 
@@ -140,7 +140,10 @@ def test_tables_human_and_json(tms: Cli) -> None:
 
 def test_explain(tms: Cli) -> None:
     register(tms, "events", "--policy", "compaction.min-small-files=50")
-    out = tms.ok("explain", "events")
+    short = tms.ok("explain", "events")  # the policy as one line unless --policy
+    assert "scheduler.pull-interval-s" not in short
+    assert "1 set (table: compaction.min-small-files); --policy prints" in short
+    out = tms.ok("explain", "events", "--policy")
     assert out.splitlines()[0] == "tables/events  ACTIVE"
     assert row(out, "compaction")[1:3] == ["never", "-"]
     assert row(out, "compaction.min-small-files")[1:5] == ["50", "table", "12", "count"]

@@ -6,6 +6,7 @@ with an active operation, integer counts, case-insensitive enum flags, and help 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import io
 import json
 import sys
@@ -19,6 +20,7 @@ from tests.integration.test_cli import (  # noqa: F401 (fixtures)
     register,
     row,
 )
+from tms.api.auth import Authenticator
 from tms.domain import Decision, OperationState, Outcome
 from tms.storage.roles import EnqueueParams
 from tms_services.cli import build_parser
@@ -198,3 +200,71 @@ def test_attempts_hold_and_progress_as_an_operator_reads_them(cli: Cli, api) -> 
     assert api.store.operation_finish(op, "exec-2", Outcome(OperationState.SUCCEEDED, {}))
     shown = cli.ok("operations", "show", first)
     assert row(shown, "progress:")[1] == "-" and row(shown, "held:")[1] == "-"
+
+
+def test_operator_input_forms(cli: Cli, api) -> None:
+    """Relative times for --created-after, --api as http:// URL, unknown keys named whole."""
+    register(cli, "events")
+    name = cli.json("operations", "trigger", "events", "compaction")["name"]
+    recent = cli.json("operations", "list", "--created-after", "12 hours ago")
+    assert [o["name"] for o in recent["operations"]] == [name]
+    assert cli.json("operations", "list", "--created-before", "2d")["operations"] == []
+    code, _, err = cli("operations", "list", "--created-after", "last tuesday")
+    assert code == 2 and "'12 hours ago'" in err
+
+    code, out, err = cli("tables", "list", "--api", f"http://{api.address}")
+    assert code == 0 and row(out, "events")[0] == "events", err
+    code, _, err = cli("tables", "update", "events", "--policy", "compaction.min-smal-files=3")
+    assert code == 2
+    assert "did you mean compaction.min-small-files" in err
+    assert err.rstrip().endswith("tms tables policy-keys or docs/policy.md)")
+
+
+def test_show_prints_logs_on_failure_or_when_asked(cli: Cli, api) -> None:
+    register(cli, "events")
+    log = "\n".join(f"26/11/28 12:00:{i:02d} INFO SparkContext: step {i}" for i in range(60))
+    done = cli.json("operations", "trigger", "events", "compaction")["name"]
+    op = api.store.operation_claim("exec-1", 30)
+    assert op is not None
+    assert api.store.operation_finish(op, "exec-1", Outcome(OperationState.SUCCEEDED, {},
+                                                            log_tail=log))
+    shown = cli.ok("operations", "show", done)
+    assert "SparkContext" not in shown and "log tail: 60 lines (--logs prints them)" in shown
+    assert cli.ok("operations", "show", done, "--logs").count("SparkContext") == 60
+    assert cli.json("operations", "show", done)["log_tail"] == log  # JSON: always all of it
+
+    failed = cli.json("operations", "trigger", "events", "rewrite_manifests")["name"]
+    op = api.store.operation_claim("exec-1", 30)
+    assert op is not None
+    assert api.store.operation_finish(op, "exec-1", Outcome(OperationState.FAILED,
+                                                            error="boom", log_tail=log))
+    shown = cli.ok("operations", "show", failed)
+    assert shown.count("SparkContext") == 30 and "step 59" in shown and "step 29" not in shown
+
+
+def test_a_catalog_whose_discovery_fails_says_so_in_the_list(cli: Cli, api) -> None:
+    catalog = api.catalog.catalog_id
+    at = dt.datetime(2026, 11, 28, 9, 30, tzinfo=dt.UTC)
+    api.store.catalog_finish_discovery(catalog, at, "cannot list namespaces: timed out", 0, 0)
+    cells = row(cli.ok("catalogs", "list"), catalog)
+    assert cells[-1] == "FAILED 2026-11-28 09:30:00: cannot list namespaces: timed out"
+    api.store.catalog_finish_discovery(catalog, at, None, 1200, 3)
+    cells = row(cli.ok("catalogs", "list"), catalog)
+    assert cells[-1] == "2026-11-28 09:30:00: +1,200 registered, 3 missing"
+
+
+def test_authentication_failures_name_tms_token(make_api, capsys) -> None:
+    auth = Authenticator.from_config({"tokens": [
+        {"name": "ops", "token": "admin-secret", "roles": ["admin"]},
+        {"name": "dash", "token": "reader-secret", "roles": ["reader"]}]})
+    api = make_api(auth=auth)
+    code, _, err = Cli(capsys, api.address)("tables", "list")
+    assert code == 5 and err.startswith("tms: UNAUTHENTICATED")
+    assert "export TMS_TOKEN=<token> or pass --token" in err
+    code, _, err = Cli(capsys, api.address, ("--token", "wrong"))("tables", "list")
+    assert code == 5 and "TMS_TOKEN / --token was refused" in err
+    reader = Cli(capsys, api.address, ("--token", "reader-secret"))
+    code, _, err = reader("queues", "set", "batch", "--max-running", "1")
+    assert code == 5 and "PERMISSION_DENIED" in err and "TMS_TOKEN" in err
+    code, _, err = Cli(capsys, api.address)("tables", "list", "--json")
+    assert json.loads(err)["error"]["hint"].startswith("no token was sent")

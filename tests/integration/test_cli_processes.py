@@ -66,6 +66,17 @@ def test_cli_against_a_closed_port() -> None:
         _one_clear_line(done, "tms: UNAVAILABLE: cannot reach tms-api at", address)
 
 
+def test_tls_to_a_plaintext_api_is_one_line_without_grpc_core_logs(api) -> None:
+    """https:// means TLS; against a plaintext tms-api the handshake fails, and the person sees
+    the CLI's one line with a hint, not the C core's own log line above it."""
+    done = _run("tms_services.cli", "--api", f"https://{api.address}", "tables", "list")
+    assert done.returncode == 1 and done.stdout == ""
+    _one_clear_line(done, "tms: UNAVAILABLE: cannot reach tms-api at",
+                    "the TLS handshake failed: is the server plaintext")
+    plain = _run("tms_services.cli", "--api", f"http://{api.address}", "tables", "list")
+    assert plain.returncode == 0 and plain.stdout.strip() == "no tables", plain.stderr
+
+
 def test_migrate_against_a_closed_port() -> None:
     url = f"postgresql://tms:secret-pw@{_closed()}/tms"
     done = _run("tms_services.cli", "migrate", "--database-url", url)

@@ -273,7 +273,8 @@ SPEC = TableSpec(table_id="t", format="hudi", base_path="/lake/trips", table_nam
     ({"base_path": "s3a://user:pw@bucket/trips"}, "table.base_path", "credentials"),
     ({"table_name": "-x"}, "table.table_name", "letters"),
     ({"policy": {"compaction.delta-commit": "5"}}, "table.policy[compaction.delta-commit]",
-     "unknown policy key; known: clean.commits, "),
+     "unknown policy key; did you mean compaction.delta-commits or compaction.delta-seconds?; "
+     "known: clean.commits, "),
     ({"policy": {"compaction.delta-commits": " 5"}}, "table.policy[compaction.delta-commits]",
      "ASCII digits only"),
     ({"policy": {"compaction.delta-commits": "0"}}, "table.policy[compaction.delta-commits]",

@@ -317,7 +317,7 @@ def test_iceberg_recheck_lets_a_still_needed_operation_run() -> None:
 
 def test_cli_shows_what_a_run_did() -> None:
     from tms.v1 import tms_pb2
-    from tms_services.cli_operations import detail, outcome_text
+    from tms_services.cli.operations import detail, outcome_text
 
     op = tms_pb2.Operation(state=tms_pb2.Operation.SUCCEEDED, reason="20 small files")
     op.result.update({"outcome": outcome.build("compaction", {

@@ -50,13 +50,28 @@ MAX_VIOLATIONS = 20  # the details travel in a header; clients refuse headers ov
 MAX_VIOLATION_CHARS = 300
 
 
+ELLIPSIS = "..."
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` characters, cut after a whole word and marked ``...``
+    when it had to be cut (a description cut mid-word reads as a different word)."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit - len(ELLIPSIS)]
+    space = head.rfind(" ")
+    if space > limit // 2:
+        head = head[:space]
+    return head.rstrip(" ,;") + ELLIPSIS
+
+
 def invalid(violations: Sequence[tuple[str, str]]) -> ApiError:
     first = "; ".join(f"{f}: {d}" for f, d in violations[:3])
     more = f" (and {len(violations) - 3} more)" if len(violations) > 3 else ""
-    kept = [(f[:MAX_VIOLATION_CHARS], d[:MAX_VIOLATION_CHARS])
+    kept = [(f[:MAX_VIOLATION_CHARS], clip(d, MAX_VIOLATION_CHARS))
             for f, d in violations[:MAX_VIOLATIONS]]
     return ApiError(grpc.StatusCode.INVALID_ARGUMENT,
-                    f"invalid request: {first}{more}"[:2 * MAX_VIOLATION_CHARS],
+                    clip(f"invalid request: {first}{more}", 2 * MAX_VIOLATION_CHARS),
                     "INVALID_ARGUMENT", kept)
 
 

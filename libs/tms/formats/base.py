@@ -68,7 +68,8 @@ class TableFormatPlugin(abc.ABC):
                      ) -> list[tuple[str, str]]:
         """Unknown and bad parameters of an operation of ``action``."""
         return check_values(self.action_params.get(action, {}), params, field,
-                            f"unknown parameter of {action}")
+                            f"unknown parameter of {action}",
+                            full_list=f"tms tables policy-keys --format {self.name}")
     # the catalog types this format's tables live in (empty: any)
     catalog_types: tuple[CatalogType, ...] = ()
 

@@ -104,8 +104,9 @@ class LocalPostgres:
                     raise
                 time.sleep(0.1)
 
-    def create_database(self, name: str) -> str:
-        """Create database ``name`` (if missing) and return its DSN."""
+    def create_database(self, name: str, template: str | None = None) -> str:
+        """Create database ``name`` (if missing), as a copy of database ``template`` if given,
+        and return its DSN."""
         import psycopg
         from psycopg import sql
 
@@ -113,9 +114,14 @@ class LocalPostgres:
 
         with psycopg.connect(self.dsn(), autocommit=True) as conn:
             exists = conn.execute(q("meta_database_exists"), {"name": name}).fetchone()
-            if not exists:
+            if exists:
+                return self.dsn(name)
+            if template is None:
                 conn.execute(sql.SQL(q("meta_create_database")).format(  # type: ignore[arg-type]
                     name=sql.Identifier(name)))
+            else:
+                conn.execute(sql.SQL(q("meta_create_database_from_template")).format(  # type: ignore[arg-type]
+                    name=sql.Identifier(name), template=sql.Identifier(template)))
         return self.dsn(name)
 
     def stop(self, mode: str = "fast") -> None:

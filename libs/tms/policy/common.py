@@ -58,9 +58,10 @@ def validate_policy(keys: Mapping[str, PolicyKey], overrides: Mapping[str, str],
             if k.startswith(SPARK_CONF_PREFIX) and k not in known}
     problems = [(f"{field}[{k[:128]}]", conf_refusal(k)) for k in conf]
     rest = {k: v for k, v in overrides.items() if k not in conf}
-    listed = ", ".join(sorted(k for k in known if not k.startswith(SPARK_CONF_PREFIX)))
-    return problems + check_values(known, rest, field, "unknown policy key",
-                                   f"{listed}, spark.conf.<tuning key> (docs/policy.md)")
+    listed = [*sorted(k for k in known if not k.startswith(SPARK_CONF_PREFIX)),
+              "spark.conf.<tuning key>"]
+    return problems + check_values(known, rest, field, "unknown policy key", listed,
+                                   "tms tables policy-keys or docs/policy.md")
 
 
 def in_force(keys: Mapping[str, PolicyKey], table_policy: Mapping[str, str],

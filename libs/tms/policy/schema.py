@@ -9,7 +9,8 @@ generates docs/policy.md, the CLI's list of keys and what ExplainTable shows.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import difflib
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from enum import StrEnum
@@ -203,16 +204,55 @@ def by_key(keys: Iterable[PolicyKey]) -> dict[str, PolicyKey]:
     return out
 
 
+# An unknown key's description stays within this many characters: the known keys that fit
+# whole, then how many more there are and where the full list is. The API cuts a violation's
+# description at 300 characters (tms.api.errors.MAX_VIOLATION_CHARS), mid-list otherwise.
+UNKNOWN_KEY_TEXT_CHARS = 280
+MIN_KNOWN_LIST_CHARS = 60  # a few names are listed even after a long key or suggestion
+SUGGESTIONS = 2  # "did you mean" names at most this many keys
+SUGGESTION_CUTOFF = 0.6  # difflib's similarity ratio a key must reach to be suggested
+
+
+def unknown_key_text(name: str, keys: Iterable[str], unknown: str = "unknown key",
+                     known: Sequence[str] = (), full_list: str = "") -> str:
+    """``unknown policy key; did you mean a.b?; known: a.b, c.d, ... (31 more: <full_list>)``:
+    the closest known names first (difflib), then as many known names as fit whole."""
+    names = sorted(keys)
+    close = difflib.get_close_matches(name, names, n=SUGGESTIONS, cutoff=SUGGESTION_CUTOFF)
+    text = unknown
+    if close:
+        text += f"; did you mean {' or '.join(close)}?"
+    listed = list(known) or names
+    most_tail = len(f", ... ({len(listed)} more: {full_list})")
+    budget = max(MIN_KNOWN_LIST_CHARS,
+                 UNKNOWN_KEY_TEXT_CHARS - len(text) - len("; known: ") - most_tail)
+    shown: list[str] = []
+    used = 0
+    for k in listed:
+        if shown and used + len(k) + 2 > budget:
+            break
+        shown.append(k)
+        used += len(k) + 2
+    rest = len(listed) - len(shown)
+    tail = ""
+    if rest:
+        tail = f", ... ({rest} more" + (f": {full_list})" if full_list else ")")
+    elif full_list:
+        tail = f" ({full_list})"
+    return f"{text}; known: {', '.join(shown) or 'none'}{tail}"
+
+
 def check_values(keys: Mapping[str, PolicyKey], values: Mapping[str, str], field: str,
-                 unknown: str = "unknown key", known: str = "") -> list[tuple[str, str]]:
-    """(``field[key]``, problem) for every unknown key and every bad value; ``known`` lists
-    the keys for the message (default: all of them)."""
+                 unknown: str = "unknown key", known: Sequence[str] = (),
+                 full_list: str = "") -> list[tuple[str, str]]:
+    """(``field[key]``, problem) for every unknown key and every bad value; ``known`` names
+    the keys for the message (default: all of them), ``full_list`` where to read them all."""
     problems = []
     for k, raw in values.items():
         spec = keys.get(k)
         if spec is None:
-            known = known or ", ".join(sorted(keys)) or "none"
-            problems.append((f"{field}[{k[:128]}]", f"{unknown}; known: {known}"))
+            problems.append((f"{field}[{k[:128]}]",
+                             unknown_key_text(k[:128], keys, unknown, known, full_list)))
             continue
         try:
             spec.parse(raw)

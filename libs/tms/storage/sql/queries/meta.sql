@@ -29,3 +29,8 @@ SELECT 1 FROM pg_database WHERE datname = %(name)s;
 -- name: meta_create_database
 -- A template: the name is filled in as a quoted identifier (psycopg.sql.Identifier).
 CREATE DATABASE {name};
+
+-- name: meta_create_database_from_template
+-- Tests: a copy of a database migrated once (file-level copy, no migration run per database).
+-- Both names are filled in as quoted identifiers; the template must have no open connection.
+CREATE DATABASE {name} TEMPLATE {template};

@@ -11,9 +11,9 @@ import argparse
 from typing import Any
 
 from tms_client import Commit, CommitResult
-from tms_services.cli_client import Client, iso_time, table_name
-from tms_services.cli_errors import EXIT_OK, from_tms_error
-from tms_services.cli_format import dumps
+from tms_services.cli.client import Client, iso_time, table_name
+from tms_services.cli.errors import EXIT_OK, from_tms_error
+from tms_services.cli.format import dumps
 
 
 def _commits(args: argparse.Namespace) -> list[Commit]:

@@ -8,7 +8,9 @@ the proto3 JSON mapping says. Numbers inside Struct fields (metrics, results) ar
 wire; whole ones print as integers (``3``, not ``3.0``), in JSON as in tables.
 
 Times are shown in UTC (``2026-11-22 14:03:07 UTC``) because operators compare them with
-server logs from machines in any zone; durations read like ``1m 05s``.
+server logs from machines in any zone; durations read like ``1m 05s``. In the text views a
+metric reads as a person would say it (:func:`readable`): ``1,234,567``, ``128.0 MiB``, a
+``*_ms`` epoch as a UTC time, nothing as ``-``; JSON keeps the API's numbers.
 """
 
 from __future__ import annotations
@@ -33,6 +35,12 @@ JSON_INDENT = 2
 SECONDS_PER_MINUTE = 60
 SECONDS_PER_HOUR = 3600
 SECONDS_PER_DAY = 86400
+MS_PER_S = 1000
+# A ``*_ms`` metric at least this large is a point in time (ms since the epoch: this is
+# 2001-09-09), below it a span: no metric measures a span of 31 years in milliseconds.
+EPOCH_MS_FLOOR = 1_000_000_000_000
+BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+BYTES_PER_UNIT = 1024
 
 
 def whole(value: Any) -> Any:
@@ -149,9 +157,59 @@ def block(pairs: Sequence[tuple[str, object]]) -> str:
     return "\n".join(f"{(k + ':').ljust(width)}  {cell(v)}" for k, v in pairs)
 
 
+def size(n: float) -> str:
+    """Bytes in the largest binary unit that keeps the number at least 1: ``128.0 MiB``."""
+    value = float(n)
+    for unit in BYTE_UNITS:
+        if abs(value) < BYTES_PER_UNIT or unit == BYTE_UNITS[-1]:
+            return f"{int(value)} {unit}" if unit == BYTE_UNITS[0] else f"{value:.1f} {unit}"
+        value /= BYTES_PER_UNIT
+    raise AssertionError("unreachable")
+
+
+def number(value: float) -> str:
+    """``1,234,567`` for a whole number, three significant digits (``0.333``) otherwise."""
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+
+
+def readable(key: str, value: Any) -> str:
+    """One metric's value as a person reads it; the key's unit suffix says what it is:
+    ``*_ms`` an epoch time (UTC) or a span, ``*_bytes`` a size, ``*_s`` seconds, ``*_id`` a
+    name printed as it is."""
+    if value is None or value == "":
+        return NONE
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if key == "id" or key.endswith("_id"):  # a snapshot id is a name, not a quantity
+        return str(whole(value))
+    if isinstance(value, int | float):
+        if key.endswith("_ms"):
+            if value >= EPOCH_MS_FLOOR:
+                t = dt.datetime.fromtimestamp(value / MS_PER_S, dt.UTC)
+                return t.strftime(TIME_FORMAT) + " UTC"
+            return duration(value / MS_PER_S)
+        if key.endswith("_bytes"):
+            return f"{number(value)} ({size(value)})" if abs(value) >= BYTES_PER_UNIT \
+                else f"{number(value)} B"
+        if key.endswith("_s"):
+            long = value >= SECONDS_PER_MINUTE
+            return f"{number(value)}s" + (f" ({duration(value)})" if long else "")
+        return number(value)
+    if isinstance(value, dict | list):
+        return json.dumps(whole(value), sort_keys=True, separators=(",", ":"))
+    return str(value)
+
+
 def pairs(mapping: Mapping[str, Any]) -> str:
-    """A map as ``k=v, k=v`` in key order; ``-`` when empty."""
-    return ", ".join(f"{k}={whole(mapping[k])}" for k in sorted(mapping)) or NONE
+    """A map as ``k=v, k=v`` in key order, each value :func:`readable`; ``-`` when empty."""
+    return ", ".join(f"{k}={readable(k, mapping[k])}" for k in sorted(mapping)) or NONE
+
+
+def metrics_text(msg: Message) -> str:
+    """A google.protobuf.Struct of metrics as ``k=v`` pairs a person reads; ``-`` if empty."""
+    return pairs(whole(MessageToDict(msg)))
 
 
 def struct_text(msg: Message) -> str:

@@ -1,4 +1,10 @@
-"""``tms operations list|show|cancel|retry|trigger``, and the operation rows `watch` shares."""
+"""``tms operations list|show|cancel|retry|trigger``, and the operation rows `watch` shares.
+
+``show`` prints the job's log tail (the last lines of the Spark driver's output, which the
+executor stores) only where it helps: an operation that did not succeed shows its last
+:data:`FAILED_LOG_LINES` lines, since the error is usually there; a successful or running one
+shows a line saying how long the log is; ``--logs`` prints all of it for any state.
+"""
 
 from __future__ import annotations
 
@@ -9,22 +15,24 @@ from typing import Any
 from google.protobuf.json_format import MessageToDict
 
 from tms.v1 import tms_pb2
-from tms_services.cli_client import (
+from tms_services.cli.client import (
+    TIME_HELP,
     Client,
     add_limit_options,
     collect,
-    iso_time,
     key_value,
     limit_of,
     lower,
     operation_name,
+    time_arg,
     upper,
 )
-from tms_services.cli_format import (
+from tms_services.cli.format import (
     NONE,
     benefit_text,
     block,
     cut,
+    metrics_text,
     pairs,
     span,
     struct_text,
@@ -32,11 +40,13 @@ from tms_services.cli_format import (
     until,
     when,
 )
-from tms_services.cli_output import emit, emit_more
+from tms_services.cli.output import emit, emit_more
 
 OP = tms_pb2.Operation
 OP_STATES = tuple(n for n in OP.State.keys() if n != "STATE_UNSPECIFIED")
 LOG_INDENT = "  "
+FAILED_LOG_LINES = 30  # of a FAILED / CANCELLED / SKIPPED operation's log tail, shown unasked
+LOG_ALWAYS = frozenset({OP.FAILED, OP.CANCELLED, OP.SKIPPED})
 
 
 def state(op: tms_pb2.Operation) -> str:
@@ -147,7 +157,23 @@ def _attempt_rows(op: tms_pb2.Operation, now: dt.datetime) -> str:
         for a in op.attempts], right=(0, 5))
 
 
-def operation_text(op: tms_pb2.Operation, now: dt.datetime | None = None) -> str:
+def log_text(op: tms_pb2.Operation, logs: bool) -> list[str]:
+    """The log tail's lines as ``show`` prints them (see the module's docstring)."""
+    lines = op.log_tail.splitlines()
+    if not lines:
+        return []
+    if logs:
+        return ["", "log tail:", *(LOG_INDENT + line for line in lines)]
+    if op.state in LOG_ALWAYS:
+        shown = lines[-FAILED_LOG_LINES:]
+        head = "log tail" if len(shown) == len(lines) else (
+            f"log tail (last {len(shown)} of {len(lines)} lines; --logs prints all)")
+        return ["", f"{head}:", *(LOG_INDENT + line for line in shown)]
+    return ["", f"log tail: {len(lines):,} lines (--logs prints them)"]
+
+
+def operation_text(op: tms_pb2.Operation, now: dt.datetime | None = None,
+                   logs: bool = True) -> str:
     now = now or dt.datetime.now(dt.UTC)
     ended = op.HasField("end_time")
     parts = [block([
@@ -163,13 +189,14 @@ def operation_text(op: tms_pb2.Operation, now: dt.datetime | None = None) -> str
         ("next_attempt_time", until(op.next_attempt_time, now)),
         ("cancel_requested", "yes" if op.cancel_requested else "no"),
         ("retry_of", op.retry_of), ("exit_code", op.exit_code if ended else NONE),
-        ("error", op.error), ("metrics", struct_text(op.metrics)),
+        # a SKIPPED operation's error field holds why it was not needed: not an error
+        ("skipped" if op.state == OP.SKIPPED else "error", op.error),
+        ("metrics", metrics_text(op.metrics)),
         ("result", struct_text(op.result)),
     ])]
     if op.attempts:
         parts += ["", _attempt_rows(op, now)]
-    if op.log_tail:
-        parts += ["", "log tail:", *(LOG_INDENT + line for line in op.log_tail.splitlines())]
+    parts += log_text(op, logs)
     return "\n".join(parts)
 
 
@@ -191,7 +218,8 @@ def _list(c: Client, args: argparse.Namespace) -> int:
 
 
 def _show(c: Client, args: argparse.Namespace) -> int:
-    emit(args, c.tms.get_operation(operation_name(args.operation)), operation_text)
+    emit(args, c.tms.get_operation(operation_name(args.operation)),
+         lambda op: operation_text(op, logs=args.logs))
     return 0
 
 
@@ -235,10 +263,10 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     ls.add_argument("--state", type=upper, choices=OP_STATES,
                     help="only operations in this state (any case)")
     ls.add_argument("--action", type=lower, default="", help="only this action")
-    ls.add_argument("--created-after", type=iso_time, metavar="TIME",
-                    help="created at or after TIME: ISO 8601, UTC unless a zone is given")
-    ls.add_argument("--created-before", type=iso_time, metavar="TIME",
-                    help="created before TIME: ISO 8601, UTC unless a zone is given")
+    ls.add_argument("--created-after", type=time_arg, metavar="TIME",
+                    help=f"created at or after TIME: {TIME_HELP}")
+    ls.add_argument("--created-before", type=time_arg, metavar="TIME",
+                    help=f"created before TIME: {TIME_HELP}")
     add_limit_options(ls)
     ls.set_defaults(fn=_list)
 
@@ -248,6 +276,11 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
         p = os_.add_parser(name, parents=[common], help=text)
         p.add_argument("operation", metavar="OPERATION",
                        help="tables/{table}/operations/{id}, or {table}/{id}")
+        if name == "show":
+            p.add_argument("--logs", action="store_true",
+                           help="print the whole log tail (unasked: the last "
+                                f"{FAILED_LOG_LINES} lines of an operation that did not "
+                                "succeed, none of one that did)")
         p.set_defaults(fn=fn)
 
     t = os_.add_parser("trigger", parents=[common],

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,15 +22,26 @@ import grpc
 from google.protobuf.message import Message
 
 from tms_client import NO_RETRY, CancelledError, PendingCall, TlsOptions, TmsClient
-from tms_services.cli_errors import usage_error
+from tms_services.cli.errors import ENV_TOKEN, usage_error
 
 ENV_API = "TMS_API"
-ENV_TOKEN = "TMS_TOKEN"
 ENV_TLS_CA = "TMS_TLS_CA"
 DEFAULT_API = "127.0.0.1:50051"
 DEFAULT_TIMEOUT_S = 10.0  # per call; the API answers in milliseconds unless the database is gone
 MAX_PAGE_SIZE = 1000  # the API caps page_size here (AIP-158)
 DEFAULT_LIST_LIMIT = 100  # rows a list command shows unless --limit / --all
+
+# --api as a URL: the scheme says whether to use TLS; without a port, the scheme's own
+PLAIN_SCHEME = "http://"
+TLS_SCHEME = "https://"
+SCHEME_PORTS = {PLAIN_SCHEME: 80, TLS_SCHEME: 443}
+
+# --created-after "12 hours ago", "2d", "90m": a span back from now (UTC)
+SPAN_UNITS_S = {"s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60,
+                "h": 3600, "hr": 3600, "hour": 3600, "d": 86400, "day": 86400,
+                "w": 604800, "week": 604800}
+_SPAN = re.compile(r"(\d+)\s*([a-z]+)")
+_RELATIVE = re.compile(r"(?:(?:\d+)\s*[a-z]+\s*)+(?:ago)?")
 
 TABLE_PREFIX = "tables/"
 OPERATIONS_SEGMENT = "/operations/"
@@ -101,11 +113,27 @@ def _read(path: str, what: str) -> bytes:
         raise usage_error(f"cannot read {what} {path}: {e.strerror}") from e
 
 
-def _tls(args: argparse.Namespace) -> TlsOptions | None:
+def api_target(text: str) -> tuple[str, bool]:
+    """``--api`` as gRPC's ``host:port`` target, and whether the URL asked for TLS:
+    ``host:port`` as is, ``http://host:port`` plaintext, ``https://host[:port]`` TLS (the
+    system's CAs unless ``--tls-ca``); a trailing ``/`` is dropped."""
+    target, tls = text.strip(), False
+    for scheme, port in SCHEME_PORTS.items():
+        if target.lower().startswith(scheme):
+            target = target[len(scheme):].rstrip("/")
+            tls = scheme == TLS_SCHEME
+            if "/" in target:
+                raise usage_error(f"--api {text!r}: give HOST:PORT or a URL without a path")
+            if not target.rsplit("]", 1)[-1].count(":"):
+                target = f"{target}:{port}"
+    return target, tls
+
+
+def _tls(args: argparse.Namespace, url_tls: bool = False) -> TlsOptions | None:
     if bool(args.tls_cert) != bool(args.tls_key):
         raise usage_error("--tls-cert and --tls-key go together")
     if not (args.tls_ca or args.tls_cert):
-        return None
+        return TlsOptions() if url_tls else None
     return TlsOptions(
         root_certs=_read(args.tls_ca, "--tls-ca") if args.tls_ca else None,
         client_cert=_read(args.tls_cert, "--tls-cert") if args.tls_cert else None,
@@ -116,13 +144,14 @@ def _tls(args: argparse.Namespace) -> TlsOptions | None:
 def connect(args: argparse.Namespace) -> Iterator[Client]:
     if not args.timeout_s > 0:
         raise usage_error("--timeout-s must be positive")
+    target, url_tls = api_target(args.api)
     try:
-        tms = TmsClient(args.api, token=args.token or None, tls=_tls(args),
+        tms = TmsClient(target, token=args.token or None, tls=_tls(args, url_tls),
                         deadline_s=args.timeout_s, retry=NO_RETRY)
     except ValueError as e:  # an empty --api, a token with a line break
         raise usage_error(str(e)) from e
     try:
-        yield Client(tms, args.api)
+        yield Client(tms, target)
     finally:
         tms.close()
 
@@ -188,6 +217,10 @@ def key_value(text: str) -> tuple[str, str]:
     return key, value
 
 
+TIME_HELP = ("ISO 8601 (UTC unless a zone is given), or a span back from now: "
+             "'12 hours ago', '2d', '90m', '1h30m'")
+
+
 def iso_time(text: str) -> dt.datetime:
     """argparse type: ISO 8601, UTC unless the text names a zone."""
     try:
@@ -195,3 +228,33 @@ def iso_time(text: str) -> dt.datetime:
     except ValueError as e:
         raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {text!r}") from e
     return t if t.tzinfo else t.replace(tzinfo=dt.UTC)
+
+
+def span_s(text: str) -> int | None:
+    """Seconds of ``12 hours ago``, ``2d``, ``1h30m``, ``90 minutes``; None if the text is no
+    span (an unknown unit, a number without one)."""
+    flat = " ".join(text.strip().lower().split())
+    if not _RELATIVE.fullmatch(flat):
+        return None
+    total = 0
+    for n, word in _SPAN.findall(flat.removesuffix("ago")):
+        unit = word if word in SPAN_UNITS_S else word.removesuffix("s")  # hours, mins
+        if unit not in SPAN_UNITS_S:
+            return None
+        total += int(n) * SPAN_UNITS_S[unit]
+    return total
+
+
+def time_arg(text: str, now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)
+             ) -> dt.datetime:
+    """argparse type of ``--created-after`` and the like: :func:`iso_time`, or a span back
+    from ``now`` (:func:`span_s`)."""
+    seconds = span_s(text)
+    if seconds is not None:
+        return now() - dt.timedelta(seconds=seconds)
+    try:
+        return iso_time(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"not a time: {text!r} (ISO 8601 like 2026-11-28T09:00, or a span back from "
+            "now like '12 hours ago', '2d', '90m')") from None

@@ -19,10 +19,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from tms.v1 import tms_pb2
-from tms_services.cli_client import Client, add_limit_options, collect, key_value, limit_of
-from tms_services.cli_errors import usage_error
-from tms_services.cli_format import NONE, block, pairs, table, when
-from tms_services.cli_output import emit, emit_more, note
+from tms_services.cli.client import Client, add_limit_options, collect, key_value, limit_of
+from tms_services.cli.errors import usage_error
+from tms_services.cli.format import NONE, block, cut, pairs, table, when
+from tms_services.cli.output import emit, emit_more, note
 
 CATALOG_TYPES = ("sql", "jdbc", "rest", "hive", "glue", "hadoop")
 MAPS = (("property", "properties", "catalog property"),
@@ -34,6 +34,7 @@ LISTS = (("allowed-location", "allowed_locations", "location prefix the tables l
          ("allowed-owner", "allowed_owners", "owner who may register tables here"),
          ("allowed-token", "allowed_tokens", "token name that may register tables here"))
 CONFIRM_ANSWERS = ("y", "yes")
+DISCOVERY_CELL_CHARS = 100  # a failed run's error in `list`; `get` prints it whole
 DISCOVERY_SETTINGS = ("discovery_queue", "discovery_owner", "discovery_priority",
                       "discovery_interval_s")
 
@@ -71,12 +72,25 @@ def catalog_text(c: tms_pb2.Catalog) -> str:
     ])
 
 
+def last_discovery_cell(d: tms_pb2.CatalogDiscovery) -> str:
+    """The LAST DISCOVERY column: how the last run went. A run that failed says so with its
+    error (cut; ``tms catalogs get`` prints it whole): a catalog whose discovery fails
+    registers nothing new and would otherwise look healthy in the list."""
+    if not d.last_run_time.seconds:
+        return NONE
+    at = when(d.last_run_time, zone=False)
+    if d.last_error:
+        return cut(f"FAILED {at}: {d.last_error}", DISCOVERY_CELL_CHARS)
+    return f"{at}: +{d.last_registered:,} registered, {d.last_missing:,} missing"
+
+
 def _rows(catalogs: list[tms_pb2.Catalog]) -> str:
     return table(["CATALOG", "TYPE", "TABLES", "DISCOVERY", "ALLOWED LOCATIONS",
-                  "UPDATED (UTC)"],
-                 [[_short(c.name), c.type, c.table_count,
+                  "UPDATED (UTC)", "LAST DISCOVERY (UTC)"],
+                 [[_short(c.name), c.type, f"{c.table_count:,}",
                    "on" if c.discovery.enabled else "off", _listed(c.allowed_locations),
-                   when(c.update_time, zone=False)] for c in catalogs], right=(2,))
+                   when(c.update_time, zone=False), last_discovery_cell(c.discovery)]
+                  for c in catalogs], right=(2,))
 
 
 def _list(c: Client, args: argparse.Namespace) -> int:

@@ -13,7 +13,7 @@ from typing import Any
 
 from google.protobuf.message import Message
 
-from tms_services.cli_format import dumps, to_dict
+from tms_services.cli.format import dumps, to_dict
 
 
 def emit(args: argparse.Namespace, msg: Message, human: Callable[[Any], str],

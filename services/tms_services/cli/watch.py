@@ -28,10 +28,10 @@ from typing import Any
 
 from tms.v1 import tms_pb2
 from tms_client import CancelledError, TmsError
-from tms_services.cli_client import Client, collect, table_name, upper
-from tms_services.cli_errors import EXIT_OK, TRANSIENT, from_tms_error
-from tms_services.cli_format import TIME_FORMAT, dumps, to_dict
-from tms_services.cli_operations import OP_STATES, op_rows, state
+from tms_services.cli.client import Client, collect, table_name, upper
+from tms_services.cli.errors import EXIT_OK, TRANSIENT, from_tms_error
+from tms_services.cli.format import TIME_FORMAT, dumps, to_dict
+from tms_services.cli.operations import OP_STATES, op_rows, state
 
 WATCH_INTERVAL_S = 2.0  # default refresh period
 MIN_WATCH_INTERVAL_S = 0.1  # below this the view would mostly load the API

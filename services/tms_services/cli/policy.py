@@ -11,10 +11,10 @@ from google.protobuf import empty_pb2
 from tms.formats.registry import load_formats
 from tms.policy.common import COMMON_KEYS
 from tms.policy.schema import PolicyKey
-from tms_services.cli_client import Client, lower
-from tms_services.cli_errors import usage_error
-from tms_services.cli_format import table
-from tms_services.cli_output import emit
+from tms_services.cli.client import Client, lower
+from tms_services.cli.errors import usage_error
+from tms_services.cli.format import table
+from tms_services.cli.output import emit
 
 POLICY_HELP = ("policy key K=V (repeatable); the keys, types and ranges: "
                "`tms tables policy-keys [--format F]` or docs/policy.md")

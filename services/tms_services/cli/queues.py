@@ -6,9 +6,9 @@ import argparse
 from typing import Any
 
 from tms.v1 import tms_pb2
-from tms_services.cli_client import Client
-from tms_services.cli_format import table
-from tms_services.cli_output import emit
+from tms_services.cli.client import Client
+from tms_services.cli.format import table
+from tms_services.cli.output import emit
 
 UNLIMITED = "unlimited"
 

@@ -83,6 +83,7 @@ class CliError(Exception):
     reason: str = ""
     metadata: dict[str, str] = field(default_factory=dict)
     field_violations: list[dict[str, str]] = field(default_factory=list)
+    hint: str = ""  # what the person at the terminal can do about it, when the CLI knows
 
     def __str__(self) -> str:
         return self.line()
@@ -97,7 +98,8 @@ class CliError(Exception):
             body = "; ".join(f"{v['field']}: {v['description']}" for v in self.field_violations)
         else:
             body = self.message
-        return f"tms: {head}: {' '.join(body.split())}"
+        tail = f" ({self.hint})" if self.hint else ""
+        return f"tms: {head}: {' '.join(body.split())}{tail}"
 
     def report(self, as_json: bool, stream: TextIO | None = None) -> None:
         out = stream or sys.stderr
@@ -111,12 +113,40 @@ def usage_error(message: str) -> CliError:
     return CliError("USAGE", message, EXIT_USAGE)
 
 
-def from_tms_error(err: TmsError, api: str = "") -> CliError:
+ENV_TOKEN = "TMS_TOKEN"
+NO_TOKEN_HINT = f"no token was sent: export {ENV_TOKEN}=<token> or pass --token"
+BAD_TOKEN_HINT = (f"the token in {ENV_TOKEN} / --token was refused: check it is the whole "
+                  "token and that tms-api still lists it")
+DENIED_HINT = (f"the token in {ENV_TOKEN} / --token is not allowed to do this: an operator "
+               "or admin token, or a table owner's token for its own tables")
+# The C core's words for a TLS handshake that failed (TLS to a plaintext port, an untrusted
+# CA): "Tls handshake failed (TSI_PROTOCOL_FAILURE): SSL_ERROR_SSL ...". Not "handshake" alone:
+# a TCP connect that gave up reads "tcp handshaker shutdown".
+TLS_WORDS = ("tls handshake", "ssl_error", "tsi_", "certificate")
+TLS_HINT = ("the TLS handshake failed: is the server plaintext (use http:// or drop "
+            "--tls-ca), or is its certificate signed by another CA than --tls-ca?")
+
+
+def hint_of(err: TmsError, token_given: bool | None) -> str:
+    """What to do about an authentication or connection failure (empty: nothing known)."""
+    if err.code == grpc.StatusCode.UNAUTHENTICATED and token_given is not None:
+        return BAD_TOKEN_HINT if token_given else NO_TOKEN_HINT
+    if err.code == grpc.StatusCode.PERMISSION_DENIED:
+        return DENIED_HINT
+    if err.code == grpc.StatusCode.UNAVAILABLE and any(
+            w in err.message.lower() for w in TLS_WORDS):
+        return TLS_HINT
+    return ""
+
+
+def from_tms_error(err: TmsError, api: str = "", token_given: bool | None = None) -> CliError:
     """The report of a failed call. UNAVAILABLE says which address could not be reached,
-    since that is the first thing to check (``--api`` / ``TMS_API``)."""
+    since that is the first thing to check (``--api`` / ``TMS_API``); UNAUTHENTICATED says
+    whether a token was sent at all and where it comes from (``TMS_TOKEN``)."""
     name = err.code.name if err.code is not None else "UNKNOWN"
     message = err.message
     if err.code == grpc.StatusCode.UNAVAILABLE and api and not err.reason:
         message = f"cannot reach tms-api at {api}: {message}"
     return CliError(name, message, exit_code(err), err.reason, dict(err.metadata),
-                    [{"field": v.field, "description": v.description} for v in err.violations])
+                    [{"field": v.field, "description": v.description} for v in err.violations],
+                    hint_of(err, token_given))

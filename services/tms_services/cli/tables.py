@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from tms.v1 import tms_pb2
-from tms_services.cli_client import (
+from tms_services.cli.client import (
     Client,
     add_limit_options,
     collect,
@@ -17,11 +17,11 @@ from tms_services.cli_client import (
     table_name,
     upper,
 )
-from tms_services.cli_errors import usage_error
-from tms_services.cli_format import NONE, block, pairs, table, when
-from tms_services.cli_output import emit, emit_more, note
-from tms_services.cli_policy import POLICY_HELP
-from tms_services.cli_policy import add_parser as add_policy_keys_parser
+from tms_services.cli.errors import usage_error
+from tms_services.cli.format import NONE, block, pairs, table, when
+from tms_services.cli.output import emit, emit_more, note
+from tms_services.cli.policy import POLICY_HELP
+from tms_services.cli.policy import add_parser as add_policy_keys_parser
 
 DEFAULT_FORMAT = "iceberg"
 TABLE_STATES = ("ACTIVE", "PAUSED")
@@ -37,7 +37,7 @@ def _rows(tables: list[tms_pb2.Table]) -> str:
         ["TABLE", "FORMAT", "STATE", "QUEUE", "PRIORITY", "OWNER", "COMMITS",
          "LAST COMMIT (UTC)"],
         [[_short(t.name), t.format, tms_pb2.Table.State.Name(t.state), t.queue, t.priority,
-          t.owner, t.commit_count, when(t.last_commit_time, zone=False)] for t in tables],
+          t.owner, f"{t.commit_count:,}", when(t.last_commit_time, zone=False)] for t in tables],
         right=(4, 6))
 
 
@@ -51,7 +51,7 @@ def table_text(t: tms_pb2.Table) -> str:
         ("base_path", t.base_path), ("location", t.location or NONE),
         ("discovered", "yes" if t.discovered else "no"), ("owner", t.owner),
         ("queue", t.queue), ("priority", t.priority),
-        ("policy", pairs(t.policy)), ("commit_count", t.commit_count),
+        ("policy", pairs(t.policy)), ("commit_count", f"{t.commit_count:,}"),
         ("last_commit", last), ("create_time", when(t.create_time)),
         ("update_time", when(t.update_time)),
     ])

@@ -1,5 +1,7 @@
 """``tms explain``: the scheduler's last decision per action, what is active now, and the
-policy in force (each key's value and whether the table, its catalog or the default set it).
+policy in force (each key's value and whether the table, its catalog or the default set it):
+the policy's table of every key only with ``--policy``, else one line counting the keys the
+table and its catalog set.
 
 The metrics a decision looked at are the table's (every action of one check sees the same
 numbers), so they are shown once, from the newest decision, not repeated per action. An action
@@ -18,9 +20,9 @@ from google.protobuf.json_format import MessageToDict
 
 from tms.v1 import tms_pb2
 from tms_client import NotFoundError
-from tms_services.cli_client import Client
-from tms_services.cli_format import NONE, benefit_text, cut, pairs, table, when, whole
-from tms_services.cli_output import emit
+from tms_services.cli.client import Client
+from tms_services.cli.format import NONE, benefit_text, cut, pairs, table, when, whole
+from tms_services.cli.output import emit
 
 ACTIVE_UNKNOWN = "ACTIVE"  # the active operation vanished between the two calls
 
@@ -54,7 +56,24 @@ def _run_cell(a: tms_pb2.ActionExplanation, states: dict[str, str]) -> tuple[str
     return ("yes", a.operation or NONE) if a.should_run else ("no", NONE)
 
 
-def explain_text(r: tms_pb2.ExplainTableResponse, states: dict[str, str]) -> str:
+POLICY_DEFAULT_SOURCE = "default"
+
+
+def policy_line(r: tms_pb2.ExplainTableResponse) -> str:
+    """``policy: 33 keys, 2 set (table: compaction.min-small-files; catalog: ...)``."""
+    by_source: dict[str, list[str]] = {}
+    for v in r.policy:
+        if v.source != POLICY_DEFAULT_SOURCE:
+            by_source.setdefault(v.source, []).append(v.key)
+    set_keys = sum(len(k) for k in by_source.values())
+    where = "; ".join(f"{src}: {', '.join(sorted(keys))}"
+                      for src, keys in sorted(by_source.items()))
+    return (f"policy: {len(r.policy)} keys, {set_keys} set" + (f" ({where})" if where else
+            " (all defaults)") + "; --policy prints each key's value, source and doc")
+
+
+def explain_text(r: tms_pb2.ExplainTableResponse, states: dict[str, str],
+                 show_policy: bool = True) -> str:
     head = f"{r.table}  {tms_pb2.Table.State.Name(r.state)}"
     if r.HasField("check_time"):  # DECIDED is when each decision last changed
         head += f"  last checked {when(r.check_time)}"
@@ -66,7 +85,9 @@ def explain_text(r: tms_pb2.ExplainTableResponse, states: dict[str, str]) -> str
         parts.append(f"metrics: {pairs(metrics)}")
     parts += ["", table(["ACTION", "DECIDED (UTC)", "RUN", "OPERATION", "BENEFIT", "REASON"],
                         rows)]
-    if r.policy:
+    if r.policy and not show_policy:
+        parts += ["", policy_line(r)]
+    elif r.policy:
         parts += ["", "policy (the value in force, and where it comes from):",
                   table(["KEY", "VALUE", "SOURCE", "DEFAULT", "UNIT", "DOC"],
                         [[v.key, v.value or NONE, v.source, v.default or NONE, v.unit or NONE,
@@ -77,7 +98,7 @@ def explain_text(r: tms_pb2.ExplainTableResponse, states: dict[str, str]) -> str
 def _explain(c: Client, args: argparse.Namespace) -> int:
     r = c.tms.explain_table(args.table)
     states = {} if args.json else active_states(c, r)
-    emit(args, r, lambda m: explain_text(m, states))
+    emit(args, r, lambda m: explain_text(m, states, show_policy=args.policy))
     return 0
 
 
@@ -85,4 +106,7 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     e = sub.add_parser("explain", parents=[common],
                        help="the scheduler's last decision per action, and what runs now")
     e.add_argument("table", metavar="TABLE", help="table id or tables/{id}")
+    e.add_argument("--policy", action="store_true",
+                   help="also print the policy in force: every key's value, where it comes "
+                        "from (table, catalog, default), its default and doc")
     e.set_defaults(fn=_explain)
