@@ -54,6 +54,15 @@ def _run_cell(a: tms_pb2.ActionExplanation, states: dict[str, str]) -> tuple[str
     return ("yes", a.operation or NONE) if a.should_run else ("no", NONE)
 
 
+def hold_text(h: tms_pb2.ActionHold) -> str:
+    """One held action: what, since and until when, why, what releases it."""
+    return "\n".join([
+        f"  {h.action}: held until {when(h.held_until)} (hold {h.holds} in a row, since "
+        f"{when(h.hold_time)}; last failed: {h.last_operation})",
+        f"    why: {h.reason}",
+        "    released by: " + "; ".join(h.released_by)])
+
+
 def explain_text(r: tms_pb2.ExplainTableResponse, states: dict[str, str]) -> str:
     head = f"{r.table}  {tms_pb2.Table.State.Name(r.state)}"
     if r.HasField("check_time"):  # DECIDED is when each decision last changed
@@ -66,6 +75,10 @@ def explain_text(r: tms_pb2.ExplainTableResponse, states: dict[str, str]) -> str
         parts.append(f"metrics: {pairs(metrics)}")
     parts += ["", table(["ACTION", "DECIDED (UTC)", "RUN", "OPERATION", "BENEFIT", "REASON"],
                         rows)]
+    held = [a for a in r.actions if a.HasField("hold")]
+    if held:
+        parts += ["", "held (failed too often in a row; nothing queued until released):"]
+        parts += [hold_text(a.hold) for a in held]
     if r.policy:
         parts += ["", "policy (the value in force, and where it comes from):",
                   table(["KEY", "VALUE", "SOURCE", "DEFAULT", "UNIT", "DOC"],
