@@ -110,3 +110,15 @@ def test_payload_without_a_cause_unchanged() -> None:
     payload = failure_payload(ValueError("bad"))
     assert (payload["error_type"], payload["error"]) == ("ValueError", "bad")
     assert "wrapped_in" not in payload
+
+
+def test_arrow_store_names_a_missing_file_by_its_whole_path(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import os
+
+    from tms.jobs.arrow_store import open_no_follow
+
+    for missing in (tmp_path / "data" / "a.parquet", tmp_path / "gone" / "b.parquet"):
+        (tmp_path / "data").mkdir(exist_ok=True)
+        with pytest.raises(FileNotFoundError) as e:
+            open_no_follow(str(missing), os.O_RDONLY)
+        assert errors.missing_file(f"FileNotFoundError: {e.value}") == str(missing)
