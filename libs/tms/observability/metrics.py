@@ -58,7 +58,7 @@ def instruments() -> Instruments:
         decisions=m.create_counter(
             "tms_scheduler_decisions",
             description="scheduler decisions by action and outcome: queued, not_needed, "
-                        "already_active, inspection_failed"),
+                        "already_active, inspection_failed, held"),
         lease_expiries=m.create_counter(
             "tms_lease_expiries",
             description="RUNNING operations whose lease expired, by what the reaper did: "
