@@ -1,7 +1,7 @@
 """Secrets in every form reach every job: one real compaction per documented secret form.
 
 For each catalog type of the reach matrix that runs here quickly (sql on PostgreSQL, rest on
-Iceberg's REST handlers, hadoop on S3 through moto) and each property that can be a secret
+Iceberg's REST handlers, hadoop and hive on S3 through moto) and each property that can be a secret
 reference there (a sql catalog's whole ``uri`` or its ``jdbc.password``; a rest catalog's
 ``token`` or whole ``uri``; the S3 keys of any catalog), once as ``env:TMS_SECRET_*`` and once
 as ``file:<name>`` in the secret directory: the catalog is created through the API with that
@@ -48,6 +48,7 @@ CASES = (
     ("rest", "local", ("token",)),
     ("rest", "local", ("uri",)),
     ("hadoop", "s3", ("s3.access-key-id", "s3.secret-access-key")),
+    ("hive", "s3", ("s3.access-key-id", "s3.secret-access-key")),
 )
 SQL_PASSWORD = "not-checked-by-trust-auth"  # the test PostgreSQL trusts loopback
 
@@ -135,7 +136,7 @@ def _catalog(f: Forms, case: int, form: str, catalog_id: str
     servers = f.servers
     if storage == "s3" and "s3a" in servers.why_not:
         pytest.skip(servers.why_not["s3a"])
-    if ctype in ("rest", "hadoop") and "java" in servers.why_not:
+    if ctype in ("rest", "hadoop", "hive") and "java" in servers.why_not:
         pytest.skip(servers.why_not["java"])
     wh = servers.warehouse(ctype, storage) + f"/{catalog_id}"
     if storage == "local":
@@ -155,6 +156,10 @@ def _catalog(f: Forms, case: int, form: str, catalog_id: str
         props = {"uri": servers.rest.uri}
         values["token"] = servers.environ()["TMS_SECRET_REACH_REST_TOKEN"]
         writer = {"type": "rest", **props}
+    elif ctype == "hive":
+        assert servers.hms is not None
+        props = {"uri": servers.hms.uri, "warehouse": wh, "hive.hive2-compatible": "true"}
+        writer = {"type": "hive", **props}
     else:  # hadoop: written through a REST server backed by Iceberg's HadoopCatalog
         server = servers.rest_hadoop[storage]
         wh = servers.warehouse(ctype, storage)
