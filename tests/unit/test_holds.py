@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from tests.unit.fakes import NOW, FakeCoordinator, FakeFormat, FakeStore, make_table
 from tms.domain.holds import HELD, RELEASED, Streak
-from tms.policy import DEFAULT_HOLD_AFTER_FAILURES, hold_after_failures
+from tms.policy.common import DEFAULT_HOLD_AFTER_FAILURES, hold_after_failures
 from tms.scheduler import holds
 from tms.scheduler.loop import Scheduler
 
