@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tms.jobs import errors
+from tms import failures as errors
 from tms.jobs.job_failure import failure_payload
 
 PY_TASK = """org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage \
