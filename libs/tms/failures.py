@@ -29,6 +29,7 @@ LOCATION_REFUSED = "location refused"
 INVALID_TABLE_PROPERTY = "invalid table property"
 SECRET_UNAVAILABLE = "secret not available to the driver"
 CANNOT_REPORT = "job cannot report its result"
+MISSING_FILE = "missing file"
 # Lines of a driver log before the last fatal block that classification ignores (WARN lines
 # may mention a ClassNotFoundException Spark recovered from).
 _LOG_LEVEL_RE = re.compile(r"^\S+ \S+ (TRACE|DEBUG|INFO|WARN) ")
@@ -76,6 +77,8 @@ HINTS = {
                         "the TMS_SECRET_* variables and TMS_SECRET_DIR (cluster mode: "
                         "TMS_SPARK_K8S_SECRET mounts the secret into the driver pod)",
     CANNOT_REPORT: "the driver needs grpcio and the TMS_JOB_TOKEN its executor gives it",
+    MISSING_FILE: "the table references a file its storage does not have; restore it or "
+                  "remove it from the table",
 }
 
 
@@ -106,9 +109,91 @@ class ErrorClass:
 RETRYABLE = ErrorClass(None)
 
 
+# A file the job opened that storage does not have, and its path: Hadoop's local and S3A
+# file systems, Iceberg's FileIO, and Python's (pyarrow's) FileNotFoundError in an arrow task.
+_PATH = r"[\'\"]?([A-Za-z][A-Za-z0-9+.-]*:/+[^\s'\"]+|/[^\s'\"]+)"
+_MISSING_FILE_RES = (
+    re.compile(r"FileNotFoundException: (?:File|Path) " + _PATH + r" does not exist"),
+    re.compile(r"FileNotFoundException: No such file or directory: " + _PATH),
+    re.compile(r"FileNotFoundException: " + _PATH + r" \(No such file or directory\)"),
+    re.compile(r"NotFoundException: (?:File does not exist|Failed to open input stream for "
+               r"file|Location does not exist): " + _PATH),
+    re.compile(r"FileNotFoundError: \[Errno 2\] Failed to open local file " + _PATH),
+    re.compile(r"FileNotFoundError: \[Errno 2\] No such file or directory: " + _PATH),
+    re.compile(r"FileNotFoundError: .*?[Pp]ath does not exist " + _PATH),
+    re.compile(r"FileNotFoundError: .*?(?:[Kk]ey|[Ff]ile) " + _PATH
+               + r" (?:does not exist|not found)"),
+)
+MAX_PATH_CHARS = 1024
+
+
+def missing_file(text: str) -> str | None:
+    """The path of a file an error says storage does not have, or None."""
+    for pattern in _MISSING_FILE_RES:
+        m = pattern.search(text)
+        if m:
+            return m.group(1).rstrip(".,;:)'\"")[:MAX_PATH_CHARS]
+    return None
+
+
+def missing_file_hint(path: str) -> str:
+    return f"the table references a missing file: {path}; restore it or remove it from the table"
+
+
+# Where an exception chain says what went wrong first.
+_TRACEBACK = "Traceback (most recent call last):"
+_CAUSED_BY_RE = re.compile(r"^\s*Caused by: (.+)$", re.MULTILINE)
+_LOST_TASK_RE = re.compile(r"most recent failure: Lost task [^\n]*?\(TID \d+\) \([^)\n]*\): "
+                           r"([^\n]+)")
+_PY_EXC_LINE_RE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)"
+                             r"|[A-Za-z_][\w.]*\.[A-Z]\w*)(?::|$)")
+
+
+def _python_root(text: str) -> str | None:
+    """The exception line of the first traceback in ``text`` (Python prints a chain root
+    first: the cause, then "The above exception was the direct cause ...", then the outer
+    one), with the lines of its message that follow it."""
+    start = text.find(_TRACEBACK)
+    if start < 0:
+        return None
+    lines = text[start:].splitlines()[1:]
+    for i, line in enumerate(lines):
+        if line.startswith((" ", "\t")) or not line.strip():
+            continue  # a frame, its source line, or a blank
+        if _PY_EXC_LINE_RE.match(line):
+            rest = []
+            for more in lines[i + 1:]:  # a message over several lines, up to the next part
+                if not more.strip() or more.startswith(("The above exception", "During "
+                                                        "handling", _TRACEBACK, "\tat ")):
+                    break
+                rest.append(more)
+            return "\n".join([line, *rest[:5]])
+        return line
+    return None
+
+
+def root_cause(text: str) -> str | None:
+    """What an exception chain says went wrong first, from its text: the exception of a
+    Python traceback in it (an arrow task's worker error inside Spark's wrapper), else the
+    last Java ``Caused by:``, else the task failure a Spark stage failure names. None when the
+    text names no cause beyond itself."""
+    found = _python_root(text)
+    if found:
+        return found
+    causes = _CAUSED_BY_RE.findall(text)
+    if causes:
+        return str(causes[-1]).strip()
+    m = _LOST_TASK_RE.search(text)
+    return m.group(1).strip() if m else None
+
+
 def classify(text: str) -> ErrorClass:
     """The class of an error from its type, message and causes; a missing class of a known
-    jar names the jar and how to provide it (``jars.NEEDS``)."""
+    jar names the jar and how to provide it (``jars.NEEDS``); a file the table references
+    but storage lacks names the file."""
+    path = missing_file(text)
+    if path is not None:
+        return ErrorClass(MISSING_FILE, missing_file_hint(path))
     for kind, pattern in _RULES:
         if pattern.search(text):
             if kind == MISSING_CLASS:

@@ -70,7 +70,7 @@ def test_the_alerts_cover_what_operators_page_on() -> None:
             by_metric.setdefault(metric, set()).add(rule["alert"])
     for metric in ("tms_operations_finished_total", "tms_queue_oldest_age_seconds",
                    "tms_scheduler_leader", "tms_lease_expiries_total", "tms_tables_overdue",
-                   "tms_zookeeper_session_up", "tms_api_requests_total"):
+                   "tms_zookeeper_session_up", "tms_api_requests_total", "tms_actions_held"):
         assert by_metric.get(metric), f"no alert on {metric}"
 
 
@@ -107,7 +107,8 @@ _EXPORT = textwrap.dedent("""
     store = types.SimpleNamespace(
         queue_stats=lambda: [{"queue": "default", "action": "compaction", "queued": 1,
                               "oldest_age_s": 2.0}],
-        table_count_overdue=lambda grace_s: 0)
+        table_count_overdue=lambda grace_s: 0,
+        hold_counts=lambda: {"compaction": 1})
     coordinator = types.SimpleNamespace(member_id="scheduler-0", healthy=True, leads=True,
                                         held_shards={1, 2})
     register_scheduler_gauges(store, coordinator)

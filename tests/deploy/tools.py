@@ -48,6 +48,8 @@ EXPORTED_SERIES = frozenset({
     "tms_queue_depth",
     "tms_queue_oldest_age_seconds",
     "tms_tables_overdue",
+    "tms_action_holds_placed_total",
+    "tms_actions_held",
 })
 # Label names those series carry, plus Prometheus' own target labels and histograms' ``le``.
 KNOWN_LABELS = frozenset({"method", "code", "result", "action", "outcome", "queue", "state",

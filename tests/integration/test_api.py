@@ -293,3 +293,49 @@ def test_list_tables_of_one_catalog(stub) -> None:
     assert stub.ListTables(tms_pb2.ListTablesRequest(catalog="other")).tables == []
     code, fields = error_of(lambda: stub.ListTables(tms_pb2.ListTablesRequest(catalog="X!")))
     assert code == grpc.StatusCode.INVALID_ARGUMENT and fields == ["catalog"]
+
+
+@pytest.mark.parametrize("req,field", [
+    (tms_pb2.ListHeldActionsRequest(parent="events"), "parent"),
+    (tms_pb2.ListHeldActionsRequest(parent=""), "parent"),
+    (tms_pb2.ListHeldActionsRequest(parent="tables/-", action="Compaction!"), "action"),
+    (tms_pb2.ListHeldActionsRequest(parent="tables/-", page_size=-1), "page_size"),
+    (tms_pb2.ListHeldActionsRequest(parent="tables/-", page_token="not-a-token"), "page_token"),
+])
+def test_list_held_actions_invalid(stub, req, field: str) -> None:
+    code, fields = error_of(lambda: stub.ListHeldActions(req))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and field in fields
+
+
+def test_list_held_actions_and_resume(stub, db_dsn: str) -> None:
+    """A hold placed as the scheduler places it is listed, shown by ExplainTable, and released
+    by ResumeTable; an unknown table is NOT_FOUND."""
+    from datetime import UTC, datetime, timedelta
+
+    register(stub)
+    assert stub.ListHeldActions(tms_pb2.ListHeldActionsRequest(parent="tables/-")).holds == []
+    with pytest.raises(grpc.RpcError) as e:
+        stub.ListHeldActions(tms_pb2.ListHeldActionsRequest(parent="tables/nope"))
+    assert e.value.code() == grpc.StatusCode.NOT_FOUND
+    store = PostgresStore(db_dsn)
+    try:
+        pk = store.table_get("events").table.pk  # type: ignore[union-attr]
+        with store._pool.connection() as conn:  # a failed operation, as an executor ends one
+            conn.execute("INSERT INTO tms_operations (table_pk, action, trigger, reason, state,"
+                         " max_attempts, queue, error, finished_at) VALUES (%s, 'compaction', "
+                         "'policy', 'r', 'FAILED', 1, 'default', 'missing file: /x', now())",
+                         (pk,))
+        streak = store.hold_streaks([pk])[pk]["compaction"]
+        now = datetime.now(UTC)
+        assert store.hold_place(streak, 1, "1 compaction operations failed in a row", now,
+                                now + timedelta(hours=1), "d")
+    finally:
+        store.close()
+    [held] = stub.ListHeldActions(tms_pb2.ListHeldActionsRequest(parent="tables/events")).holds
+    assert (held.table, held.action, held.failures) == ("tables/events", "compaction", 1)
+    assert held.last_operation.startswith("tables/events/operations/")
+    assert any("tms tables resume" in r for r in held.released_by)
+    explained = stub.ExplainTable(tms_pb2.ExplainTableRequest(name="tables/events"))
+    assert [a.hold.action for a in explained.actions if a.HasField("hold")] == ["compaction"]
+    stub.ResumeTable(tms_pb2.ResumeTableRequest(name="tables/events"))
+    assert stub.ListHeldActions(tms_pb2.ListHeldActionsRequest(parent="tables/-")).holds == []

@@ -28,6 +28,7 @@ from tms.domain import (
     Table,
     TableState,
 )
+from tms.domain.holds import Streak
 from tms.engines.base import EngineResult
 from tms.formats.base import TableFormatPlugin
 from tms.storage.roles import EnqueueParams
@@ -98,6 +99,9 @@ class FakeStore:
     progress_error: Exception | None = None
     released: list[tuple[Operation, str]] = field(default_factory=list)
     retried: list[tuple[Operation, Outcome, float]] = field(default_factory=list)
+    streaks: dict[int, dict[str, Streak]] = field(default_factory=dict)
+    holds_placed: list[tuple[Streak, int, datetime]] = field(default_factory=list)
+    holds_released: list[tuple[Streak, str]] = field(default_factory=list)
     skipped: list[tuple[Operation, str, dict[str, Any] | None]] = field(default_factory=list)
     last_succeeded: dict[int, dict[str, Operation]] = field(default_factory=dict)
     claimed_queues: list[tuple[str, ...] | None] = field(default_factory=list)
@@ -172,6 +176,21 @@ class FakeStore:
 
     def commits_mark_dirty(self, pk: int, traceparent: str | None = None) -> None:
         self.dirty.add(pk)
+
+    def hold_streaks(self, pks: Sequence[int]) -> dict[int, dict[str, Streak]]:
+        return {pk: self.streaks[pk] for pk in pks if pk in self.streaks}
+
+    def hold_place(self, streak: Streak, holds: int, reason: str, now: datetime,
+                   held_until: datetime, policy_digest: str) -> bool:
+        self.holds_placed.append((streak, holds, held_until))
+        return True
+
+    def hold_release(self, streak: Streak, released_by: str, now: datetime) -> bool:
+        self.holds_released.append((streak, released_by))
+        return True
+
+    def hold_counts(self) -> dict[str, int]:
+        return {}
 
     def operation_active_actions(self, pks: Sequence[int]) -> dict[int, set[str]]:
         out: dict[int, set[str]] = {}

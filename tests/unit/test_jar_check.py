@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import zipfile
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -182,3 +183,33 @@ def test_one_shot_jobs_get_only_the_jars_they_need(tmp_path: Path) -> None:
         runtime, s3a, sdk, own, "hdfs://nn/jars/remote.jar")
     # a spec that is not an Iceberg maintenance spec (a Hudi JVM job) keeps every jar
     assert jar_check.jars_for({"args": ["--base-path", "/t"]}, configured) == configured
+
+
+def _job_spec_of(ctype: str, properties: dict[str, str], secrets: dict[str, str],
+                 environ: dict[str, str]) -> dict[str, object]:
+    """The catalog part of a job spec as the executor makes it: references, no values."""
+    from tms.catalogs import CatalogAccess, access, job_catalog
+    from tms.domain import Catalog, CatalogType
+    from tms.domain.catalogs import CatalogSpec, DiscoveryStatus
+
+    cat = Catalog(1, CatalogSpec("c", CatalogType(ctype), properties, secrets,
+                                 allowed_locations=("/lake",)),
+                  DiscoveryStatus(), datetime.now(UTC), datetime.now(UTC))
+    resolved: CatalogAccess = access(cat, environ)
+    props, refs = job_catalog(resolved)
+    return {"catalog_properties": props, "catalog_secrets": refs, "location": "/lake/t"}
+
+
+@pytest.mark.parametrize("ctype,uri", [("sql", "postgresql+psycopg://u:pw@h/db"),
+                                       ("jdbc", "jdbc:postgresql://h/db?user=u")])
+@pytest.mark.parametrize("secret_key", ["uri", "jdbc.password"])
+def test_jdbc_driver_needed_whatever_is_secret(ctype: str, uri: str, secret_key: str) -> None:
+    """The driver follows from the catalog's type: a ``uri`` given whole as a secret is not
+    in the spec's properties, and the job needs PostgreSQL's driver all the same."""
+    env = {"TMS_SECRET_X": uri if secret_key == "uri" else "pw"}
+    props = {"warehouse": "/lake"}
+    if secret_key != "uri":
+        props["uri"] = uri.replace("u:pw@", "u@")
+    job = _job_spec_of(ctype, props, {secret_key: "env:TMS_SECRET_X"}, env)
+    assert "uri" not in job["catalog_properties"] or secret_key != "uri"  # type: ignore[operator]
+    assert "jdbc" in keys(job)

@@ -18,6 +18,7 @@ from tms.api.base import (
     rpc,
 )
 from tms.api.errors import ApiError, invalid, not_found
+from tms.api.holds import hold_to_pb
 from tms.domain import Operation, OperationState, Table, TableState
 from tms.policy.common import effective_policy, in_force, max_attempts
 from tms.storage.roles import EnqueueParams, OperationListParams
@@ -221,6 +222,7 @@ class OperationsMixin(ServicerBase):
         actions = plugin.actions if plugin else ()
         out = []
         checked_at = None
+        held = {h.action: h for h in self.store.hold_of_table(table.pk)}
         for e in self.store.decision_explain(table.pk, actions):
             checked_at = e.checked_at or checked_at
             item = tms_pb2.ActionExplanation(
@@ -237,6 +239,8 @@ class OperationsMixin(ServicerBase):
                 item.active_operation = f"tables/{table_id}/operations/{e.active_id}"
             if e.active_state is not None:
                 item.active_state = tms_pb2.Operation.State.Value(e.active_state.value)
+            if e.action in held:
+                item.hold.CopyFrom(hold_to_pb(held[e.action]))
             out.append(item)
         policy = [tms_pb2.PolicyValue(key=e.key, value=e.value, source=e.source,
                                       default=e.default, unit=e.unit, doc=e.doc)

@@ -239,4 +239,12 @@ class TablesMixin(RegistrationMixin, ServicerBase):
     @rpc
     def ResumeTable(self, request: tms_pb2.ResumeTableRequest, context: grpc.ServicerContext,
                     principal: Principal) -> tms_pb2.Table:
-        return self._set_state(request.name, principal, TableState.ACTIVE)
+        out = self._set_state(request.name, principal, TableState.ACTIVE)
+        # an action held after failing too often in a row is released too: the failures so
+        # far stop counting (the table is checked at once, as after a pause)
+        table = self.load_table(self._name(request.name), principal, request.name).table
+        released = self.store.hold_release_table(table.pk)
+        if released:
+            log.info("held actions released", table=table.table_id, actions=released,
+                     principal=principal.name)
+        return out

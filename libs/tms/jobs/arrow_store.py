@@ -53,10 +53,15 @@ def open_no_follow(path: str, flags: int, mode: int = 0o644) -> int:
     """Open the absolute ``path`` with no symlink followed anywhere on it
     (``locations.parent_no_follow``; ``O_NOFOLLOW`` on the last component alone would follow
     a directory swapped for a symlink after the check)."""
-    fd, name = parent_no_follow(path)
+    try:
+        fd, name = parent_no_follow(path)
+    except FileNotFoundError as e:  # a directory on the way is missing
+        raise FileNotFoundError(e.errno, e.strerror, path) from None
     try:
         return os.open(name, flags | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), mode,
                        dir_fd=fd)
+    except FileNotFoundError as e:  # named by its whole path: the error says which file
+        raise FileNotFoundError(e.errno, e.strerror, path) from None
     finally:
         os.close(fd)
 

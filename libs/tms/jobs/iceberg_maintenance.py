@@ -251,7 +251,13 @@ def main(argv: list[str] | None = None) -> int:
         payload = run(parse_spec(raw))
     except Exception as exc:
         payload = failure_payload(exc)
-        print(f"[tms-job] {payload['error_type']}: {payload['error']}", file=sys.stderr)
+        # the whole wrapper (Spark's stage failure with its task's trace) stays in the log;
+        # the payload's error is its root cause
+        error_type, message = describe_error(exc)
+        print(f"[tms-job] {error_type}: {message}", file=sys.stderr)
+        if payload.get("wrapped_in"):
+            print(f"[tms-job] root cause: {payload['error_type']}: {payload['error']}",
+                  file=sys.stderr)
     if not deliver(report_to, payload, args.result):
         return 1
     return 0 if payload["ok"] else 1

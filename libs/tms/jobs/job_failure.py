@@ -9,6 +9,7 @@ Standard library only: the job's package (``tms.spark.job_package``) ships it to
 
 from __future__ import annotations
 
+import re
 import traceback
 from typing import Any
 
@@ -50,6 +51,55 @@ def java_causes(exc: BaseException) -> list[str]:
     return out
 
 
+_TYPE_RE = re.compile(r"^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*$")
+MAX_WRAPPER_CHARS = 500
+
+
+def _python_chain_root(exc: BaseException) -> BaseException:
+    """The first exception of a Python chain (``raise ... from``, or raised while handling)."""
+    seen = {id(exc)}
+    while True:
+        nxt = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
+        if nxt is None or id(nxt) in seen:
+            return exc
+        seen.add(id(nxt))
+        exc = nxt
+
+
+def _split(line: str) -> tuple[str, str]:
+    """``Type: message`` as (type, message); a line without a type prefix: ("", line)."""
+    head, sep, rest = line.partition(": ")
+    if sep and _TYPE_RE.match(head):
+        return head, rest
+    if _TYPE_RE.match(line.strip()):
+        return line.strip(), ""
+    return "", line
+
+
+def root_error(exc: BaseException, error_type: str, message: str) -> tuple[str, str] | None:
+    """(type, message) of what went wrong first, when ``exc`` wraps it: the deepest JVM
+    cause, a Python traceback or Java ``Caused by:`` inside Spark's wrapper message (a task's
+    failure), or the first exception of a Python chain. None when ``exc`` is its own cause."""
+    causes = java_causes(exc)
+    text = "\n".join([f"{error_type}: {message}", *causes])
+    found = errors.root_cause(text)
+    if found is None and causes:
+        found = causes[-1]
+    if found is None and getattr(exc, "java_exception", None) is None:
+        first = _python_chain_root(exc)
+        if first is not exc:
+            return type(first).__name__, str(first) or type(first).__name__
+        return None
+    if found is None:
+        return None
+    kind, text = _split(found.strip())
+    if not kind:
+        return error_type, found.strip()
+    if (kind, text) == (error_type, message):
+        return None
+    return kind, text
+
+
 def error_class(exc: BaseException, error_type: str, message: str) -> errors.ErrorClass:
     """What kind of failure this is: refused specs and locations, missing tables, classes,
     permissions and bad catalog configurations cannot pass on another attempt; everything
@@ -77,12 +127,20 @@ def is_retryable(exc: BaseException, error_type: str, message: str) -> bool:
 
 
 def failure_payload(exc: BaseException) -> dict[str, Any]:
-    """The result file's content for a failed run; ``hint`` says what kind of error it is and
-    what to fix (absent for errors another attempt may fix)."""
+    """The result file's content for a failed run: the error is its root cause (the first
+    exception of the chain: a task's FileNotFoundError, not Spark's "Job aborted due to stage
+    failure" around it), ``wrapped_in`` the first line of the wrapper (its whole text goes to
+    the driver log); ``hint`` says what kind of error it is and what to fix (absent for
+    errors another attempt may fix)."""
     error_type, message = describe_error(exc)
     kind = error_class(exc, error_type, message)
-    payload = {"ok": False, "error_type": error_type, "error": message[:MAX_ERROR_CHARS],
-               "retryable": kind.retryable}
+    root = root_error(exc, error_type, message)
+    payload: dict[str, Any] = {"ok": False, "error_type": error_type,
+                               "error": message[:MAX_ERROR_CHARS], "retryable": kind.retryable}
+    if root is not None:
+        wrapper = f"{error_type}: {message}".splitlines()[0]
+        payload.update(error_type=root[0], error=root[1][:MAX_ERROR_CHARS],
+                       wrapped_in=wrapper[:MAX_WRAPPER_CHARS])
     if kind.kind is not None:
         payload["error_class"] = kind.kind
         payload["hint"] = kind.hint

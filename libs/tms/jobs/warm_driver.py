@@ -131,7 +131,10 @@ def run_request(spark: Any, raw_spec: Mapping[str, Any],
         return im.run_in_session(spark, spec)
     except Exception as exc:
         payload = im.failure_payload(exc)
-        _log(f"{payload['error_type']}: {payload['error']}")
+        error_type, message = im.describe_error(exc)  # the whole wrapper, for the log
+        _log(f"{error_type}: {message}")
+        if payload.get("wrapped_in"):
+            _log(f"root cause: {payload['error_type']}: {payload['error']}")
         return payload
     finally:
         try:

@@ -41,6 +41,7 @@ class Instruments:
     attempt_duration: metrics.Histogram
     operations_finished: metrics.Counter
     retries_queued: metrics.Counter
+    holds_placed: metrics.Counter
 
 
 @cache
@@ -57,7 +58,7 @@ def instruments() -> Instruments:
         decisions=m.create_counter(
             "tms_scheduler_decisions",
             description="scheduler decisions by action and outcome: queued, not_needed, "
-                        "already_active, inspection_failed"),
+                        "already_active, inspection_failed, held"),
         lease_expiries=m.create_counter(
             "tms_lease_expiries",
             description="RUNNING operations whose lease expired, by what the reaper did: "
@@ -73,6 +74,9 @@ def instruments() -> Instruments:
             description="operations reaching a final state, by action and state"),
         retries_queued=m.create_counter(
             "tms_retries_queued", description="failed attempts queued again after a backoff"),
+        holds_placed=m.create_counter(
+            "tms_action_holds_placed",
+            description="actions held after failing too often in a row, by action"),
     )
 
 

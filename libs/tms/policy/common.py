@@ -37,7 +37,18 @@ MAX_ATTEMPTS_KEY = integer(
     "execution.max-attempts", DEFAULT_MAX_ATTEMPTS, 1, MAX_MAX_ATTEMPTS, "count",
     "attempts an operation gets before it fails (non-retryable errors fail at once)")
 
-SCHEDULER_KEYS: dict[str, PolicyKey] = by_key((PULL_INTERVAL_KEY, MAX_ATTEMPTS_KEY))
+# How many operations of one action may fail in a row before the action is held (no new one
+# queued until a hold runs out, a new commit, a policy change or a resume releases it).
+DEFAULT_HOLD_AFTER_FAILURES = 3
+MAX_HOLD_AFTER_FAILURES = 100
+HOLD_AFTER_FAILURES_KEY = integer(
+    "execution.hold-after-failures", DEFAULT_HOLD_AFTER_FAILURES, 1, MAX_HOLD_AFTER_FAILURES,
+    "count", "failed operations of one action in a row after which the action is held: "
+             "none queued until the hold runs out (doubling with each hold), a new commit, a "
+             "policy change or `tms tables resume`")
+
+SCHEDULER_KEYS: dict[str, PolicyKey] = by_key((PULL_INTERVAL_KEY, MAX_ATTEMPTS_KEY,
+                                               HOLD_AFTER_FAILURES_KEY))
 COMMON_KEYS: dict[str, PolicyKey] = {**SCHEDULER_KEYS, **SPARK_TABLE_KEYS, **SPARK_CONF_KEYS}
 
 
@@ -82,6 +93,17 @@ def max_attempts(policy: Mapping[str, str], default: int = DEFAULT_MAX_ATTEMPTS)
         except ValueError:  # validated at registration; a bad stored value must not stop us
             pass
     return default
+
+
+def hold_after_failures(policy: Mapping[str, str]) -> int:
+    """The table's ``execution.hold-after-failures`` if it sets a valid one, else the
+    default."""
+    if HOLD_AFTER_FAILURES_KEY.key in policy:
+        try:
+            return HOLD_AFTER_FAILURES_KEY.as_int(policy)
+        except ValueError:  # validated at registration; a bad stored value must not stop us
+            pass
+    return DEFAULT_HOLD_AFTER_FAILURES
 
 
 def pull_interval_s(policy: Mapping[str, str], default: float) -> float:

@@ -16,7 +16,7 @@ from collections.abc import Collection, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 from opentelemetry import trace
@@ -25,6 +25,7 @@ from tms import catalogs, locations, table_boundary
 from tms.catalogs import CatalogAccess, CatalogCache
 from tms.coordination import Coordinator
 from tms.domain import Catalog, Decision, Operation, Table
+from tms.domain.holds import Streak
 from tms.formats.base import CatalogUnreachable, TableFormatPlugin, TableNotInCatalog
 from tms.observability.metrics import instruments
 from tms.observability.tracing import (
@@ -35,10 +36,17 @@ from tms.observability.tracing import (
     tracer,
     unconfigured,
 )
-from tms.policy.common import DEFAULT_MAX_ATTEMPTS, in_force, max_attempts, pull_interval_s
+from tms.policy.common import (
+    DEFAULT_MAX_ATTEMPTS,
+    hold_after_failures,
+    in_force,
+    max_attempts,
+    pull_interval_s,
+)
+from tms.scheduler import holds
 from tms.scheduler.checked import CheckedLocations
 from tms.scheduler.located import NewLocation, Unsettled, overlap_reason
-from tms.storage.roles import DecisionStore, EnqueueParams
+from tms.storage.roles import DecisionStore, EnqueueParams, HoldStore
 
 INSPECT_FAILURE_RETRY_S = 60.0
 
@@ -78,10 +86,14 @@ class NotUsable(Exception):
     opened, no longer holds it, or puts it where it may not be); the message says why."""
 
 
+class _Store(DecisionStore, HoldStore, Protocol):
+    """What a decision reads and writes."""
+
+
 class DecisionMaker:
     """The per-table part of the scheduler; the loop around it picks the tables."""
 
-    store: DecisionStore
+    store: _Store
     coordinator: Coordinator
     formats: dict[str, TableFormatPlugin]
     queue_priorities: dict[str, int]
@@ -189,14 +201,15 @@ class DecisionMaker:
 
     def _evaluate(self, table: Table, now: datetime,
                   last_runs: Mapping[str, Operation], defer: bool = False,
-                  active: Collection[str] = ()
+                  active: Collection[str] = (), streaks: Mapping[str, Streak] | None = None
                   ) -> tuple[list[tuple[Decision, int | None]], float] | Unsettled:
         """Inspect, evaluate, queue what should run: (decisions with the operation each
         queued, seconds until the next check). Queues nothing once ZooKeeper is lost. With
         ``defer``, a table whose location is new comes back :class:`Unsettled`: judged,
         nothing queued until its batch's new locations are stored (:meth:`settle`).
         ``active``: the table's actions with an operation QUEUED or RUNNING when the batch
-        began: not asked to queue again (the answer would be no)."""
+        began: not asked to queue again (the answer would be no). ``streaks``: the actions'
+        failures in a row and holds (:mod:`tms.scheduler.holds`)."""
         plugin = self.formats.get(table.format)
         if plugin is None:
             log.error("no plugin for format", table=table.table_id, format=table.format)
@@ -226,6 +239,8 @@ class DecisionMaker:
             return [(replace(failed, action=a), None) for a in plugin.actions], \
                 INSPECT_FAILURE_RETRY_S
         judged = self._judge(table, plugin, metrics, decisions, last_runs)
+        if streaks:
+            judged = self._holds(table, judged, streaks, now)
         if new is not None:
             return Unsettled(table, plugin, new, judged, self.pull_interval(table),
                              current_traceparent(), active)
@@ -258,6 +273,45 @@ class DecisionMaker:
                                    reason=f"{decision.reason}; not queued: {held}"[:2000])
             judged.append((decision, outcome))
         return judged
+
+    def _holds(self, table: Table, judged: Sequence[tuple[Decision, str]],
+               streaks: Mapping[str, Streak], now: datetime) -> list[tuple[Decision, str]]:
+        """Hold an action whose operations failed too often in a row, release a hold that
+        no longer applies, and queue nothing for a held action (its decision says why,
+        until when and what releases it). Writes are fenced by the version read; losing a
+        race to another scheduler's write only leaves this decision as it was."""
+        threshold = hold_after_failures(table.policy)
+        digest = holds.policy_digest(table.policy)
+        out: list[tuple[Decision, str]] = []
+        for decision, outcome in judged:
+            streak = streaks.get(decision.action)
+            verdict = holds.judge(streak, threshold, digest, now)
+            if streak is not None and verdict.kind == holds.PLACE:
+                assert verdict.held_until is not None
+                if self.store.hold_place(streak, verdict.holds, verdict.reason, now,
+                                         verdict.held_until, digest):
+                    instruments().holds_placed.add(1, {"action": decision.action})
+                    log.warning("action held", table=table.table_id, action=decision.action,
+                                failures=streak.failures, held_until=str(verdict.held_until),
+                                holds=verdict.holds)
+                verdict = holds.Verdict(holds.HOLD, holds.held_text(verdict.reason,
+                                                                     verdict.held_until))
+            elif streak is not None and verdict.kind == holds.RELEASE:
+                assert verdict.released_by is not None
+                if self.store.hold_release(streak, verdict.released_by, now):
+                    log.info("hold released", table=table.table_id, action=decision.action,
+                             by=verdict.released_by)
+            if verdict.kind == holds.HOLD:
+                decision = replace(decision, should_run=False,
+                                   reason=f"not queued: {verdict.reason}"[:2000]
+                                   if decision.should_run else
+                                   f"{decision.reason}; {verdict.reason}"[:2000])
+                outcome = "held"
+            elif verdict.kind == holds.TRY and decision.should_run:
+                decision = replace(decision, reason=f"{decision.reason}; {verdict.reason}"
+                                   [:2000])
+            out.append((decision, outcome))
+        return out
 
     def _queue(self, table: Table, plugin: TableFormatPlugin,
                judged: Sequence[tuple[Decision, str]], traceparent: str | None,

@@ -8,12 +8,12 @@ from collections.abc import Iterable
 
 from tms.coordination import Coordinator
 from tms.observability.metrics import instruments, observe
-from tms.storage.roles import MaintenanceStore
+from tms.storage.roles import SchedulerStore
 
 OVERDUE_GRACE_S = 900.0  # a table whose check or commit waited this long is overdue
 
 
-def register_scheduler_gauges(store: MaintenanceStore, coordinator: Coordinator,
+def register_scheduler_gauges(store: SchedulerStore, coordinator: Coordinator,
                               overdue_grace_s: float = OVERDUE_GRACE_S) -> None:
     member = {"member": coordinator.member_id}
     for outcome in ("requeued", "failed"):  # present from the start, so rate() works at once
@@ -45,6 +45,11 @@ def register_scheduler_gauges(store: MaintenanceStore, coordinator: Coordinator,
             return []
         return [(float(store.table_count_overdue(overdue_grace_s)), {})]
 
+    def held() -> Iterable[tuple[float, dict[str, str]]]:
+        if not coordinator.leads:
+            return []
+        return [(float(n), {"action": action}) for action, n in store.hold_counts().items()]
+
     observe("tms_zookeeper_session_up", "1 while this scheduler's ZooKeeper session is usable",
             session)
     observe("tms_scheduler_leader", "1 on the scheduler that runs the reaper and retention",
@@ -56,3 +61,5 @@ def register_scheduler_gauges(store: MaintenanceStore, coordinator: Coordinator,
     observe("tms_tables_overdue",
             f"active tables not checked within {overdue_grace_s:.0f} s of being due "
             "(leader reports)", overdue)
+    observe("tms_actions_held",
+            "actions held after failing too often in a row, by action (leader reports)", held)

@@ -123,6 +123,7 @@ class Scheduler(DecisionMaker):
         pks = [due.table.pk for due in batch]
         last = self.store.operation_last_succeeded(pks)
         busy = self.store.operation_active_actions(pks)
+        streaks = self.store.hold_streaks(pks)
         active = [due for due in batch if due.table.state is TableState.ACTIVE]
         quick = self.prepare_batch([due.table for due in active])
 
@@ -131,7 +132,8 @@ class Scheduler(DecisionMaker):
             try:
                 with decision_span(table, due.traceparent):
                     return self._evaluate(table, now, last.get(table.pk, {}), defer=True,
-                                          active=busy.get(table.pk, ()))
+                                          active=busy.get(table.pk, ()),
+                                          streaks=streaks.get(table.pk))
             except ZooKeeperLost:
                 raise
             except Exception:  # one table's fault must not stop its batch

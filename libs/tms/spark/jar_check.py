@@ -74,11 +74,10 @@ def needs_of(spec: Mapping[str, Any]) -> list[jars.JarNeed]:
     if not isinstance(props, Mapping):
         return []
     keys = list(jars.ICEBERG_NEEDS)
-    kind = props.get("type")
-    keys += jars.CATALOG_NEEDS.get(str(kind), ())
-    if kind in ("sql", "jdbc") and not str(props.get("uri", "")).startswith(("postgresql",
-                                                                           "jdbc:postgresql")):
-        keys.remove("jdbc")  # only the PostgreSQL driver is in the table
+    # from what the catalog is (its type: a sql/jdbc catalog is PostgreSQL, CreateCatalog
+    # admits no other database), never from which properties are visible: a secret ``uri``
+    # is not in the spec's properties, and its driver is needed all the same
+    keys += jars.CATALOG_NEEDS.get(str(props.get("type")), ())
     for location in (spec.get("location"), props.get("warehouse")):
         if isinstance(location, str) and location:
             keys += jars.STORAGE_NEEDS.get(_scheme(location) or "", ())

@@ -15,6 +15,7 @@ DecisionStore      the scheduler: due tables, operations queued, decisions
 ExecutionStore     the executor: claim, lease, fenced ends of an attempt
 MaintenanceStore   the scheduler's leader: reaper, retention, gauges
 DiscoveryStore     the scheduler's leader: catalog discovery
+HoldStore          the scheduler (judging and placing holds), the API (showing, releasing)
 =================  ==========================================================
 
 Method names put the entity first (``operation_claim``, ``attempt_set_engine_handle``), as
@@ -48,6 +49,7 @@ from tms.domain import (
     TableUpdate,
     TableView,
 )
+from tms.domain.holds import ActionHold, Streak
 
 
 class TableGone(LookupError):
@@ -370,17 +372,46 @@ class ReportStore(Protocol):
         nothing reported yet. False when any of it no longer holds."""
 
 
-class ApiStore(IntakeStore, CatalogStore, TableStore, OperationStore, ReportStore, Protocol):
+class HoldStore(Protocol):
+    def hold_streaks(self, table_pks: Sequence[int]) -> dict[int, dict[str, Streak]]:
+        """For each table, each action with failed operations in a row or a hold row."""
+
+    def hold_place(self, streak: Streak, holds: int, reason: str, now: datetime,
+                   held_until: datetime, policy_digest: str) -> bool:
+        """Hold the streak's action, fenced by the version read; False if another write came
+        first."""
+
+    def hold_release(self, streak: Streak, released_by: str, now: datetime) -> bool:
+        """Release the streak's hold, fenced by the version read."""
+
+    def hold_release_table(self, table_pk: int) -> list[str]:
+        """Release every held action of the table (ResumeTable); the actions released."""
+
+    def hold_of_table(self, table_pk: int) -> list[ActionHold]:
+        """The table's held actions."""
+
+    def hold_list(self, table_id: str | None, action: str | None, after: tuple[str, str],
+                  limit: int) -> list[ActionHold]:
+        """Held actions by (table id, action) after ``after``, optionally of one table or
+        action."""
+
+    def hold_counts(self) -> dict[str, int]:
+        """Held actions per action."""
+
+
+class ApiStore(IntakeStore, CatalogStore, TableStore, OperationStore, ReportStore, HoldStore,
+               Protocol):
     """Everything the API nodes use."""
 
 
-class SchedulerStore(DecisionStore, MaintenanceStore, Protocol):
+class SchedulerStore(DecisionStore, MaintenanceStore, HoldStore, Protocol):
     """Everything a scheduler uses (maintenance only while it leads)."""
 
 
 __all__ = [
     "ApiStore", "CatalogStore", "CatalogTable", "DecisionStore", "DiscoveredRegistration",
-    "DiscoveryStore", "DuplicateTable", "EnqueueParams", "ExecutionStore", "IntakeStore",
+    "DiscoveryStore", "DuplicateTable", "EnqueueParams", "ExecutionStore", "HoldStore",
+    "IntakeStore",
     "MaintenanceStore", "OperationListParams", "OperationStore", "ReportStore", "ReportTarget",
     "RequestRecord",
     "SchedulerStore", "TableGone", "TableListParams", "TableStore",

@@ -533,6 +533,48 @@ class ListOperationsResponse(_message.Message):
     next_page_token: str
     def __init__(self, operations: _Optional[_Iterable[_Union[Operation, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
+class ActionHold(_message.Message):
+    __slots__ = ("table", "action", "failures", "holds", "reason", "hold_time", "held_until", "last_operation", "released_by")
+    TABLE_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    FAILURES_FIELD_NUMBER: _ClassVar[int]
+    HOLDS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    HOLD_TIME_FIELD_NUMBER: _ClassVar[int]
+    HELD_UNTIL_FIELD_NUMBER: _ClassVar[int]
+    LAST_OPERATION_FIELD_NUMBER: _ClassVar[int]
+    RELEASED_BY_FIELD_NUMBER: _ClassVar[int]
+    table: str
+    action: str
+    failures: int
+    holds: int
+    reason: str
+    hold_time: _timestamp_pb2.Timestamp
+    held_until: _timestamp_pb2.Timestamp
+    last_operation: str
+    released_by: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, table: _Optional[str] = ..., action: _Optional[str] = ..., failures: _Optional[int] = ..., holds: _Optional[int] = ..., reason: _Optional[str] = ..., hold_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., held_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_operation: _Optional[str] = ..., released_by: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ListHeldActionsRequest(_message.Message):
+    __slots__ = ("parent", "action", "page_size", "page_token")
+    PARENT_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    parent: str
+    action: str
+    page_size: int
+    page_token: str
+    def __init__(self, parent: _Optional[str] = ..., action: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListHeldActionsResponse(_message.Message):
+    __slots__ = ("holds", "next_page_token")
+    HOLDS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    holds: _containers.RepeatedCompositeFieldContainer[ActionHold]
+    next_page_token: str
+    def __init__(self, holds: _Optional[_Iterable[_Union[ActionHold, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
 class CancelOperationRequest(_message.Message):
     __slots__ = ("name",)
     NAME_FIELD_NUMBER: _ClassVar[int]
@@ -591,7 +633,7 @@ class ExplainTableRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class ActionExplanation(_message.Message):
-    __slots__ = ("action", "decided", "decide_time", "should_run", "reason", "metrics", "operation", "active_operation", "scheduler_id", "active_state", "benefit")
+    __slots__ = ("action", "decided", "decide_time", "should_run", "reason", "metrics", "operation", "active_operation", "scheduler_id", "active_state", "benefit", "hold")
     ACTION_FIELD_NUMBER: _ClassVar[int]
     DECIDED_FIELD_NUMBER: _ClassVar[int]
     DECIDE_TIME_FIELD_NUMBER: _ClassVar[int]
@@ -603,6 +645,7 @@ class ActionExplanation(_message.Message):
     SCHEDULER_ID_FIELD_NUMBER: _ClassVar[int]
     ACTIVE_STATE_FIELD_NUMBER: _ClassVar[int]
     BENEFIT_FIELD_NUMBER: _ClassVar[int]
+    HOLD_FIELD_NUMBER: _ClassVar[int]
     action: str
     decided: bool
     decide_time: _timestamp_pb2.Timestamp
@@ -614,7 +657,8 @@ class ActionExplanation(_message.Message):
     scheduler_id: str
     active_state: Operation.State
     benefit: float
-    def __init__(self, action: _Optional[str] = ..., decided: _Optional[bool] = ..., decide_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., should_run: _Optional[bool] = ..., reason: _Optional[str] = ..., metrics: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., operation: _Optional[str] = ..., active_operation: _Optional[str] = ..., scheduler_id: _Optional[str] = ..., active_state: _Optional[_Union[Operation.State, str]] = ..., benefit: _Optional[float] = ...) -> None: ...
+    hold: ActionHold
+    def __init__(self, action: _Optional[str] = ..., decided: _Optional[bool] = ..., decide_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., should_run: _Optional[bool] = ..., reason: _Optional[str] = ..., metrics: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., operation: _Optional[str] = ..., active_operation: _Optional[str] = ..., scheduler_id: _Optional[str] = ..., active_state: _Optional[_Union[Operation.State, str]] = ..., benefit: _Optional[float] = ..., hold: _Optional[_Union[ActionHold, _Mapping]] = ...) -> None: ...
 
 class PolicyValue(_message.Message):
     __slots__ = ("key", "value", "source", "default", "unit", "doc")

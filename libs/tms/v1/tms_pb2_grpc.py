@@ -141,6 +141,11 @@ class TableManagementServiceStub:
                 request_serializer=tms_dot_v1_dot_tms__pb2.ExplainTableRequest.SerializeToString,
                 response_deserializer=tms_dot_v1_dot_tms__pb2.ExplainTableResponse.FromString,
                 _registered_method=True)
+        self.ListHeldActions = channel.unary_unary(
+                '/tms.v1.TableManagementService/ListHeldActions',
+                request_serializer=tms_dot_v1_dot_tms__pb2.ListHeldActionsRequest.SerializeToString,
+                response_deserializer=tms_dot_v1_dot_tms__pb2.ListHeldActionsResponse.FromString,
+                _registered_method=True)
         self.ListQueues = channel.unary_unary(
                 '/tms.v1.TableManagementService/ListQueues',
                 request_serializer=tms_dot_v1_dot_tms__pb2.ListQueuesRequest.SerializeToString,
@@ -343,6 +348,15 @@ class TableManagementServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListHeldActions(self, request, context):
+        """Actions held after their operations failed too often in a row
+        (`execution.hold-after-failures`), of every table (`parent = "tables/-"`) or of one, by
+        table id and action. Role: reader.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ListQueues(self, request, context):
         """Every queue that has a concurrency limit or active operations, with what it holds now.
         Role: reader.
@@ -497,6 +511,11 @@ def add_TableManagementServiceServicer_to_server(servicer, server):
                     servicer.ExplainTable,
                     request_deserializer=tms_dot_v1_dot_tms__pb2.ExplainTableRequest.FromString,
                     response_serializer=tms_dot_v1_dot_tms__pb2.ExplainTableResponse.SerializeToString,
+            ),
+            'ListHeldActions': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListHeldActions,
+                    request_deserializer=tms_dot_v1_dot_tms__pb2.ListHeldActionsRequest.FromString,
+                    response_serializer=tms_dot_v1_dot_tms__pb2.ListHeldActionsResponse.SerializeToString,
             ),
             'ListQueues': grpc.unary_unary_rpc_method_handler(
                     servicer.ListQueues,
@@ -1075,6 +1094,33 @@ class TableManagementService:
             '/tms.v1.TableManagementService/ExplainTable',
             tms_dot_v1_dot_tms__pb2.ExplainTableRequest.SerializeToString,
             tms_dot_v1_dot_tms__pb2.ExplainTableResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListHeldActions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tms.v1.TableManagementService/ListHeldActions',
+            tms_dot_v1_dot_tms__pb2.ListHeldActionsRequest.SerializeToString,
+            tms_dot_v1_dot_tms__pb2.ListHeldActionsResponse.FromString,
             options,
             channel_credentials,
             insecure,

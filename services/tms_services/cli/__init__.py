@@ -16,7 +16,8 @@ Usage::
         --policy compaction.min-small-files=50 --owner team-a --queue batch --priority 10
     tms tables update sales.orders --priority 20 --policy compaction.min-small-files=30 \
         --unset-policy expire-snapshots.max-age-s      # only the flags given change
-    tms tables pause sales.orders;  tms tables resume sales.orders
+    tms tables pause sales.orders;  tms tables resume sales.orders   # resume releases holds
+    tms tables held [sales.orders]    # actions held after failing too often in a row
     tms tables deregister sales.orders [--yes] [--force]   # asks unless --yes
     tms explain sales.orders [--policy]   # metrics, last decision per action, active operations
     tms operations list [--table T] [--state failed] [--action A] [--created-after "12 hours ago"]

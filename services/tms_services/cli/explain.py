@@ -72,6 +72,15 @@ def policy_line(r: tms_pb2.ExplainTableResponse) -> str:
             " (all defaults)") + "; --policy prints each key's value, source and doc")
 
 
+def hold_text(h: tms_pb2.ActionHold) -> str:
+    """One held action: what, since and until when, why, what releases it."""
+    return "\n".join([
+        f"  {h.action}: held until {when(h.held_until)} (hold {h.holds} in a row, since "
+        f"{when(h.hold_time)}; last failed: {h.last_operation})",
+        f"    why: {h.reason}",
+        "    released by: " + "; ".join(h.released_by)])
+
+
 def explain_text(r: tms_pb2.ExplainTableResponse, states: dict[str, str],
                  show_policy: bool = True) -> str:
     head = f"{r.table}  {tms_pb2.Table.State.Name(r.state)}"
@@ -85,6 +94,10 @@ def explain_text(r: tms_pb2.ExplainTableResponse, states: dict[str, str],
         parts.append(f"metrics: {pairs(metrics)}")
     parts += ["", table(["ACTION", "DECIDED (UTC)", "RUN", "OPERATION", "BENEFIT", "REASON"],
                         rows)]
+    held = [a for a in r.actions if a.HasField("hold")]
+    if held:
+        parts += ["", "held (failed too often in a row; nothing queued until released):"]
+        parts += [hold_text(a.hold) for a in held]
     if r.policy and not show_policy:
         parts += ["", policy_line(r)]
     elif r.policy:

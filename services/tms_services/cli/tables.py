@@ -1,4 +1,4 @@
-"""``tms tables list|show|register|update|deregister|pause|resume``."""
+"""``tms tables list|show|register|update|deregister|pause|resume|held``."""
 
 from __future__ import annotations
 
@@ -142,6 +142,24 @@ def _set_state(pause: bool) -> Any:
     return run
 
 
+def _held(c: Client, args: argparse.Namespace) -> int:
+    parent = table_name(args.table) if args.table else "tables/-"
+
+    def page(size: int, token: str) -> tms_pb2.ListHeldActionsResponse:
+        return c.call("ListHeldActions", tms_pb2.ListHeldActionsRequest(
+            parent=parent, action=args.action, page_size=size, page_token=token))
+
+    held, token = collect(page, "holds", limit_of(args))
+    emit(args, tms_pb2.ListHeldActionsResponse(holds=held, next_page_token=token),
+         lambda _m: table(["TABLE", "ACTION", "FAILURES", "HELD UNTIL (UTC)", "LAST FAILED",
+                           "WHY"],
+                          [[h.table, h.action, str(h.failures), when(h.held_until, zone=False),
+                            h.last_operation, h.reason[:160]] for h in held])
+         if held else "no held actions")
+    emit_more(args, token)
+    return 0
+
+
 def _map_flags(p: argparse.ArgumentParser, flag: str, what: str, more: str = "") -> None:
     p.add_argument(f"--{flag}", type=key_value, action="append", default=[], metavar="K=V",
                    help=f"set one {what} (repeatable); the others stay{more}")
@@ -151,7 +169,7 @@ def _map_flags(p: argparse.ArgumentParser, flag: str, what: str, more: str = "")
 
 def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     t = sub.add_parser("tables", parents=[common],
-                       help="list, show, register, update, deregister, pause, resume")
+                       help="list, show, register, update, deregister, pause, resume, held")
     ts = t.add_subparsers(dest="subcommand", metavar="COMMAND", required=True,
                           help="what to do with tables")
 
@@ -168,10 +186,20 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     for name, fn, text in (("show", _show, "one table"),
                            ("pause", _set_state(True),
                             "stop new operations (queued ones stay queued)"),
-                           ("resume", _set_state(False), "resume and check the table at once")):
+                           ("resume", _set_state(False),
+                            "resume and check the table at once; releases held actions")):
         p = ts.add_parser(name, parents=[common], help=text)
         p.add_argument("table", metavar="TABLE", help="table id or tables/{id}")
         p.set_defaults(fn=fn)
+
+    h = ts.add_parser("held", parents=[common],
+                      help="actions held after failing too often in a row (tms tables resume "
+                           "releases a table's)")
+    h.add_argument("table", metavar="TABLE", nargs="?", default="",
+                   help="only this table's (table id or tables/{id})")
+    h.add_argument("--action", default="", help="only this action's")
+    add_limit_options(h)
+    h.set_defaults(fn=_held)
 
     r = ts.add_parser("register", parents=[common], help="register a table for maintenance")
     r.add_argument("table", metavar="TABLE_ID", help="the id: 1-63 of a-z 0-9 _ . -")

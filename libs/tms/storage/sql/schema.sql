@@ -74,6 +74,32 @@ CREATE FUNCTION public.tms_attempt_close(p_operation_id bigint, p_attempt intege
 $$;
 
 --
+-- Name: tms_action_holds; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.tms_action_holds (
+    table_pk bigint NOT NULL,
+    action text NOT NULL,
+    state text NOT NULL,
+    failures integer NOT NULL,
+    last_operation_id bigint NOT NULL,
+    holds integer NOT NULL,
+    reason text NOT NULL,
+    held_at timestamp with time zone NOT NULL,
+    held_until timestamp with time zone NOT NULL,
+    commit_seq bigint DEFAULT 0 NOT NULL,
+    policy_digest text NOT NULL,
+    released_at timestamp with time zone,
+    released_by text,
+    released_after_id bigint DEFAULT 0 NOT NULL,
+    version bigint DEFAULT 0 NOT NULL,
+    CONSTRAINT tms_action_holds_failures_check CHECK ((failures >= 0)),
+    CONSTRAINT tms_action_holds_holds_check CHECK ((holds >= 0)),
+    CONSTRAINT tms_action_holds_released_by_check CHECK ((released_by = ANY (ARRAY['commit'::text, 'policy'::text, 'resume'::text, 'success'::text]))),
+    CONSTRAINT tms_action_holds_state_check CHECK ((state = ANY (ARRAY['HELD'::text, 'RELEASED'::text])))
+);
+
+--
 -- Name: tms_attempts; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -389,6 +415,13 @@ CREATE VIEW public.tms_tables_view AS
          LIMIT 1) l ON (true));
 
 --
+-- Name: tms_action_holds tms_action_holds_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.tms_action_holds
+    ADD CONSTRAINT tms_action_holds_pkey PRIMARY KEY (table_pk, action);
+
+--
 -- Name: tms_attempts tms_attempts_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -471,6 +504,12 @@ ALTER TABLE ONLY public.tms_tables
 
 ALTER TABLE ONLY public.tms_tables
     ADD CONSTRAINT tms_tables_table_id_key UNIQUE (table_id);
+
+--
+-- Name: tms_action_holds_held; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX tms_action_holds_held ON public.tms_action_holds USING btree (held_at, table_pk) WHERE (state = 'HELD'::text);
 
 --
 -- Name: tms_catalogs_discovery_due; Type: INDEX; Schema: public; Owner: -
@@ -579,6 +618,13 @@ CREATE INDEX tms_tables_location_trimmed ON public.tms_tables USING btree (rtrim
 --
 
 CREATE INDEX tms_tables_owner ON public.tms_tables USING btree (owner, table_id);
+
+--
+-- Name: tms_action_holds tms_action_holds_table_pk_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.tms_action_holds
+    ADD CONSTRAINT tms_action_holds_table_pk_fkey FOREIGN KEY (table_pk) REFERENCES public.tms_tables(id) ON DELETE CASCADE;
 
 --
 -- Name: tms_attempts tms_attempts_operation_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
