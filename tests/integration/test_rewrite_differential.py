@@ -25,6 +25,7 @@ import subprocess
 import threading
 import uuid
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -35,7 +36,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.integration import rewrite_grid
-from tests.integration.iceberg_files import codecs, data_files, local_path
+from tests.integration.iceberg_files import data_files
 from tms.domain import JobSpec
 from tms.engines.warm import WarmSparkEngine
 from tms.jobs import ICEBERG_MAINTENANCE_APP
@@ -49,6 +50,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(1500)]
 
 CATALOG = "tms_diff"
 SPARK_SUBMIT_TIMEOUT_S = 600
+PYICEBERG_THREADS = 4  # scans wait on manifest and file reads as much as on the CPU
 NAN, INF = float("nan"), float("inf")
 D9, D18, D38 = (decimal.Decimal("9999999.99"), decimal.Decimal("99999999999999.9999"),
                 decimal.Decimal("9999999999999999999999999999.9999999999"))
@@ -99,12 +101,11 @@ DEC18 = (decimal.Decimal("0.0001"), D18, D18.copy_negate(), None)
 DEC38 = (decimal.Decimal("0E-10"), D38, D38.copy_negate(), None, decimal.Decimal("1.5"))
 PROBES: dict[str, Sequence[Any]] = {
     "id": (50,), "cat": ("b",), "l": (0, 2**63 - 1), "n": (-(2**31),),
-    "x": (2784.0, -0.0, INF), "y": (1.5, 0.0, -INF),
-    "s": ("", LONG_TEXT, "日本語テキスト"), "b": (b"", LONG_BLOB), "flag": (True,),
-    "d": (date(1970, 1, 1), date(9999, 12, 31)),
-    "ts": (datetime(2024, 3, 1, 12, 0, 0, 123456), datetime(1, 1, 1)),
+    "x": (2784.0, -0.0, INF), "y": (-0.0, -INF),
+    "s": (LONG_TEXT, "日本語テキスト"), "b": (LONG_BLOB,), "flag": (True,),
+    "d": (date(9999, 12, 31),), "ts": (datetime(2024, 3, 1, 12, 0, 0, 123456),),
     "tstz": (datetime(2024, 3, 1, 12, 0, 0, 123456, tzinfo=UTC),),
-    "d9": (D9, decimal.Decimal("0.01")), "d18": (D18.copy_negate(),), "d38": (D38, decimal.Decimal("1.5"))}
+    "d9": (D9,), "d18": (D18.copy_negate(),), "d38": (D38,)}
 
 
 def _pick(values: Sequence[Any], i: int, step: int = 1) -> Any:
@@ -179,6 +180,9 @@ class Lake:
         settings = SparkSettings.from_env(self.home)
         settings = replace(settings, conf={"spark.sql.extensions": ICEBERG_EXTENSIONS,
                                            "spark.sql.session.timeZone": "UTC",
+                                           # the source files pyarrow wrote hold year-1 dates
+                                           "spark.sql.parquet.datetimeRebaseModeInRead":
+                                               "CORRECTED",
                                            **catalog_conf(CATALOG, self.props),
                                            **settings.conf})
         proc = subprocess.run(settings.submit_argv(str(path), list(args)),
@@ -246,12 +250,25 @@ def _identity(column: str) -> list[tuple[str, Any, str]]:
     return [(column, IdentityTransform(), column)]
 
 
+def local_path(uri: str) -> Path:
+    """A data file's path on disk: Iceberg escapes a partition value in the directory's name
+    (``cat=%C3%BC``), and that escaped name is the directory's real one."""
+    from urllib.parse import urlsplit
+
+    return Path(urlsplit(uri).path)
+
+
 def _files_meta(table: Any) -> list[dict[str, Any]]:
     return table.refresh().inspect.files().to_pylist()
 
 
 def _footers(table: Any) -> list[pq.FileMetaData]:
     return [pq.ParquetFile(local_path(p)).metadata for p, _ in data_files(table)]
+
+
+def codecs(table: Any) -> set[str]:
+    return {m.row_group(g).column(c).compression.lower() for m in _footers(table)
+            for g in range(m.num_row_groups) for c in range(m.num_columns)}
 
 
 def _physical(meta: pq.FileMetaData) -> dict[str, str]:
@@ -360,9 +377,10 @@ def test_decimals_take_icebergs_physical_type_and_row_groups_their_size(lake: La
 INPUTS = {  # name: (writer, partition spec)
     "py_identity": ("pyiceberg", lambda: _identity("cat")),
     "spark_day_bucket": ("spark", _day_bucket),
-    "py_day_bucket": ("pyiceberg", _day_bucket),
+    # pyiceberg writes day and bucket partitions only with pyiceberg-core: Spark writes those
+    "py_unpartitioned": ("pyiceberg", lambda: []),
 }
-CHUNKS, CHUNK_ROWS = 4, 40
+CHUNKS, CHUNK_ROWS = 3, 40
 
 
 def _metrics_by_partition(table: Any) -> dict[str, dict[str, Any]]:
@@ -460,8 +478,11 @@ def test_arrow_and_spark_paths_write_the_same_files_and_answers(lake: Lake) -> N
     for (name, which), (table, sid, files) in snapshots.items():
         answers[("spark", name, which)] = {
             p.key: spark_answers[json.dumps([name, which, p.key])] for p in predicates}
-        answers[("pyiceberg", name, which)] = {
-            p.key: rewrite_grid.pyiceberg_answer(table, sid, p) for p in predicates}
+        with ThreadPoolExecutor(PYICEBERG_THREADS) as pool:
+            got = pool.map(lambda p, t=table, s=sid: rewrite_grid.pyiceberg_answer(t, s, p),
+                           predicates)
+            answers[("pyiceberg", name, which)] = dict(zip([p.key for p in predicates], got,
+                                                           strict=True))
         answers[("duckdb", name, which)] = rewrite_grid.duckdb_answers(
             [str(f) for f in files], predicates)
     for reader in ("spark", "pyiceberg", "duckdb"):
