@@ -71,7 +71,7 @@ def _hex(fmt: str, v: float) -> str:
 
 def test_overlay_sets_counts_and_bounds_by_metrics_mode() -> None:
     doc = {"record-count": 3,
-           "value-counts": {"keys": [1, 2, 3, 4], "values": [3, 3, 3, 3]},
+           "value-counts": {"keys": [1, 4], "values": [3, 3]},
            "null-value-counts": {"keys": [1, 4], "values": [0, 1]},
            "lower-bounds": {"keys": [1, 4], "values": ["00", "61"]},
            "upper-bounds": {"keys": [1, 4], "values": ["01", "62"]}}
@@ -83,6 +83,7 @@ def test_overlay_sets_counts_and_bounds_by_metrics_mode() -> None:
     out = arrow_metrics.overlay(dict(doc), computed, types, modes)
     assert out["null-value-counts"] == {"keys": [1, 2, 3, 4], "values": [0, 1, 0, 1]}
     assert out["nan-value-counts"] == {"keys": [2, 3], "values": [1, 3]}
+    assert out["value-counts"] == {"keys": [1, 2, 3, 4], "values": [3, 3, 3, 3]}
     assert out["lower-bounds"]["keys"] == [1, 2, 4]
     assert out["lower-bounds"]["values"][1] == _hex("<d", -0.0)
     assert out["upper-bounds"]["values"][1] == _hex("<d", 2784.0)

@@ -169,6 +169,7 @@ def overlay(doc: dict[str, Any], computed: Mapping[str, Mapping[str, Any]],
             types: Mapping[int, str], modes: Mapping[int, str]) -> dict[str, Any]:
     """``doc`` (a data file as ``ContentFileParser`` writes it) with the computed metrics of
     the columns they cover, each kept as its metrics mode says."""
+    values = _as_map(doc, "value-counts")
     nulls, nans = _as_map(doc, "null-value-counts"), _as_map(doc, "nan-value-counts")
     lowers, uppers = _as_map(doc, "lower-bounds"), _as_map(doc, "upper-bounds")
     for raw_id, m in computed.items():
@@ -177,20 +178,23 @@ def overlay(doc: dict[str, Any], computed: Mapping[str, Mapping[str, Any]],
         for target in (lowers, uppers):
             target.pop(fid, None)
         if mode == "none":
+            values.pop(fid, None)
             nulls.pop(fid, None)
             nans.pop(fid, None)
             continue
         nulls[fid] = int(m["nulls"])
-        if type_name in FLOATS:
+        if type_name in FLOATS:  # a column without statistics loses its value count too
+            values[fid] = int(doc["record-count"])  # a top-level column: one value a row
             nans[fid] = int(m["nans"])
         lo, hi = bounds(type_name, mode, m["lower"], m["upper"])
         if lo is not None:
             lowers[fid] = encode(type_name, lo).hex().upper()
         if hi is not None:
             uppers[fid] = encode(type_name, hi).hex().upper()
-    for key, values in (("null-value-counts", nulls), ("nan-value-counts", nans),
-                        ("lower-bounds", lowers), ("upper-bounds", uppers)):
-        _put(doc, key, values)
+    for key, got in (("value-counts", values), ("null-value-counts", nulls),
+                     ("nan-value-counts", nans), ("lower-bounds", lowers),
+                     ("upper-bounds", uppers)):
+        _put(doc, key, got)
     return doc
 
 
