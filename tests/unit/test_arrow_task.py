@@ -146,11 +146,32 @@ def test_a_row_count_that_differs_from_the_manifest_fails(tmp_path: Path) -> Non
 
 
 def test_writer_options_follow_the_table() -> None:
-    opts = arrow_task.writer_options({**FORMAT, "level": None, "page_row_limit": 500})
+    opts = arrow_task.writer_options({**FORMAT, "level": None, "page_row_limit": 500}, COLUMNS)
     assert opts["compression"] == "zstd" and opts["compression_level"] == 3  # Iceberg's
     assert opts["max_rows_per_page"] == 500 and opts["data_page_size"] == 1024 ** 2
-    assert arrow_task.writer_options({**FORMAT, "codec": "snappy"})["compression"] == "snappy"
-    assert "compression_level" not in arrow_task.writer_options({**FORMAT, "codec": "snappy"})
+    snappy = arrow_task.writer_options({**FORMAT, "codec": "snappy"}, COLUMNS)
+    assert snappy["compression"] == "snappy" and "compression_level" not in snappy
+    assert opts["store_decimal_as_integer"] is True
+
+
+def test_no_statistics_for_float_and_double_columns() -> None:
+    stats = arrow_task.writer_options(FORMAT, COLUMNS)["write_statistics"]
+    floats = {name for _, name, t, _ in COLUMNS if t in ("float", "double")}
+    assert floats and not floats & set(stats)
+    assert {name for _, name, _, _ in COLUMNS} - floats == set(stats)
+
+
+def test_row_groups_as_small_as_icebergs_first_size_check() -> None:
+    class Meta:
+        num_rows, num_row_groups = 10_000, 1
+
+        def row_group(self, _: int) -> Any:
+            return type("G", (), {"total_byte_size": 100_000})()
+
+    pf = type("PF", (), {"metadata": Meta()})()
+    assert arrow_task.rows_per_group([pf], 1000) == 100  # 10 bytes a row; the floor is 100
+    assert arrow_task.rows_per_group([pf], 1000, min_rows=50) == 100
+    assert arrow_task.rows_per_group([pf], 100, min_rows=5) == 10
 
 
 def test_switch_and_storage_rules() -> None:

@@ -3,7 +3,9 @@
 the groups from the starting snapshot, as the ``rewrite_data_files`` procedure does.
 
 Metrics come from the written footer through ``ParquetUtil.fileMetrics`` with the table's
-``MetricsConfig`` (so ``write.metadata.metrics.*`` apply as on Spark's path), split offsets
+``MetricsConfig`` (so ``write.metadata.metrics.*`` apply as on Spark's path), with what the
+footer cannot say as Iceberg's writer says it laid over them (float and double counts and
+bounds, string and binary bounds: ``arrow_metrics``), split offsets
 from the task (each row group's first byte). Rows per group are checked against the inputs'
 record counts before anything is committed. ``build`` may fail before the commit (the caller
 then deletes the outputs); a commit (``commit_all``, or Iceberg's commit service with partial
@@ -16,6 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from tms.jobs import arrow_metrics
 
 RESULT_COLUMNS = ("rewritten_data_files_count", "added_data_files_count",
                   "rewritten_bytes_count", "failed_data_files_count",
@@ -46,7 +50,7 @@ def data_file(gateway: Any, handle: Any, partition: Any, written: Mapping[str, A
                .withMetrics(metrics).withSplitOffsets(long_list(gateway, written["offsets"])))
     if spec.isPartitioned():
         builder = builder.withPartition(partition)
-    return builder.build()
+    return arrow_metrics.apply(jvm, handle, builder.build(), written.get("metrics") or {})
 
 
 def build(gateway: Any, handle: Any, group: Any, index: int, records: int,

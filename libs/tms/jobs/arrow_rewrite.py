@@ -61,7 +61,9 @@ PLANNER_OPTIONS = ("target-file-size-bytes", "min-file-size-bytes", "max-file-si
 WRITER_PROPERTIES = {"row_group_bytes": ("write.parquet.row-group-size-bytes", 128 * 1024 ** 2),
                      "page_size_bytes": ("write.parquet.page-size-bytes", 1024 ** 2),
                      "page_row_limit": ("write.parquet.page-row-limit", 20_000),
-                     "dict_size_bytes": ("write.parquet.dict-size-bytes", 2 * 1024 ** 2)}
+                     "dict_size_bytes": ("write.parquet.dict-size-bytes", 2 * 1024 ** 2),
+                     "row_group_min_rows": ("write.parquet.row-group-check-min-record-count",
+                                            100)}
 SPEC_SWITCH = arrow_eligibility.SPEC_SWITCH
 DANGLING = "remove-dangling-deletes"  # an option the arrow path leaves to Spark's
 InputFile = arrow_eligibility.InputFile

@@ -20,7 +20,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tms import locations
-from tms.jobs import arrow_eligibility, arrow_readahead, arrow_s3, arrow_task, table_guard
+from tms.jobs import (
+    arrow_eligibility,
+    arrow_metrics,
+    arrow_readahead,
+    arrow_s3,
+    arrow_task,
+    table_guard,
+)
 
 InputFile = arrow_eligibility.InputFile
 # the share of PySpark's broadcast threshold a task function holding S3 keys may reach (the
@@ -87,7 +94,7 @@ def task_function(sc: Any, fn: Any, s3: arrow_s3.S3Options | None) -> Any:
 
     from pyspark import cloudpickle
 
-    for module in (arrow_task, arrow_readahead, arrow_s3, locations):
+    for module in (arrow_task, arrow_metrics, arrow_readahead, arrow_s3, locations):
         cloudpickle.register_pickle_by_value(module)
     if s3 is None:
         return fn

@@ -28,7 +28,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from tms.jobs import arrow_readahead, arrow_store
+from tms.jobs import arrow_metrics, arrow_readahead, arrow_store
 
 # where the task's files are opened (re-exported: the rewrite's callers and tests use them)
 TaskRefused, Store = arrow_store.TaskRefused, arrow_store.Store
@@ -42,7 +42,9 @@ ARROW_CODECS = {"zstd": "zstd", "snappy": "snappy", "gzip": "gzip", "uncompresse
 # parquet-java's level when Iceberg's writer is given none (what Spark's path writes)
 JAVA_DEFAULT_LEVELS = {"zstd": 3, "gzip": 6}
 MAX_ROWS_PER_GROUP = 16 * 1024 * 1024  # however small the rows, a row group is bounded
-MIN_ROWS_PER_GROUP = 1024
+# Iceberg's writer measures a row group's size first after this many rows (table property
+# write.parquet.row-group-check-min-record-count): its smallest group under a tiny target
+DEFAULT_MIN_ROWS_PER_GROUP = 100
 
 
 def arrow_type(type_name: str) -> Any:
@@ -126,13 +128,18 @@ def _slices(pf: Any, skip: int, take: int) -> Iterator[Any]:
         start += n
 
 
-def writer_options(fmt: Mapping[str, Any]) -> dict[str, Any]:
-    """pyarrow writer options from the driver's format (codec, level, page/dictionary sizes)."""
+def writer_options(fmt: Mapping[str, Any], columns: Sequence[Sequence[Any]]) -> dict[str, Any]:
+    """pyarrow writer options from the driver's format (codec, level, page/dictionary sizes)
+    and the table's ``columns``: statistics for every column but float and double ones
+    (``arrow_metrics``), decimals in the physical type Iceberg's writer uses for their
+    precision (INT32 up to 9 digits, INT64 up to 18, fixed-length bytes above)."""
     codec = fmt["codec"]
     level = fmt.get("level")
     if level is None:
         level = JAVA_DEFAULT_LEVELS.get(codec)
-    out: dict[str, Any] = {"compression": ARROW_CODECS[codec], "write_statistics": True,
+    out: dict[str, Any] = {"compression": ARROW_CODECS[codec],
+                           "write_statistics": arrow_metrics.no_statistics(columns),
+                           "store_decimal_as_integer": True,
                            "data_page_size": int(fmt["page_size_bytes"]),
                            "dictionary_pagesize_limit": int(fmt["dict_size_bytes"]),
                            "max_rows_per_page": int(fmt["page_row_limit"]),
@@ -142,14 +149,16 @@ def writer_options(fmt: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def rows_per_group(files: Sequence[Any], target_bytes: int) -> int:
+def rows_per_group(files: Sequence[Any], target_bytes: int,
+                   min_rows: int = DEFAULT_MIN_ROWS_PER_GROUP) -> int:
     """Rows per output row group: the table's row-group size over the inputs' uncompressed
-    bytes per row (what parquet-java's writer measures against the same property)."""
+    bytes per row (what parquet-java's writer measures against the same property), at least
+    ``min_rows`` (where Iceberg's writer first measures)."""
     rows = sum(pf.metadata.num_rows for pf in files)
     raw = sum(pf.metadata.row_group(i).total_byte_size for pf in files
               for i in range(pf.metadata.num_row_groups))
     per_row = raw / rows if rows and raw else 1.0
-    return int(min(MAX_ROWS_PER_GROUP, max(MIN_ROWS_PER_GROUP, target_bytes / per_row)))
+    return int(min(MAX_ROWS_PER_GROUP, max(1, min_rows, target_bytes / per_row)))
 
 
 def run(task: Mapping[str, Any], s3: Any = None) -> dict[str, Any]:
@@ -240,18 +249,23 @@ def _rewrite(task: Mapping[str, Any], s3: Any, pool: Any) -> dict[str, Any]:
         if opened:
             want = adopt_variants(want, opened[0][0].schema_arrow)
         fmt = task["format"]
-        per_group = rows_per_group([pf for pf, _, _ in opened], int(fmt["row_group_bytes"]))
+        per_group = rows_per_group([pf for pf, _, _ in opened], int(fmt["row_group_bytes"]),
+                                   int(fmt.get("row_group_min_rows",
+                                               DEFAULT_MIN_ROWS_PER_GROUP)))
+        metrics = arrow_metrics.Collector(task["columns"])
         output = task["output"]
         sink_file = store.open_output(output, allowed)
         written = 0
         try:
             with sink_file as sink, \
-                    pq.ParquetWriter(sink, want, **writer_options(fmt)) as writer:
+                    pq.ParquetWriter(sink, want,
+                                     **writer_options(fmt, task["columns"])) as writer:
                 pending: list[Any] = []
                 buffered = 0
                 names = [f.name for f in want]
                 for part in parts:
                     pending.append(part.select(names).cast(want))
+                    metrics.add(pending[-1])
                     buffered += part.num_rows
                     if buffered >= per_group:
                         written += _flush(writer, pa.concat_tables(pending), per_group)
@@ -272,7 +286,7 @@ def _rewrite(task: Mapping[str, Any], s3: Any, pool: Any) -> dict[str, Any]:
             handle.close()
     offsets = [_start(meta.row_group(i)) for i in range(meta.num_row_groups)]
     return {"output": output, "rows": written, "group": task["group"], "size": size,
-            "offsets": offsets}
+            "offsets": offsets, "metrics": metrics.result()}
 
 
 def _flush(writer: Any, table: Any, per_group: int) -> int:
