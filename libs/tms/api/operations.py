@@ -18,6 +18,7 @@ from tms.api.base import (
     rpc,
 )
 from tms.api.errors import ApiError, invalid, not_found
+from tms.api.fleet import health_to_pb, partitions_to_pb
 from tms.domain import Operation, OperationState, Table, TableState
 from tms.policy.common import effective_policy, in_force, max_attempts
 from tms.storage.roles import EnqueueParams, OperationListParams
@@ -247,4 +248,8 @@ class OperationsMixin(ServicerBase):
             policy=policy)
         if checked_at is not None:
             response.check_time.FromDatetime(checked_at)
+        health = self.store.health_get(table.pk)
+        if health is not None:
+            response.health.CopyFrom(health_to_pb(health))
+            response.partitions.extend(partitions_to_pb(health))
         return response

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from tms.api.catalogs import CatalogsMixin
 from tms.api.commits import CommitsMixin
+from tms.api.fleet import FleetMixin
 from tms.api.job_results import JobResultsMixin
 from tms.api.operations import OperationsMixin
 from tms.api.queues import QueuesMixin
@@ -18,6 +19,6 @@ from tms.v1 import tms_pb2_grpc
 
 
 class TableManagementServicer(CatalogsMixin, TablesMixin, CommitsMixin, OperationsMixin,
-                              QueuesMixin, JobResultsMixin,
+                              QueuesMixin, JobResultsMixin, FleetMixin,
                               tms_pb2_grpc.TableManagementServiceServicer):
     pass

@@ -48,6 +48,16 @@ from tms.domain import (
     TableUpdate,
     TableView,
 )
+from tms.domain.fleet import (
+    DaySummary,
+    FleetCounts,
+    HistoryPoint,
+    OperationMarker,
+    ProcessBeat,
+    ProcessStatus,
+    StoredHealth,
+)
+from tms.health.figures import Inspection
 
 
 class TableGone(LookupError):
@@ -65,6 +75,13 @@ class DuplicateTable(Exception):
         self.what = what
 
 
+# ListTables' orders: the named query each runs (keyset pagination on (key, table_id))
+TABLE_ORDERS = {"name": "table_list", "health": "table_list_by_health",
+                "-health": "table_list_by_health_desc",
+                "last_commit_time": "table_list_by_commit",
+                "-last_commit_time": "table_list_by_commit_desc"}
+
+
 @dataclass(frozen=True)
 class TableListParams:
     after: str = ""  # table_id to continue after (keyset pagination)
@@ -74,6 +91,12 @@ class TableListParams:
     owner: str | None = None
     queue: str | None = None
     catalog: str | None = None
+    namespace: str | None = None
+    search: str | None = None  # literal text the id, namespace or name contains
+    max_health: int | None = None
+    min_health: int | None = None
+    order_by: str = "name"  # one of TABLE_ORDERS
+    after_key: int | datetime | str | None = None  # the order's key of the row continued after
 
 
 @dataclass(frozen=True)
@@ -190,6 +213,40 @@ class OperationStore(Protocol):
     def queue_list(self) -> list[QueueInfo]: ...
 
 
+class HealthStore(Protocol):
+    def health_record_batch(self, inspections: Sequence[Inspection], min_spacing_s: float,
+                            keepalive_s: float) -> None:
+        """A batch's inspections: health parts and partitions replaced, the table's score
+        updated when it changed, a history point added when the figures changed (and the
+        last point is older than ``min_spacing_s``) or the last point is older than
+        ``keepalive_s``."""
+
+
+class LivenessStore(Protocol):
+    def heartbeat_record(self, beat: ProcessBeat) -> None: ...
+
+    def heartbeat_forget(self, process_id: str) -> None: ...
+
+
+class FleetStore(Protocol):
+    """The API's reads of health, history, liveness and per-day summaries."""
+
+    def health_get(self, table_pk: int) -> StoredHealth | None: ...
+
+    def history_list(self, table_pk: int, start: datetime, end: datetime, limit: int
+                     ) -> list[HistoryPoint]: ...
+
+    def history_markers(self, table_pk: int, start: datetime, end: datetime, limit: int
+                        ) -> list[OperationMarker]: ...
+
+    def heartbeat_list(self, within_s: float, limit: int) -> list[ProcessStatus]: ...
+
+    def fleet_counts(self) -> FleetCounts: ...
+
+    def operation_summary_by_day(self, start: datetime, table_pk: int | None
+                                 ) -> list[DaySummary]: ...
+
+
 class DecisionStore(Protocol):
     def decision_begin_batch(self, shards: Sequence[int], num_shards: int, limit: int
                              ) -> list[DueTable]:
@@ -289,6 +346,19 @@ class MaintenanceStore(Protocol):
     def table_count_overdue(self, grace_s: float) -> int:
         """Active tables whose check or commit mark has waited longer than ``grace_s``."""
 
+    def history_downsample(self, after_pk: int, tables: int, raw_s: float, hourly_s: float,
+                           keep_s: float) -> tuple[int | None, int]:
+        """Downsample the history of the ``tables`` tables after ``after_pk``: (the last pk
+        looked at, None past the last table; rows changed)."""
+
+    def health_histogram(self) -> dict[int, int]:
+        """Tables scoring at most ``le`` for le = 10, 20, ..., 100 (cumulative)."""
+
+    def health_bands(self) -> dict[str, int]: ...
+
+    def health_scores(self, limit: int) -> list[tuple[str, int]]:
+        """(table_id, score) of inspected tables, lowest first, at most ``limit``."""
+
 
 @dataclass(frozen=True)
 class CatalogTable:
@@ -363,16 +433,18 @@ class ReportStore(Protocol):
         nothing reported yet. False when any of it no longer holds."""
 
 
-class ApiStore(IntakeStore, CatalogStore, TableStore, OperationStore, ReportStore, Protocol):
+class ApiStore(IntakeStore, CatalogStore, TableStore, OperationStore, ReportStore, FleetStore,
+               Protocol):
     """Everything the API nodes use."""
 
 
-class SchedulerStore(DecisionStore, MaintenanceStore, Protocol):
+class SchedulerStore(DecisionStore, MaintenanceStore, HealthStore, LivenessStore, Protocol):
     """Everything a scheduler uses (maintenance only while it leads)."""
 
 
 __all__ = [
-    "ApiStore", "CatalogStore", "CatalogTable", "DecisionStore", "DiscoveredRegistration",
+    "TABLE_ORDERS", "ApiStore", "CatalogStore", "FleetStore", "HealthStore", "LivenessStore",
+    "CatalogTable", "DecisionStore", "DiscoveredRegistration",
     "DiscoveryStore", "DuplicateTable", "EnqueueParams", "ExecutionStore", "IntakeStore",
     "MaintenanceStore", "OperationListParams", "OperationStore", "ReportStore", "ReportTarget",
     "RequestRecord",

@@ -236,3 +236,38 @@ WITH expired AS (
 SELECT o.id, o.state::text AS state, tms_attempt_close(o.id, o.attempt, 'LOST', o.error)
            AS closed
 FROM o;
+
+-- name: operation_summary_by_day
+-- Finished operations per UTC day of their end, from ``start`` (a UTC midnight) on, for one
+-- table or all (table_pk NULL): counts by state, and for those whose job reported an outcome
+-- the data files before (the decision's figure) and after (before - removed + added), and the
+-- bytes rewritten.
+SELECT to_char(date_trunc('day', o.finished_at, 'UTC'), 'YYYY-MM-DD') AS day,
+       count(*) FILTER (WHERE o.state = 'SUCCEEDED') AS succeeded,
+       count(*) FILTER (WHERE o.state = 'FAILED') AS failed,
+       count(*) FILTER (WHERE o.state = 'SKIPPED') AS skipped,
+       count(*) FILTER (WHERE o.state = 'CANCELLED') AS cancelled,
+       coalesce(sum(x.before) FILTER (WHERE x.outcome IS NOT NULL), 0) AS data_files_before,
+       coalesce(sum(x.before - x.removed + x.added) FILTER (WHERE x.outcome IS NOT NULL), 0)
+           AS data_files_after,
+       coalesce(sum(x.rewritten), 0) AS bytes_rewritten
+FROM tms_operations o
+CROSS JOIN LATERAL (
+    SELECT o.result -> 'outcome' AS outcome,
+           CASE WHEN jsonb_typeof(o.metrics -> 'data_files') = 'number'
+                THEN (o.metrics ->> 'data_files')::numeric ELSE 0 END AS before,
+           CASE WHEN jsonb_typeof(o.result -> 'outcome' -> 'data_files_removed') = 'number'
+                THEN (o.result -> 'outcome' ->> 'data_files_removed')::numeric ELSE 0 END
+               AS removed,
+           CASE WHEN jsonb_typeof(o.result -> 'outcome' -> 'data_files_added') = 'number'
+                THEN (o.result -> 'outcome' ->> 'data_files_added')::numeric ELSE 0 END
+               AS added,
+           CASE WHEN jsonb_typeof(o.result -> 'outcome' -> 'data_bytes_rewritten') = 'number'
+                THEN (o.result -> 'outcome' ->> 'data_bytes_rewritten')::numeric ELSE 0 END
+               AS rewritten
+) x
+WHERE o.finished_at >= %(start)s
+  AND o.state IN ('SUCCEEDED', 'FAILED', 'SKIPPED', 'CANCELLED')
+  AND (%(table_pk)s::bigint IS NULL OR o.table_pk = %(table_pk)s)
+GROUP BY 1
+ORDER BY 1;
