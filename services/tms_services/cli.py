@@ -67,6 +67,7 @@ from tms_services import (
     cli_explain,
     cli_operations,
     cli_queues,
+    cli_status,
     cli_tables,
     cli_watch,
 )
@@ -139,6 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_queues.add_parsers(sub, common)
     cli_catalogs.add_parsers(sub, common)
     cli_watch.add_parsers(sub, common)
+    cli_status.add_parsers(sub, common)
     return p
 
 
