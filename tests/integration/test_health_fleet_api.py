@@ -230,3 +230,38 @@ def test_decisions_and_operations_show_in_the_table(api: Api, stub) -> None:
     assert got.last_decision == "compaction: 60 small"
     assert got.last_operation == f"tables/t0/operations/{op}"
     assert got.last_operation_state == tms_pb2.Operation.QUEUED
+
+
+def test_operations_by_queue_and_in_every_order(api: Api, stub, db_dsn: str) -> None:
+    tables = _tables(api, stub, 4)
+    ops = [api.store.operation_enqueue(EnqueueParams(t, "compaction", "policy", "r", 3, p))
+           for t, p in zip(tables, (5, 9, 5, 1), strict=True)]
+    with psycopg.connect(db_dsn, autocommit=True) as conn:
+        conn.execute("UPDATE tms_operations SET queue = 'batch' WHERE id = %s", (ops[3],))
+        for op, minutes in ((ops[0], 30), (ops[2], 10)):
+            conn.execute("UPDATE tms_operations SET state = 'SUCCEEDED', started_at = now(),"
+                         " finished_at = now() - make_interval(mins => %s) WHERE id = %s",
+                         (minutes, op))
+
+    def walk(**kw: object) -> list[int]:
+        ids, token = [], ""
+        while True:
+            page = stub.ListOperations(tms_pb2.ListOperationsRequest(
+                parent="tables/-", page_size=1, page_token=token, **kw))
+            ids += [int(o.name.rsplit("/", 1)[-1]) for o in page.operations]
+            token = page.next_page_token
+            if not token:
+                return ids
+
+    assert walk() == ops[::-1]
+    assert walk(order_by="create_time") == ops
+    assert walk(order_by="-end_time") == [ops[2], ops[0], ops[3], ops[1]]
+    assert walk(order_by="priority") == [ops[1], ops[0], ops[2], ops[3]]
+    assert walk(queue="batch") == [ops[3]]
+    assert walk(queue="default", order_by="priority") == [ops[1], ops[0], ops[2]]
+    code, fields = error_of(lambda: stub.ListOperations(tms_pb2.ListOperationsRequest(
+        parent="tables/-", order_by="id; --")))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and fields == ["order_by"]
+    code, fields = error_of(lambda: stub.ListOperations(tms_pb2.ListOperationsRequest(
+        parent="tables/-", queue="Bad Queue")))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and fields == ["queue"]

@@ -99,6 +99,9 @@ class TableListParams:
     after_key: int | datetime | str | None = None  # the order's key of the row continued after
 
 
+OPERATION_ORDERS = ("-create_time", "create_time", "-end_time", "priority")
+
+
 @dataclass(frozen=True)
 class OperationListParams:
     table_id: str | None = None
@@ -108,6 +111,12 @@ class OperationListParams:
     limit: int = 50
     created_after: datetime | None = None
     created_before: datetime | None = None
+    queue: str | None = None
+    order_by: str = "-create_time"  # one of OPERATION_ORDERS
+    # the other orders' keyset: the id and key (end time or priority) of the last row
+    after_id: int = 0
+    after_time: datetime | str = "infinity"
+    after_priority: int = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -443,7 +452,8 @@ class SchedulerStore(DecisionStore, MaintenanceStore, HealthStore, LivenessStore
 
 
 __all__ = [
-    "TABLE_ORDERS", "ApiStore", "CatalogStore", "FleetStore", "HealthStore", "LivenessStore",
+    "OPERATION_ORDERS", "TABLE_ORDERS", "ApiStore", "CatalogStore", "FleetStore",
+    "HealthStore", "LivenessStore",
     "CatalogTable", "DecisionStore", "DiscoveredRegistration",
     "DiscoveryStore", "DuplicateTable", "EnqueueParams", "ExecutionStore", "IntakeStore",
     "MaintenanceStore", "OperationListParams", "OperationStore", "ReportStore", "ReportTarget",
