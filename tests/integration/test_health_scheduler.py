@@ -15,7 +15,7 @@ import pytest
 from tests.helpers import SqlCatalog, sql_catalog
 from tms.coordination import Coordinator
 from tms.domain import CommitEvent, TableSpec
-from tms.formats.iceberg import IcebergFormat
+from tms.formats.iceberg.plugin import IcebergFormat
 from tms.liveness import Heartbeat
 from tms.local.iceberg_data import append_batches
 from tms.local.postgres import LocalPostgres
