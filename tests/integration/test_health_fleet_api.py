@@ -265,3 +265,17 @@ def test_operations_by_queue_and_in_every_order(api: Api, stub, db_dsn: str) -> 
     code, fields = error_of(lambda: stub.ListOperations(tms_pb2.ListOperationsRequest(
         parent="tables/-", queue="Bad Queue")))
     assert code == grpc.StatusCode.INVALID_ARGUMENT and fields == ["queue"]
+
+
+def test_retention_prunes_processes_gone_for_an_hour(api: Api, db_dsn: str) -> None:
+    from tms.scheduler.retention import Retention
+
+    for pid in ("gone", "here"):
+        api.store.heartbeat_record(ProcessBeat(pid, "executor", "h", NOW, 10.0))
+    with psycopg.connect(db_dsn, autocommit=True) as conn:
+        conn.execute("UPDATE tms_processes SET heartbeat_at = now() - interval '2 hours'"
+                     " WHERE id = 'gone'")
+    assert Retention().prune(api.store)["processes"] == 1
+    assert [p.process_id for p in api.store.heartbeat_list(86_400.0, 10)] == ["here"]
+    api.store.heartbeat_forget("here")
+    assert api.store.heartbeat_list(86_400.0, 10) == []
