@@ -48,11 +48,34 @@ def get_table(table: str) -> Call:
 
 
 def list_tables(page_size: int, page_token: str, format: str, state: int, owner: str,
-                queue: str, catalog: str = "") -> Call:
+                queue: str, catalog: str = "", namespace: str = "", search: str = "",
+                max_health: int | None = None, min_health: int | None = None,
+                order_by: str = "") -> Call:
     req = tms_pb2.ListTablesRequest(page_size=page_size, page_token=page_token, format=format,
                                     state=state,  # type: ignore[arg-type]
-                                    owner=owner, queue=queue, catalog=catalog)
+                                    owner=owner, queue=queue, catalog=catalog,
+                                    namespace=namespace, search=search, max_health=max_health,
+                                    min_health=min_health, order_by=order_by)
     return Call("ListTables", req, Safety.SAFE)
+
+
+def get_table_history(table: str, start: datetime | None, end: datetime | None) -> Call:
+    req = tms_pb2.GetTableHistoryRequest(name=table_name(table))
+    if start is not None:
+        req.start_time.CopyFrom(_ts(start))
+    if end is not None:
+        req.end_time.CopyFrom(_ts(end))
+    return Call("GetTableHistory", req, Safety.SAFE)
+
+
+def get_fleet_status() -> Call:
+    return Call("GetFleetStatus", tms_pb2.GetFleetStatusRequest(), Safety.SAFE)
+
+
+def summarize_operations(table: str | None, days: int) -> Call:
+    parent = table_name(table) if table else ""
+    return Call("SummarizeOperations",
+                tms_pb2.SummarizeOperationsRequest(parent=parent, days=days), Safety.SAFE)
 
 
 def notify_commit(commit: Commit) -> Call:

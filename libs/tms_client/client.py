@@ -101,11 +101,32 @@ class TmsClient(AdminMethods):
 
     def list_tables(self, *, page_size: int = 0, page_token: str = "", format: str = "",
                     state: int = 0, owner: str = "", queue: str = "",
-                    catalog: str = "", deadline_s: float | None = None,
+                    catalog: str = "", namespace: str = "", search: str = "",
+                    max_health: int | None = None, min_health: int | None = None,
+                    order_by: str = "", deadline_s: float | None = None,
                     retry: RetryPolicy | None = None) -> tms_pb2.ListTablesResponse:
-        """One page of tables (ordered by id); see :meth:`iter_tables` for all of them."""
-        call = calls.list_tables(page_size, page_token, format, state, owner, queue, catalog)
+        """One page of tables (ordered by id unless ``order_by`` says otherwise: "health",
+        "-health", "last_commit_time", "-last_commit_time"); see :meth:`iter_tables`."""
+        call = calls.list_tables(page_size, page_token, format, state, owner, queue, catalog,
+                                 namespace, search, max_health, min_health, order_by)
         return self._invoke(call, deadline_s, retry)
+
+    def get_table_history(self, table: str, *, start: datetime | None = None,
+                          end: datetime | None = None, deadline_s: float | None = None,
+                          retry: RetryPolicy | None = None) -> tms_pb2.TableHistory:
+        """A table's figures over time (default: the last 30 days) and operation markers."""
+        return self._invoke(calls.get_table_history(table, start, end), deadline_s, retry)
+
+    def get_fleet_status(self, *, deadline_s: float | None = None,
+                         retry: RetryPolicy | None = None) -> tms_pb2.FleetStatus:
+        return self._invoke(calls.get_fleet_status(), deadline_s, retry)
+
+    def summarize_operations(self, table: str | None = None, *, days: int = 7,
+                             deadline_s: float | None = None,
+                             retry: RetryPolicy | None = None
+                             ) -> tms_pb2.SummarizeOperationsResponse:
+        """Finished operations per UTC day, the last ``days`` days (1-90) ending today."""
+        return self._invoke(calls.summarize_operations(table, days), deadline_s, retry)
 
     def iter_tables(self, **filters: Any) -> Iterator[tms_pb2.Table]:
         token = ""

@@ -21,6 +21,7 @@ from tms.executor.loop import (
 )
 from tms.executor.retry import RETRY_BASE_DELAY_S, RETRY_MAX_DELAY_S, RetryPolicy
 from tms.formats.registry import load_formats
+from tms.liveness import Heartbeat
 from tms.observability.logs import configure_logging
 from tms.spark.settings import SparkSettings
 from tms.storage.postgres import PostgresStore
@@ -148,11 +149,14 @@ def main(argv: list[str] | None = None) -> None:
     stop = stop_event_on_signals()
     store = PostgresStore(args.database_url, max_size=4)
     try:
-        Executor(store, load_formats(), router, args.id, workdir, **executor_kw,
-                 poll_interval_s=args.poll_interval_s,
-                 shutdown_grace_s=args.shutdown_grace_s,
-                 attempt_timeout_s=args.attempt_timeout_s, queues=queues or None,
-                 retry=retry, api=api).run(stop)
+        executor = Executor(store, load_formats(), router, args.id, workdir, **executor_kw,
+                            poll_interval_s=args.poll_interval_s,
+                            shutdown_grace_s=args.shutdown_grace_s,
+                            attempt_timeout_s=args.attempt_timeout_s, queues=queues or None,
+                            retry=retry, api=api)
+        executor.liveness = Heartbeat(store, args.id, "executor", executor.liveness_state,
+                                      interval_s=args.heartbeat_s)
+        executor.run(stop)
     finally:
         router.close()
         store.close()

@@ -7,6 +7,7 @@ import threading
 
 from tms.coordination import SHARD_SETTLE_S, ZK_SESSION_TIMEOUT_S, Coordinator
 from tms.formats.registry import load_formats
+from tms.liveness import Heartbeat
 from tms.observability.logs import configure_logging
 from tms.policy.common import DEFAULT_MAX_ATTEMPTS, MAX_MAX_ATTEMPTS
 from tms.scheduler.concurrency import (
@@ -16,7 +17,11 @@ from tms.scheduler.concurrency import (
     MAX_DECISION_THREADS,
 )
 from tms.scheduler.discovery import DISCOVERY_POLL_INTERVAL_S, Discovery
-from tms.scheduler.gauges import register_scheduler_gauges
+from tms.scheduler.gauges import (
+    ENV_PER_TABLE_HEALTH,
+    MAX_PER_TABLE_SERIES,
+    register_scheduler_gauges,
+)
 from tms.scheduler.loop import POLL_INTERVAL_S, PULL_INTERVAL_S, Scheduler
 from tms.scheduler.retention import EVENTS_RETENTION_S, OPERATIONS_RETENTION_S, Retention
 from tms.storage.postgres import PostgresStore
@@ -114,6 +119,10 @@ def main(argv: list[str] | None = None) -> None:
                         help="decisions (so metadata reads) in flight per catalog at most (env "
                              "TMS_CATALOG_READS_IN_FLIGHT, default "
                              f"{CATALOG_READS_IN_FLIGHT})")
+    parser.add_argument("--metrics-per-table-health", action="store_true",
+                        help="export each table's health score as its own series (at most "
+                             f"{MAX_PER_TABLE_SERIES:,}; also env {ENV_PER_TABLE_HEALTH}=1): "
+                             "off by default, since 100,000 tables are 100,000 series")
     args = parser.parse_args(argv)
     try:
         decision_threads = parse_count(args.decision_threads, "--decision-threads",
@@ -138,7 +147,9 @@ def main(argv: list[str] | None = None) -> None:
                               args.shard_settle_s)
     with reaching(f"ZooKeeper at {args.zookeeper}"):
         coordinator.start()
-    register_scheduler_gauges(store, coordinator)
+    register_scheduler_gauges(store, coordinator,
+                              per_table_health=os.environ.get(ENV_PER_TABLE_HEALTH) == "1"
+                              or args.metrics_per_table_health)
     # Listing a catalog can take a while: its own thread, so decisions never wait for it.
     # Leadership is taken by the scheduler loop (is_leader); this thread only reads it.
     discovery = threading.Thread(
@@ -146,6 +157,8 @@ def main(argv: list[str] | None = None) -> None:
                          poll_interval_s=args.discovery_poll_interval_s).run,
         args=(stop, lambda: coordinator.leads), name="tms-discovery", daemon=True)
     discovery.start()
+    heartbeat = Heartbeat(store, args.id, "scheduler", lambda: (
+        coordinator.leads, tuple(sorted(coordinator.held_shards)), ()))
     try:
         Scheduler(store, coordinator, load_formats(), args.id,
                   poll_interval_s=args.poll_interval_s,
@@ -155,9 +168,11 @@ def main(argv: list[str] | None = None) -> None:
                   queue_priorities=queue_priorities,
                   max_attempts_by_action=max_attempts,
                   decision_threads=decision_threads,
-                  catalog_reads_in_flight=reads_in_flight).run(stop)
+                  catalog_reads_in_flight=reads_in_flight,
+                  heartbeat=heartbeat).run(stop)
     finally:
         stop.set()
+        heartbeat.forget()  # a clean stop is not a death: the row goes now
         discovery.join(DISCOVERY_JOIN_TIMEOUT_S)
         coordinator.stop()
         store.close()

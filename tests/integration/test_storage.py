@@ -370,7 +370,7 @@ def test_retention_folds_old_events_and_prunes_finished_operations(store: Postgr
         conn.execute("UPDATE tms_operations SET finished_at = now() - interval '31 days'")
     store.commits_notify([CommitEvent("old", "fresh")])
     done = Retention(batch=2).prune(store)
-    assert done == {"commit_events": 5, "operations": 1, "requests": 0}
+    assert done == {"commit_events": 5, "operations": 1, "requests": 0, "processes": 0}
     after = store.table_get("old")
     assert after is not None
     assert (after.stats.commit_count, after.stats.last_commit_id) == (6, "fresh")

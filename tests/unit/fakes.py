@@ -109,6 +109,8 @@ class FakeStore:
     locations: dict[int, str] = field(default_factory=dict)  # what table_set_location stored
     location_batches: list[list[tuple[int, str]]] = field(default_factory=list)
     enqueue_attempts: int = 0
+    inspections: list[Any] = field(default_factory=list)  # what health_record_batch got
+    beats: list[Any] = field(default_factory=list)  # heartbeat_record's rows
 
     db_now: datetime = NOW  # what PostgreSQL's now() would say
 
@@ -216,6 +218,20 @@ class FakeStore:
 
     def retention_prune(self, what: str, retention_s: float, batch: int) -> int:
         return 0
+
+    def history_downsample(self, after_pk: int, tables: int, raw_s: float, hourly_s: float,
+                           keep_s: float) -> tuple[int | None, int]:
+        return None, 0
+
+    def health_record_batch(self, inspections: Any, min_spacing_s: float,
+                            keepalive_s: float) -> None:
+        self.inspections += list(inspections)
+
+    def heartbeat_record(self, beat: Any) -> None:
+        self.beats.append(beat)
+
+    def heartbeat_forget(self, process_id: str) -> None:
+        self.beats = [b for b in self.beats if b.process_id != process_id]
 
     # ExecutionStore -------------------------------------------------------------------------
     def table_get_settings(self, pk: int) -> Table | None:

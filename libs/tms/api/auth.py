@@ -58,6 +58,8 @@ METHOD_ROLES: dict[str, Role] = {
     "GetTable": Role.READER, "ListTables": Role.READER, "GetOperation": Role.READER,
     "ListOperations": Role.READER, "ExplainTable": Role.READER, "ListQueues": Role.READER,
     "ListHeldActions": Role.READER,
+    "GetTableHistory": Role.READER, "GetFleetStatus": Role.READER,
+    "SummarizeOperations": Role.READER,
     "NotifyCommit": Role.WRITER, "NotifyCommits": Role.WRITER,
     "RegisterTable": Role.OWNER, "UpdateTable": Role.OWNER, "DeregisterTable": Role.OWNER,
     "PauseTable": Role.OWNER, "ResumeTable": Role.OWNER, "CancelOperation": Role.OWNER,

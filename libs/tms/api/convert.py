@@ -37,6 +37,10 @@ def table_to_pb(view: TableView) -> tms_pb2.Table:
         last_commit_id=stats.last_commit_id or "", last_commit_time=_ts(stats.last_commit_time),
         commit_count=stats.commit_count, create_time=_ts(t.created_at),
         update_time=_ts(t.updated_at), location=t.location, discovered=t.discovered,
+        health_score=stats.health_score, last_decision=(stats.last_decision or "")[:2000],
+        last_operation=(f"tables/{t.table_id}/operations/{stats.last_operation_id}"
+                        if stats.last_operation_id else ""),
+        last_operation_state=stats.last_operation_state or "STATE_UNSPECIFIED",
     )
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
+from typing import Any
 
 import grpc
 
@@ -18,10 +19,11 @@ from tms.api.base import (
     rpc,
 )
 from tms.api.errors import ApiError, invalid, not_found
+from tms.api.fleet import health_to_pb, partitions_to_pb
 from tms.api.holds import hold_to_pb
 from tms.domain import Operation, OperationState, Table, TableState
 from tms.policy.common import effective_policy, in_force, max_attempts
-from tms.storage.roles import EnqueueParams, OperationListParams
+from tms.storage.roles import OPERATION_ORDERS, EnqueueParams, OperationListParams
 from tms.v1 import tms_pb2
 
 ALL_TABLES = "-"
@@ -29,6 +31,45 @@ MAX_OP_ID = 2**63 - 1
 RETRYABLE = (OperationState.FAILED, OperationState.CANCELLED, OperationState.SKIPPED)
 # finished for good: a cancel has nothing to stop (CANCELLED again is acknowledged)
 NOT_CANCELLABLE = (OperationState.SUCCEEDED, OperationState.FAILED, OperationState.SKIPPED)
+
+
+def _op_page_key(op: Operation, order: str) -> int | list[object]:
+    """What a page token carries for the last operation of a page in ``order``."""
+    if order == "create_time":
+        return [0, op.id]
+    if order == "-end_time":
+        end = op.outcome.finished_at
+        return [end.astimezone(UTC).isoformat() if end else "-infinity", op.id]
+    if order == "priority":
+        return [op.priority, op.id]
+    return op.id
+
+
+def _valid_op_key(key: object, order: str) -> bool:
+    """A page token's [key, id], checked like any input (tokens are not signed)."""
+    if not isinstance(key, list) or len(key) != 2 or not isinstance(key[1], int) \
+            or isinstance(key[1], bool) or not 0 < key[1] <= MAX_OP_ID:
+        return False
+    k = key[0]
+    if order in ("create_time", "priority"):
+        return isinstance(k, int) and not isinstance(k, bool) and -2**31 <= k < 2**31
+    if not isinstance(k, str) or len(k) > 40:
+        return False
+    if k == "-infinity":
+        return True
+    try:
+        return datetime.fromisoformat(k).tzinfo is not None
+    except ValueError:
+        return False
+
+
+def _keyset(key: list[Any], order: str) -> dict[str, Any]:
+    if order == "-end_time":
+        return {"after_id": key[1], "after_time": key[0] if key[0] == "-infinity"
+                else datetime.fromisoformat(key[0])}
+    if order == "priority":
+        return {"after_id": key[1], "after_priority": key[0]}
+    return {"after_id": key[1]}
 
 
 def _precondition(message: str, reason: str, **metadata: str) -> ApiError:
@@ -80,19 +121,36 @@ class OperationsMixin(ServicerBase):
             after = v.timestamp(p, "created_after", request.created_after)
         if request.HasField("created_before"):
             before = v.timestamp(p, "created_before", request.created_before)
-        query = {"m": "ops", "parent": request.parent, "state": request.state,
-                 "action": request.action, "after": str(after), "before": str(before)}
-        before_id = self.page_token(p, request.page_token, query, int, MAX_OP_ID,
-                                    lambda k: 0 < k <= MAX_OP_ID)
+        v.pattern(p, "queue", request.queue, v.QUEUE_RE, "a queue name", required=False)
+        order = request.order_by or OPERATION_ORDERS[0]
+        if order not in OPERATION_ORDERS:
+            p.append(("order_by", f"unknown order {request.order_by[:40]!r}; one of: "
+                                  + ", ".join(OPERATION_ORDERS)))
+        query: dict[str, object] = {
+            "m": "ops", "parent": request.parent, "state": request.state,
+            "action": request.action, "after": str(after), "before": str(before)}
+        # added only when set, so a page token of a query without them stays valid
+        query.update({k: x for k, x in (("queue", request.queue),
+                                        ("order_by", request.order_by)) if x})
+        before_id, keyset = MAX_OP_ID, dict[str, Any]()
+        if order == OPERATION_ORDERS[0] or order not in OPERATION_ORDERS:
+            before_id = self.page_token(p, request.page_token, query, int, MAX_OP_ID,
+                                        lambda k: 0 < k <= MAX_OP_ID)
+        else:
+            found = self.page_token(p, request.page_token, query, list, None,
+                                    lambda k: _valid_op_key(k, order))
+            if found is not None:
+                keyset = _keyset(found, order)
         if p:
             raise invalid(p)
         if table_id is not None:
             self.load_table(table_id, principal, request.parent)
         rows = self.store.operation_list(OperationListParams(
-            table_id, state, request.action or None, before_id, size + 1, after, before))
+            table_id, state, request.action or None, before_id, size + 1, after, before,
+            request.queue or None, order, **keyset))
         more = len(rows) > size
         rows = rows[:size]
-        token = pagination.encode(query, rows[-1].id) if more else ""
+        token = pagination.encode(query, _op_page_key(rows[-1], order)) if more else ""
         if principal.scoped and table_id is None:
             owners = self.store.table_owners(sorted({r.table_id for r in rows}))
             rows = [r for r in rows if principal.allows(r.table_id, owners.get(r.table_id))]
@@ -251,4 +309,8 @@ class OperationsMixin(ServicerBase):
             policy=policy)
         if checked_at is not None:
             response.check_time.FromDatetime(checked_at)
+        health = self.store.health_get(table.pk)
+        if health is not None:
+            response.health.CopyFrom(health_to_pb(health))
+            response.partitions.extend(partitions_to_pb(health))
         return response

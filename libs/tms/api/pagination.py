@@ -21,7 +21,7 @@ def _fingerprint(query: dict[str, Any]) -> str:
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
-def encode(query: dict[str, Any], last_key: str | int) -> str:
+def encode(query: dict[str, Any], last_key: str | int | list[Any]) -> str:
     raw = json.dumps({"v": TOKEN_VERSION, "q": _fingerprint(query), "k": last_key})
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 

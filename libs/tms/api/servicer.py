@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from tms.api.catalogs import CatalogsMixin
 from tms.api.commits import CommitsMixin
+from tms.api.fleet import FleetMixin
 from tms.api.holds import HoldsMixin
 from tms.api.job_results import JobResultsMixin
 from tms.api.operations import OperationsMixin
@@ -19,6 +20,6 @@ from tms.v1 import tms_pb2_grpc
 
 
 class TableManagementServicer(CatalogsMixin, TablesMixin, CommitsMixin, OperationsMixin,
-                              QueuesMixin, JobResultsMixin, HoldsMixin,
+                              QueuesMixin, JobResultsMixin, HoldsMixin, FleetMixin,
                               tms_pb2_grpc.TableManagementServiceServicer):
     pass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from datetime import UTC, datetime
 
 import grpc
 from google.protobuf import empty_pb2
@@ -22,13 +23,14 @@ from tms.api.base import (
 )
 from tms.api.errors import ApiError, already_exists, invalid, not_found
 from tms.api.registration import RegistrationMixin
-from tms.domain import Table, TableSpec, TableState, TableUpdate
-from tms.storage.roles import DuplicateTable, TableListParams
+from tms.domain import Table, TableSpec, TableState, TableUpdate, TableView
+from tms.storage.roles import TABLE_ORDERS, DuplicateTable, TableListParams
 from tms.v1 import tms_pb2
 
 UPDATABLE_PATHS = ("owner", "queue", "priority", "policy")
 CATALOG_ID_RE = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 REMOVED_TABLE_FIELDS = {7: "catalog_properties"}  # reserved in the proto
+MAX_SEARCH_LEN = 200
 
 
 def _removed_fields(p: v.Problems, table: tms_pb2.Table) -> None:
@@ -41,6 +43,35 @@ def _removed_fields(p: v.Problems, table: tms_pb2.Table) -> None:
                                        "Catalog resource an admin creates) and its namespace "
                                        "and table_name"))
             return
+
+
+def _page_key(view: TableView, order: str) -> str | list[object]:
+    """What a page token carries for the last row of a page in ``order``."""
+    t, stats = view.table, view.stats
+    if order == "name":
+        return t.table_id
+    if order in ("health", "-health"):
+        missing = 101 if order == "health" else -1  # never inspected: last either way
+        return [missing if stats.health_score is None else stats.health_score, t.table_id]
+    at = stats.last_commit_time
+    return [at.astimezone(UTC).isoformat() if at else "-infinity", t.table_id]
+
+
+def _valid_key(key: object, order: str) -> bool:
+    """A page token's [key, table_id], checked like any input (tokens are not signed)."""
+    if not isinstance(key, list) or len(key) != 2 or not isinstance(key[1], str) \
+            or not v.TABLE_ID_RE.fullmatch(key[1]):
+        return False
+    if order in ("health", "-health"):
+        return isinstance(key[0], int) and not isinstance(key[0], bool) and -1 <= key[0] <= 101
+    if not isinstance(key[0], str) or len(key[0]) > 40:
+        return False
+    if key[0] == "-infinity":
+        return True
+    try:
+        return datetime.fromisoformat(key[0]).tzinfo is not None
+    except ValueError:
+        return False
 
 
 def _spec_of(t: Table) -> TableSpec:
@@ -150,27 +181,59 @@ class TablesMixin(RegistrationMixin, ServicerBase):
         v.string(p, "owner", request.owner, v.MAX_OWNER_LEN)
         v.pattern(p, "queue", request.queue, v.QUEUE_RE, "a queue name", required=False)
         v.pattern(p, "catalog", request.catalog, CATALOG_ID_RE, "a catalog id", required=False)
+        v.string(p, "namespace", request.namespace)
+        v.string(p, "search", request.search, MAX_SEARCH_LEN)
+        bounds: dict[str, int | None] = {}
+        for field in ("max_health", "min_health"):
+            value = getattr(request, field) if request.HasField(field) else None
+            if value is not None and not 0 <= value <= 100:
+                p.append((field, f"must be between 0 and 100, got {value}"))
+            bounds[field] = value
+        order = request.order_by or "name"
+        if order not in TABLE_ORDERS:
+            p.append(("order_by", f"unknown order {request.order_by[:40]!r}; one of: "
+                                  + ", ".join(TABLE_ORDERS)))
         state = None
         if request.state not in tms_pb2.Table.State.values():
             p.append(("state", f"unknown state {request.state}"))
         elif request.state:
             state = TableState(tms_pb2.Table.State.Name(request.state))
-        query = {"m": "tables", "format": request.format, "state": request.state,
-                 "owner": request.owner, "queue": request.queue, "catalog": request.catalog}
-        after = self.page_token(p, request.page_token, query, str, "",
-                                lambda k: bool(v.TABLE_ID_RE.fullmatch(k)))
+        query: dict[str, object] = {
+            "m": "tables", "format": request.format, "state": request.state,
+            "owner": request.owner, "queue": request.queue, "catalog": request.catalog}
+        # added only when set, so a page token of a query without them stays valid
+        extra = {"namespace": request.namespace, "search": request.search,
+                 "order_by": request.order_by, **bounds}
+        query.update({k: x for k, x in extra.items() if x not in ("", None)})
+        after, after_key = self._table_page(p, request.page_token, query, order)
         if p:
             raise invalid(p)
         rows = self.store.table_list(TableListParams(
             after, size + 1, request.format or None, state, request.owner or None,
-            request.queue or None, request.catalog or None))
+            request.queue or None, request.catalog or None, request.namespace or None,
+            request.search or None, bounds["max_health"], bounds["min_health"], order,
+            after_key))
         more = len(rows) > size
         rows = rows[:size]
-        token = pagination.encode(query, rows[-1].table.table_id) if more else ""
+        token = pagination.encode(query, _page_key(rows[-1], order)) if more else ""
         # a scoped token sees only its tables (a page may then hold fewer than page_size)
         visible = [r for r in rows if principal.allows(r.table.table_id, r.table.owner)]
         return tms_pb2.ListTablesResponse(tables=[convert.table_to_pb(r) for r in visible],
                                           next_page_token=token)
+
+    def _table_page(self, p: v.Problems, token: str, query: dict[str, object], order: str
+                    ) -> tuple[str, int | datetime | str | None]:
+        """(table_id, the order's key) of the row a page token continues after."""
+        if order == "name" or order not in TABLE_ORDERS:
+            return self.page_token(p, token, query, str, "",
+                                   lambda k: bool(v.TABLE_ID_RE.fullmatch(k))), None
+        found = self.page_token(p, token, query, list, None, lambda k: _valid_key(k, order))
+        if found is None:
+            return "", None
+        key, table_id = found
+        if key == "-infinity":  # a page that ended among tables never committed to
+            return table_id, key
+        return table_id, (datetime.fromisoformat(key) if isinstance(key, str) else int(key))
 
     @rpc
     def UpdateTable(self, request: tms_pb2.UpdateTableRequest, context: grpc.ServicerContext,

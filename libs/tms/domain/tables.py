@@ -78,6 +78,10 @@ class TableStats:
     last_commit_id: str | None = None
     last_commit_time: datetime | None = None
     next_check_at: datetime | None = None
+    health_score: int | None = None  # from the last inspection (docs/health.md)
+    last_decision: str | None = None  # "<action>: <reason>" of the last changed decision
+    last_operation_id: int | None = None  # the newest operation and its state
+    last_operation_state: str | None = None
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ from tms.engines.workdir import PRIVATE_FILE_NAMES, WorkdirError, private_dir
 from tms.executor.recheck import stale_reason
 from tms.executor.retry import RetryPolicy
 from tms.formats.base import CatalogUnreachable, TableFormatPlugin
+from tms.liveness import Heartbeat
 from tms.observability.metrics import instruments
 from tms.observability.tracing import context_from, tracer
 from tms.policy.common import in_force
@@ -76,7 +77,8 @@ class Executor:
                  retry: RetryPolicy | None = None,
                  rand: Callable[[], float] = random.random,
                  clock: Callable[[], float] = time.monotonic,
-                 api: ApiEndpoint | None = None) -> None:
+                 api: ApiEndpoint | None = None,
+                 liveness: Heartbeat | None = None) -> None:
         if lease_s < 3 * heartbeat_s:
             raise ValueError("lease_s must be at least 3 x heartbeat_s")
         if not attempt_timeout_s > 0:
@@ -98,18 +100,34 @@ class Executor:
         self._clock = clock
         self.api = api  # None: jobs write a local result file (client mode only)
         self.finished = threading.Event()  # set after each recorded outcome: a test signal
+        self.running: dict[int, str] = {}  # operation id -> name, while its attempt runs
+        self.liveness = liveness  # this process's heartbeat row (GetFleetStatus)
 
     def run(self, stop: threading.Event) -> None:
         log.info("executor started", executor=self.executor_id)
         self.sweep_specs()
-        while not stop.is_set():
-            try:
-                worked = self.run_once(stop)
-            except Exception:
-                log.exception("executor pass failed")
-                worked = False
-            if not worked:
-                stop.wait(self.poll_interval_s)
+        beating = None
+        if self.liveness is not None:  # its own thread: an attempt blocks this loop for long
+            beating = threading.Thread(target=self.liveness.run, args=(stop,), daemon=True,
+                                       name="tms-liveness")
+            beating.start()
+        try:
+            while not stop.is_set():
+                try:
+                    worked = self.run_once(stop)
+                except Exception:
+                    log.exception("executor pass failed")
+                    worked = False
+                if not worked:
+                    stop.wait(self.poll_interval_s)
+        finally:
+            if beating is not None:
+                stop.set()
+                beating.join(self.heartbeat_s)
+
+    def liveness_state(self) -> tuple[bool, tuple[int, ...], tuple[str, ...]]:
+        """What this executor's heartbeat row says: the operations it runs now."""
+        return False, (), tuple(self.running.values())
 
     def sweep_specs(self) -> None:
         """Remove spec files a killed predecessor left in this executor's work directory."""
@@ -132,11 +150,15 @@ class Executor:
     def execute(self, op: Operation, shutdown: threading.Event) -> None:
         """Run one attempt inside its span, which continues the trace of the decision (and
         the commit before it) that queued the operation."""
-        with tracer().start_as_current_span(
-                "attempt", context=context_from(op.traceparent),
-                attributes={"tms.operation": op.id, "tms.action": op.action,
-                            "tms.attempt": op.lease.attempt, "tms.queue": op.queue}):
-            self._execute(op, shutdown)
+        self.running[op.id] = op.name
+        try:
+            with tracer().start_as_current_span(
+                    "attempt", context=context_from(op.traceparent),
+                    attributes={"tms.operation": op.id, "tms.action": op.action,
+                                "tms.attempt": op.lease.attempt, "tms.queue": op.queue}):
+                self._execute(op, shutdown)
+        finally:
+            self.running.pop(op.id, None)
 
     def _execute(self, op: Operation, shutdown: threading.Event) -> None:
         bound = log.bind(operation=op.id, table_pk=op.table_pk, action=op.action,

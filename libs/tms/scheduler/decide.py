@@ -27,6 +27,8 @@ from tms.coordination import Coordinator
 from tms.domain import Catalog, Decision, Operation, Table
 from tms.domain.holds import Streak
 from tms.formats.base import CatalogUnreachable, TableFormatPlugin, TableNotInCatalog
+from tms.health import figures as health_figures
+from tms.health.figures import Inspection
 from tms.observability.metrics import instruments
 from tms.observability.tracing import (
     context_from,
@@ -101,6 +103,7 @@ class DecisionMaker:
     pull_interval_s: float
     catalogs: CatalogCache
     checked: CheckedLocations
+    inspections: dict[int, Inspection]  # the batch's, by table pk (written after it)
     # the catalogs prepare_batch opened for the batch: (catalog as cached, its access)
     _opened: Mapping[str, tuple[Catalog, CatalogAccess]] = {}
 
@@ -238,6 +241,7 @@ class DecisionMaker:
             failed = Decision("", False, f"policy evaluation failed: {e}"[:2000], seen)
             return [(replace(failed, action=a), None) for a in plugin.actions], \
                 INSPECT_FAILURE_RETRY_S
+        self._inspected(table, metrics, decisions, last_runs, now)
         judged = self._judge(table, plugin, metrics, decisions, last_runs)
         if streaks:
             judged = self._holds(table, judged, streaks, now)
@@ -246,6 +250,17 @@ class DecisionMaker:
                              current_traceparent(), active)
         return self._queue(table, plugin, judged, current_traceparent(), active), \
             self.pull_interval(table)
+
+    def _inspected(self, table: Table, metrics: Mapping[str, Any],
+                   decisions: Sequence[Decision], last_runs: Mapping[str, Operation],
+                   now: datetime) -> None:
+        """Keep what the inspection measured for the batch's health and history rows; a
+        failure here is logged and never fails the decision."""
+        try:
+            self.inspections[table.pk] = health_figures.inspection(
+                table, metrics, decisions, last_runs, now)
+        except Exception as e:
+            log.warning("health score failed", table=table.table_id, error=repr(e)[:300])
 
     def _judge(self, table: Table, plugin: TableFormatPlugin, metrics: dict[str, Any],
                decisions: Sequence[Decision], last_runs: Mapping[str, Operation]

@@ -25,6 +25,7 @@ from tms.catalogs import CatalogCache
 from tms.coordination import NUM_SHARDS, Coordinator
 from tms.domain import Decision, DueTable, TableState
 from tms.formats.base import TableFormatPlugin
+from tms.liveness import Heartbeat
 from tms.observability.metrics import instruments
 from tms.policy.common import DEFAULT_PULL_INTERVAL_S
 from tms.scheduler.checked import CheckedLocations
@@ -35,6 +36,7 @@ from tms.scheduler.decide import (
     ZooKeeperLost,
     decision_span,
 )
+from tms.scheduler.history import HistorySettings
 from tms.scheduler.located import Unsettled
 from tms.scheduler.retention import PRUNE_INTERVAL_S, Retention
 from tms.scheduler.written import WrittenDecisions
@@ -56,6 +58,8 @@ class Scheduler(DecisionMaker):
                  poll_interval_s: float = POLL_INTERVAL_S,
                  pull_interval_s: float = PULL_INTERVAL_S,
                  retention: Retention | None = None,
+                 history: HistorySettings | None = None,
+                 heartbeat: Heartbeat | None = None,
                  queue_priorities: dict[str, int] | None = None,
                  max_attempts_by_action: dict[str, int] | None = None,
                  decision_threads: int = 1,
@@ -79,6 +83,9 @@ class Scheduler(DecisionMaker):
         self.decided = threading.Event()  # set after each decision: a signal for tests
         self.written = WrittenDecisions()  # an equal decision is not written again
         self.checked = CheckedLocations()  # a location checked from the same state, reused
+        self.inspections = {}
+        self.history = history or HistorySettings()
+        self.heartbeat = heartbeat
         self.runner = DecisionRunner(decision_threads, catalog_reads_in_flight,
                                      stop_on=(ZooKeeperLost,))
         # a batch spread over threads should keep them all busy for a few rounds
@@ -102,6 +109,8 @@ class Scheduler(DecisionMaker):
 
     def run_once(self) -> int:
         """One pass over the due tables; returns how many decisions it took."""
+        if self.heartbeat is not None:
+            self.heartbeat.tick()
         self._leader_duties()
         if not self.coordinator.healthy:
             self.written.holding(())  # the session may be lost: so may our shards
@@ -166,10 +175,24 @@ class Scheduler(DecisionMaker):
                 changed = self.written.changed(decisions)
                 self.store.decision_finish_batch(self.scheduler_id, changed, checks)
                 self.written.wrote(changed)
+            self._record_inspections([due.table.pk for due in active])
         if outcome.stopped is not None:
             raise outcome.stopped
         self.decided.set()
         return len(checks)
+
+    def _record_inspections(self, pks: list[int]) -> None:
+        """The batch's health and history rows in one statement (after its decisions, so a
+        failure here costs the trend a point, never a decision)."""
+        found = [i for i in (self.inspections.pop(pk, None) for pk in pks) if i is not None]
+        self.inspections.clear()  # nothing of an earlier batch lingers
+        if not found:
+            return
+        try:
+            self.store.health_record_batch(found, self.history.min_spacing_s,
+                                           self.history.keepalive_s)
+        except Exception:
+            log.exception("recording the batch's health failed", tables=len(found))
 
     def _settle_locations(self, outcome: Outcome[Any]) -> None:
         """The batch's tables whose location is new (first looks, moves) get it stored in
@@ -213,3 +236,4 @@ class Scheduler(DecisionMaker):
         if due_prune:
             self._last_prune = now
             self.retention.prune(self.store, self._clock)
+            self.history.downsample(self.store, self._clock)

@@ -20,6 +20,7 @@ DAY_S = 86_400
 EVENTS_RETENTION_S = 7 * DAY_S
 OPERATIONS_RETENTION_S = 30 * DAY_S
 REQUESTS_RETENTION_S = 1 * DAY_S  # request_id replays are for client retries, not archives
+PROCESSES_RETENTION_S = 3600.0  # heartbeat rows of processes gone this long
 PRUNE_INTERVAL_S = 60.0
 PRUNE_BATCH_ROWS = 1000
 PRUNE_BUDGET_S = 2.0
@@ -32,6 +33,7 @@ class Retention:
     events_s: float = EVENTS_RETENTION_S
     operations_s: float = OPERATIONS_RETENTION_S
     requests_s: float = REQUESTS_RETENTION_S
+    processes_s: float = PROCESSES_RETENTION_S
     batch: int = PRUNE_BATCH_ROWS
     budget_s: float = PRUNE_BUDGET_S
 
@@ -42,7 +44,8 @@ class Retention:
         done: dict[str, int] = {}
         for what, keep_s in (("commit_events", self.events_s),
                              ("operations", self.operations_s),
-                             ("requests", self.requests_s)):
+                             ("requests", self.requests_s),
+                             ("processes", self.processes_s)):
             total = 0
             while clock() < deadline:
                 n = store.retention_prune(what, keep_s, self.batch)

@@ -49,7 +49,17 @@ from tms.domain import (
     TableUpdate,
     TableView,
 )
+from tms.domain.fleet import (
+    DaySummary,
+    FleetCounts,
+    HistoryPoint,
+    OperationMarker,
+    ProcessBeat,
+    ProcessStatus,
+    StoredHealth,
+)
 from tms.domain.holds import ActionHold, Streak
+from tms.health.figures import Inspection
 
 
 class TableGone(LookupError):
@@ -67,6 +77,13 @@ class DuplicateTable(Exception):
         self.what = what
 
 
+# ListTables' orders: the named query each runs (keyset pagination on (key, table_id))
+TABLE_ORDERS = {"name": "table_list", "health": "table_list_by_health",
+                "-health": "table_list_by_health_desc",
+                "last_commit_time": "table_list_by_commit",
+                "-last_commit_time": "table_list_by_commit_desc"}
+
+
 @dataclass(frozen=True)
 class TableListParams:
     after: str = ""  # table_id to continue after (keyset pagination)
@@ -76,6 +93,15 @@ class TableListParams:
     owner: str | None = None
     queue: str | None = None
     catalog: str | None = None
+    namespace: str | None = None
+    search: str | None = None  # literal text the id, namespace or name contains
+    max_health: int | None = None
+    min_health: int | None = None
+    order_by: str = "name"  # one of TABLE_ORDERS
+    after_key: int | datetime | str | None = None  # the order's key of the row continued after
+
+
+OPERATION_ORDERS = ("-create_time", "create_time", "-end_time", "priority")
 
 
 @dataclass(frozen=True)
@@ -87,6 +113,12 @@ class OperationListParams:
     limit: int = 50
     created_after: datetime | None = None
     created_before: datetime | None = None
+    queue: str | None = None
+    order_by: str = "-create_time"  # one of OPERATION_ORDERS
+    # the other orders' keyset: the id and key (end time or priority) of the last row
+    after_id: int = 0
+    after_time: datetime | str = "infinity"
+    after_priority: int = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -195,6 +227,40 @@ class OperationStore(Protocol):
     def queue_list(self) -> list[QueueInfo]: ...
 
 
+class HealthStore(Protocol):
+    def health_record_batch(self, inspections: Sequence[Inspection], min_spacing_s: float,
+                            keepalive_s: float) -> None:
+        """A batch's inspections: health parts and partitions replaced, the table's score
+        updated when it changed, a history point added when the figures changed (and the
+        last point is older than ``min_spacing_s``) or the last point is older than
+        ``keepalive_s``."""
+
+
+class LivenessStore(Protocol):
+    def heartbeat_record(self, beat: ProcessBeat) -> None: ...
+
+    def heartbeat_forget(self, process_id: str) -> None: ...
+
+
+class FleetStore(Protocol):
+    """The API's reads of health, history, liveness and per-day summaries."""
+
+    def health_get(self, table_pk: int) -> StoredHealth | None: ...
+
+    def history_list(self, table_pk: int, start: datetime, end: datetime, limit: int
+                     ) -> list[HistoryPoint]: ...
+
+    def history_markers(self, table_pk: int, start: datetime, end: datetime, limit: int
+                        ) -> list[OperationMarker]: ...
+
+    def heartbeat_list(self, within_s: float, limit: int) -> list[ProcessStatus]: ...
+
+    def fleet_counts(self) -> FleetCounts: ...
+
+    def operation_summary_by_day(self, start: datetime, table_pk: int | None
+                                 ) -> list[DaySummary]: ...
+
+
 class DecisionStore(Protocol):
     def decision_begin_batch(self, shards: Sequence[int], num_shards: int, limit: int
                              ) -> list[DueTable]:
@@ -298,6 +364,19 @@ class MaintenanceStore(Protocol):
     def table_count_overdue(self, grace_s: float) -> int:
         """Active tables whose check or commit mark has waited longer than ``grace_s``."""
 
+    def history_downsample(self, after_pk: int, tables: int, raw_s: float, hourly_s: float,
+                           keep_s: float) -> tuple[int | None, int]:
+        """Downsample the history of the ``tables`` tables after ``after_pk``: (the last pk
+        looked at, None past the last table; rows changed)."""
+
+    def health_histogram(self) -> dict[int, int]:
+        """Tables scoring at most ``le`` for le = 10, 20, ..., 100 (cumulative)."""
+
+    def health_bands(self) -> dict[str, int]: ...
+
+    def health_scores(self, limit: int) -> list[tuple[str, int]]:
+        """(table_id, score) of inspected tables, lowest first, at most ``limit``."""
+
 
 @dataclass(frozen=True)
 class CatalogTable:
@@ -400,16 +479,20 @@ class HoldStore(Protocol):
 
 
 class ApiStore(IntakeStore, CatalogStore, TableStore, OperationStore, ReportStore, HoldStore,
+               FleetStore,
                Protocol):
     """Everything the API nodes use."""
 
 
-class SchedulerStore(DecisionStore, MaintenanceStore, HoldStore, Protocol):
+class SchedulerStore(DecisionStore, MaintenanceStore, HoldStore, HealthStore, LivenessStore,
+                     Protocol):
     """Everything a scheduler uses (maintenance only while it leads)."""
 
 
 __all__ = [
-    "ApiStore", "CatalogStore", "CatalogTable", "DecisionStore", "DiscoveredRegistration",
+    "OPERATION_ORDERS", "TABLE_ORDERS", "ApiStore", "CatalogStore", "FleetStore",
+    "HealthStore", "LivenessStore",
+    "CatalogTable", "DecisionStore", "DiscoveredRegistration",
     "DiscoveryStore", "DuplicateTable", "EnqueueParams", "ExecutionStore", "HoldStore",
     "IntakeStore",
     "MaintenanceStore", "OperationListParams", "OperationStore", "ReportStore", "ReportTarget",

@@ -16,6 +16,7 @@ from tms_services.cli import (
     explain,
     operations,
     queues,
+    status,
     tables,
     watch,
 )
@@ -88,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     queues.add_parsers(sub, common)
     catalogs.add_parsers(sub, common)
     watch.add_parsers(sub, common)
+    status.add_parsers(sub, common)
     return p
 
 

@@ -27,6 +27,7 @@ from tms_services.cli.client import (
     time_arg,
     upper,
 )
+from tms_services.cli.errors import usage_error
 from tms_services.cli.format import (
     NONE,
     benefit_text,
@@ -47,6 +48,7 @@ OP_STATES = tuple(n for n in OP.State.keys() if n != "STATE_UNSPECIFIED")
 LOG_INDENT = "  "
 FAILED_LOG_LINES = 30  # of a FAILED / CANCELLED / SKIPPED operation's log tail, shown unasked
 LOG_ALWAYS = frozenset({OP.FAILED, OP.CANCELLED, OP.SKIPPED})
+MAX_SUMMARY_DAYS = 90
 
 
 def state(op: tms_pb2.Operation) -> str:
@@ -252,6 +254,35 @@ def _trigger(c: Client, args: argparse.Namespace) -> int:
     return 0
 
 
+def summary_text(resp: tms_pb2.SummarizeOperationsResponse) -> str:
+    rows = [[d.day, d.succeeded, d.failed, d.skipped, d.cancelled, d.data_files_before,
+             d.data_files_after, size_text(d.bytes_rewritten)] for d in resp.days]
+    total = tms_pb2.DaySummary()
+    for d in resp.days:
+        for f in ("succeeded", "failed", "skipped", "cancelled", "data_files_before",
+                  "data_files_after", "bytes_rewritten"):
+            setattr(total, f, getattr(total, f) + getattr(d, f))
+    rows.append(["total", total.succeeded, total.failed, total.skipped, total.cancelled,
+                 total.data_files_before, total.data_files_after,
+                 size_text(total.bytes_rewritten)])
+    return table(["DAY (UTC)", "SUCCEEDED", "FAILED", "SKIPPED", "CANCELLED", "FILES BEFORE",
+                  "FILES AFTER", "REWRITTEN"], rows, right=range(1, 8))
+
+
+def size_text(n: int) -> str:
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:,.1f} {unit}"
+    return f"{n} B"
+
+
+def _summary(c: Client, args: argparse.Namespace) -> int:
+    if not 1 <= args.days <= MAX_SUMMARY_DAYS:
+        raise usage_error(f"--days must be between 1 and {MAX_SUMMARY_DAYS}")
+    emit(args, c.tms.summarize_operations(args.table or None, days=args.days), summary_text)
+    return 0
+
+
 def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     o = sub.add_parser("operations", parents=[common],
                        help="list, show, cancel, retry, trigger operations")
@@ -282,6 +313,13 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
                                 f"{FAILED_LOG_LINES} lines of an operation that did not "
                                 "succeed, none of one that did)")
         p.set_defaults(fn=fn)
+
+    sm = os_.add_parser("summary", parents=[common],
+                        help="finished operations per UTC day: outcomes, files before and "
+                             "after, bytes rewritten")
+    sm.add_argument("--days", type=int, default=7, help="days ending today (1-90, default 7)")
+    sm.add_argument("--table", default="", help="only this table's (default: every table)")
+    sm.set_defaults(fn=_summary)
 
     t = os_.add_parser("trigger", parents=[common],
                        help="queue an action now, bypassing the table's policy")

@@ -18,7 +18,7 @@ from tms_services.cli.client import (
     upper,
 )
 from tms_services.cli.errors import usage_error
-from tms_services.cli.format import NONE, block, pairs, table, when
+from tms_services.cli.format import NONE, block, cut, pairs, table, when
 from tms_services.cli.output import emit, emit_more, note
 from tms_services.cli.policy import POLICY_HELP
 from tms_services.cli.policy import add_parser as add_policy_keys_parser
@@ -26,19 +26,34 @@ from tms_services.cli.policy import add_parser as add_policy_keys_parser
 DEFAULT_FORMAT = "iceberg"
 TABLE_STATES = ("ACTIVE", "PAUSED")
 CONFIRM_ANSWERS = ("y", "yes")
+SORTS = ("name", "health", "-health", "last_commit_time", "-last_commit_time")
+DECISION_CELL_CHARS = 60
 
 
 def _short(name: str) -> str:
     return name.removeprefix("tables/")
 
 
+def health_text(t: tms_pb2.Table) -> str:
+    return str(t.health_score) if t.HasField("health_score") else NONE
+
+
+def last_operation_text(t: tms_pb2.Table) -> str:
+    if not t.last_operation:
+        return NONE
+    op_id = t.last_operation.rsplit("/", 1)[-1]
+    return f"{op_id} {tms_pb2.Operation.State.Name(t.last_operation_state)}"
+
+
 def _rows(tables: list[tms_pb2.Table]) -> str:
     return table(
-        ["TABLE", "FORMAT", "STATE", "QUEUE", "PRIORITY", "OWNER", "COMMITS",
-         "LAST COMMIT (UTC)"],
-        [[_short(t.name), t.format, tms_pb2.Table.State.Name(t.state), t.queue, t.priority,
-          t.owner, f"{t.commit_count:,}", when(t.last_commit_time, zone=False)] for t in tables],
-        right=(4, 6))
+        ["TABLE", "FORMAT", "STATE", "HEALTH", "QUEUE", "PRIORITY", "OWNER", "COMMITS",
+         "LAST COMMIT (UTC)", "LAST OPERATION", "LAST DECISION"],
+        [[_short(t.name), t.format, tms_pb2.Table.State.Name(t.state), health_text(t),
+          t.queue, t.priority, t.owner, f"{t.commit_count:,}", when(t.last_commit_time, zone=False),
+          last_operation_text(t), cut(t.last_decision, DECISION_CELL_CHARS)]
+         for t in tables],
+        right=(3, 5, 7))
 
 
 def table_text(t: tms_pb2.Table) -> str:
@@ -52,7 +67,10 @@ def table_text(t: tms_pb2.Table) -> str:
         ("discovered", "yes" if t.discovered else "no"), ("owner", t.owner),
         ("queue", t.queue), ("priority", t.priority),
         ("policy", pairs(t.policy)), ("commit_count", f"{t.commit_count:,}"),
-        ("last_commit", last), ("create_time", when(t.create_time)),
+        ("last_commit", last), ("health", health_text(t)),
+        ("last_decision", t.last_decision or NONE),
+        ("last_operation", t.last_operation or NONE),
+        ("create_time", when(t.create_time)),
         ("update_time", when(t.update_time)),
     ])
 
@@ -63,7 +81,9 @@ def _list(c: Client, args: argparse.Namespace) -> int:
     def page(size: int, token: str) -> tms_pb2.ListTablesResponse:
         return c.tms.list_tables(page_size=size, page_token=token, format=args.format,
                                  state=state, owner=args.owner, queue=args.queue,
-                                 catalog=args.catalog)
+                                 catalog=args.catalog, namespace=args.namespace,
+                                 search=args.search, max_health=args.max_health,
+                                 min_health=args.min_health, order_by=args.sort)
 
     tables, token = collect(page, "tables", limit_of(args))
     emit(args, tms_pb2.ListTablesResponse(tables=tables, next_page_token=token),
@@ -173,13 +193,25 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     ts = t.add_subparsers(dest="subcommand", metavar="COMMAND", required=True,
                           help="what to do with tables")
 
-    ls = ts.add_parser("list", parents=[common], help="tables ordered by id")
+    ls = ts.add_parser("list", parents=[common],
+                       help="tables with health, last operation and last decision")
     ls.add_argument("--format", type=lower, default="", help="only tables of this format")
     ls.add_argument("--state", type=upper, choices=TABLE_STATES,
                     help="only tables in this state (any case)")
     ls.add_argument("--owner", default="", help="only tables of this owner")
     ls.add_argument("--queue", default="", help="only tables of this queue")
     ls.add_argument("--catalog", default="", help="only tables of this catalog")
+    ls.add_argument("--namespace", default="", help="only tables of this namespace")
+    ls.add_argument("--search", default="",
+                    help="only tables whose id, namespace or name contains this text")
+    ls.add_argument("--max-health", type=int, metavar="N",
+                    help="only tables whose health score is at most N (0-100)")
+    ls.add_argument("--min-health", type=int, metavar="N",
+                    help="only tables whose health score is at least N (0-100)")
+    ls.add_argument("--sort", choices=SORTS, default="",
+                    help="order: name (default), health (least healthy first), -health, "
+                         "last_commit_time, -last_commit_time (newest first); write a leading - as "
+                         "--sort=-health")
     add_limit_options(ls)
     ls.set_defaults(fn=_list)
 

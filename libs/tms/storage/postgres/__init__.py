@@ -9,6 +9,7 @@ from tms.storage.postgres.catalogs import CatalogsMixin
 from tms.storage.postgres.db import KEEPALIVES, POOL_MAX_SIZE, POOL_MIN_SIZE, POOL_TIMEOUT_S
 from tms.storage.postgres.discovery import DiscoveryMixin
 from tms.storage.postgres.execution import CLAIM_LOCK_KEY, ExecutionMixin
+from tms.storage.postgres.health import HealthMixin
 from tms.storage.postgres.holds import HoldsMixin
 from tms.storage.postgres.maintenance import MaintenanceMixin
 from tms.storage.postgres.operations import OperationsMixin
@@ -17,7 +18,7 @@ from tms.storage.postgres.tables import TablesMixin
 
 
 class PostgresStore(CatalogsMixin, TablesMixin, OperationsMixin, ExecutionMixin, MaintenanceMixin,
-                    DiscoveryMixin, ReportsMixin, HoldsMixin):
+                    DiscoveryMixin, ReportsMixin, HoldsMixin, HealthMixin):
     """Every role of :mod:`tms.storage.roles` over one pool. Thread-safe."""
 
 

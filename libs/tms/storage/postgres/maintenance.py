@@ -8,7 +8,7 @@ from typing import Any
 from tms.domain import OperationState
 from tms.storage.postgres.db import Db
 
-PRUNABLE = ("commit_events", "operations", "requests")
+PRUNABLE = ("commit_events", "operations", "requests", "processes")
 
 
 class MaintenanceMixin(Db):

@@ -46,10 +46,13 @@ class OperationsMixin(Db):
         return self._list(params, None)
 
     def _list(self, p: OperationListParams, op_id: int | None) -> list[Operation]:
-        found = self._all("operation_list", {
+        name = "operation_list" if p.order_by == "-create_time" else "operation_list_ordered"
+        found = self._all(name, {
             "table_id": p.table_id, "id": op_id, "state": p.state.value if p.state else None,
             "action": p.action, "before_id": p.before_id, "limit": p.limit,
             "created_after": p.created_after, "created_before": p.created_before,
+            "queue": p.queue, "order_by": p.order_by, "after_id": p.after_id,
+            "after_time": p.after_time, "after_priority": p.after_priority,
         })
         attempts = self._attempts([int(r["id"]) for r in found])
         return [rows.operation(r, attempts.get(int(r["id"]), ())) for r in found]

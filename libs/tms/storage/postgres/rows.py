@@ -35,7 +35,10 @@ def table(row: Row) -> Table:
 def table_view(row: Row) -> TableView:
     return TableView(table(row), TableStats(
         commit_count=int(row["commit_count"]), last_commit_id=row["last_commit_id"],
-        last_commit_time=row["last_commit_time"], next_check_at=row["next_check_at"]))
+        last_commit_time=row["last_commit_time"], next_check_at=row["next_check_at"],
+        health_score=row.get("health_score"), last_decision=row.get("last_decision"),
+        last_operation_id=row.get("last_operation_id"),
+        last_operation_state=row.get("last_operation_state")))
 
 
 def attempt(row: Row) -> Attempt:

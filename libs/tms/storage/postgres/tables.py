@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import asdict
+from datetime import datetime
 from typing import Any
 
 from psycopg.errors import UniqueViolation
@@ -14,7 +16,7 @@ from tms.domain import CommitEvent, Table, TableSpec, TableState, TableUpdate, T
 from tms.storage.postgres import rows
 from tms.storage.postgres.db import Db
 from tms.storage.queries import q
-from tms.storage.roles import DuplicateTable, RequestRecord, TableListParams
+from tms.storage.roles import TABLE_ORDERS, DuplicateTable, RequestRecord, TableListParams
 
 REQUEST_CLAIM_TRIES = 3
 LOCATION_LOCK_KEY = 0x746D735F6C6F63  # "tms_loc": registrations that compare locations
@@ -88,10 +90,19 @@ class TablesMixin(Db):
         return rows.table(row) if row else None
 
     def table_list(self, params: TableListParams) -> list[TableView]:
-        found = self._all("table_list", {
-            "after": params.after, "limit": params.limit, "format": params.format,
-            "state": params.state.value if params.state else None, "owner": params.owner,
-            "queue": params.queue, "catalog": params.catalog})
+        p = params
+        search = None
+        if p.search:  # a literal: LIKE's wildcards and escape character escaped
+            search = "%" + re.sub(r"([\\%_])", r"\\\1", p.search) + "%"
+        found = self._all(TABLE_ORDERS[p.order_by], {
+            "after_id": p.after, "limit": p.limit, "format": p.format,
+            "state": p.state.value if p.state else None, "owner": p.owner,
+            "queue": p.queue, "catalog": p.catalog, "namespace": p.namespace,
+            "search": search, "max_health": p.max_health, "min_health": p.min_health,
+            "after_key": p.after_key if isinstance(p.after_key, int) else (
+                -1 if p.order_by == "health" else 102),
+            "after_time": p.after_key if isinstance(p.after_key, datetime | str) else (
+                "infinity" if p.order_by.startswith("-") else "-infinity")})
         return [rows.table_view(r) for r in found]
 
     def table_owners(self, table_ids: Sequence[str]) -> dict[str, str]:

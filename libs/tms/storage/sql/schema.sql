@@ -295,6 +295,26 @@ ALTER TABLE public.tms_operations ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTI
 );
 
 --
+-- Name: tms_processes; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.tms_processes (
+    id text NOT NULL,
+    kind text NOT NULL,
+    host text DEFAULT ''::text NOT NULL,
+    started_at timestamp with time zone NOT NULL,
+    heartbeat_at timestamp with time zone DEFAULT now() NOT NULL,
+    interval_s double precision NOT NULL,
+    leader boolean DEFAULT false NOT NULL,
+    shards integer[] DEFAULT '{}'::integer[] NOT NULL,
+    running_operations text[] DEFAULT '{}'::text[] NOT NULL,
+    CONSTRAINT tms_processes_host_check CHECK ((length(host) <= 255)),
+    CONSTRAINT tms_processes_id_check CHECK (((length(id) >= 1) AND (length(id) <= 200))),
+    CONSTRAINT tms_processes_interval_s_check CHECK ((interval_s > (0)::double precision)),
+    CONSTRAINT tms_processes_kind_check CHECK ((kind = ANY (ARRAY['scheduler'::text, 'executor'::text])))
+);
+
+--
 -- Name: tms_queues; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -330,6 +350,39 @@ CREATE TABLE public.tms_schema_migrations (
 );
 
 --
+-- Name: tms_table_health; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.tms_table_health (
+    table_pk bigint NOT NULL,
+    inspected_at timestamp with time zone NOT NULL,
+    score smallint NOT NULL,
+    parts jsonb DEFAULT '[]'::jsonb NOT NULL,
+    partitions jsonb DEFAULT '[]'::jsonb NOT NULL,
+    CONSTRAINT tms_table_health_score_check CHECK (((score >= 0) AND (score <= 100)))
+);
+
+--
+-- Name: tms_table_history; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.tms_table_history (
+    table_pk bigint NOT NULL,
+    at timestamp with time zone NOT NULL,
+    data_files bigint NOT NULL,
+    small_files bigint NOT NULL,
+    mean_file_bytes bigint NOT NULL,
+    total_bytes bigint NOT NULL,
+    delete_files integer NOT NULL,
+    snapshots integer NOT NULL,
+    manifests integer NOT NULL,
+    health_score smallint,
+    resolution smallint DEFAULT 0 NOT NULL,
+    CONSTRAINT tms_table_history_health_score_check CHECK (((health_score >= 0) AND (health_score <= 100))),
+    CONSTRAINT tms_table_history_resolution_check CHECK ((resolution = ANY (ARRAY[0, 1, 2])))
+);
+
+--
 -- Name: tms_tables; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -355,8 +408,10 @@ CREATE TABLE public.tms_tables (
     location text DEFAULT ''::text NOT NULL,
     discovered boolean DEFAULT false NOT NULL,
     checked_at timestamp with time zone,
+    health_score smallint,
     CONSTRAINT tms_tables_check1 CHECK (((base_path <> ''::text) OR (table_name <> ''::text))),
     CONSTRAINT tms_tables_format_check CHECK ((format ~ '^[a-z][a-z0-9_-]{0,31}$'::text)),
+    CONSTRAINT tms_tables_health_score_check CHECK (((health_score >= 0) AND (health_score <= 100))),
     CONSTRAINT tms_tables_priority_check CHECK (((priority >= '-1000'::integer) AND (priority <= 1000))),
     CONSTRAINT tms_tables_pruned_commits_check CHECK ((pruned_commits >= 0)),
     CONSTRAINT tms_tables_table_id_check CHECK ((table_id ~ '^[a-z][a-z0-9_.-]{0,62}$'::text))
@@ -400,10 +455,15 @@ CREATE VIEW public.tms_tables_view AS
     t.pruned_last_commit_time,
     t.location,
     t.discovered,
+    t.checked_at,
+    t.health_score,
     (t.pruned_commits + c.n) AS commit_count,
     COALESCE(l.commit_id, t.pruned_last_commit_id) AS last_commit_id,
-    COALESCE(l.at, t.pruned_last_commit_time) AS last_commit_time
-   FROM ((public.tms_tables t
+    COALESCE(l.at, t.pruned_last_commit_time) AS last_commit_time,
+    ld.last_decision,
+    lo.last_operation_id,
+    lo.last_operation_state
+   FROM ((((public.tms_tables t
      CROSS JOIN LATERAL ( SELECT count(*) AS n
            FROM public.tms_commit_events e
           WHERE (e.table_pk = t.id)) c)
@@ -412,7 +472,18 @@ CREATE VIEW public.tms_tables_view AS
            FROM public.tms_commit_events e
           WHERE (e.table_pk = t.id)
           ORDER BY e.seq DESC
-         LIMIT 1) l ON (true));
+         LIMIT 1) l ON (true))
+     LEFT JOIN LATERAL ( SELECT ((d.action || ': '::text) || d.reason) AS last_decision
+           FROM public.tms_decisions d
+          WHERE (d.table_pk = t.id)
+          ORDER BY d.decided_at DESC, d.action
+         LIMIT 1) ld ON (true))
+     LEFT JOIN LATERAL ( SELECT o.id AS last_operation_id,
+            (o.state)::text AS last_operation_state
+           FROM public.tms_operations o
+          WHERE (o.table_pk = t.id)
+          ORDER BY o.id DESC
+         LIMIT 1) lo ON (true));
 
 --
 -- Name: tms_action_holds tms_action_holds_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -471,6 +542,13 @@ ALTER TABLE ONLY public.tms_operations
     ADD CONSTRAINT tms_operations_pkey PRIMARY KEY (id);
 
 --
+-- Name: tms_processes tms_processes_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.tms_processes
+    ADD CONSTRAINT tms_processes_pkey PRIMARY KEY (id);
+
+--
 -- Name: tms_queues tms_queues_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -490,6 +568,20 @@ ALTER TABLE ONLY public.tms_requests
 
 ALTER TABLE ONLY public.tms_schema_migrations
     ADD CONSTRAINT tms_schema_migrations_pkey PRIMARY KEY (version);
+
+--
+-- Name: tms_table_health tms_table_health_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.tms_table_health
+    ADD CONSTRAINT tms_table_health_pkey PRIMARY KEY (table_pk);
+
+--
+-- Name: tms_table_history tms_table_history_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.tms_table_history
+    ADD CONSTRAINT tms_table_history_pkey PRIMARY KEY (table_pk, at);
 
 --
 -- Name: tms_tables tms_tables_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -578,6 +670,12 @@ CREATE INDEX tms_operations_queue ON public.tms_operations USING btree (priority
 CREATE INDEX tms_operations_running_queue ON public.tms_operations USING btree (queue) WHERE (state = 'RUNNING'::public.tms_operation_state);
 
 --
+-- Name: tms_processes_heartbeat; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX tms_processes_heartbeat ON public.tms_processes USING btree (heartbeat_at);
+
+--
 -- Name: tms_requests_age; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -588,6 +686,18 @@ CREATE INDEX tms_requests_age ON public.tms_requests USING btree (created_at);
 --
 
 CREATE INDEX tms_tables_due ON public.tms_tables USING btree (next_check_at) WHERE (state = 'ACTIVE'::public.tms_table_state);
+
+--
+-- Name: tms_tables_health_asc; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX tms_tables_health_asc ON public.tms_tables USING btree (COALESCE((health_score)::integer, 101), table_id);
+
+--
+-- Name: tms_tables_health_desc; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX tms_tables_health_desc ON public.tms_tables USING btree (COALESCE((health_score)::integer, '-1'::integer), table_id);
 
 --
 -- Name: tms_tables_identifier; Type: INDEX; Schema: public; Owner: -
@@ -660,6 +770,20 @@ ALTER TABLE ONLY public.tms_operations
 
 ALTER TABLE ONLY public.tms_operations
     ADD CONSTRAINT tms_operations_table_pk_fkey FOREIGN KEY (table_pk) REFERENCES public.tms_tables(id) ON DELETE CASCADE;
+
+--
+-- Name: tms_table_health tms_table_health_table_pk_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.tms_table_health
+    ADD CONSTRAINT tms_table_health_table_pk_fkey FOREIGN KEY (table_pk) REFERENCES public.tms_tables(id) ON DELETE CASCADE;
+
+--
+-- Name: tms_table_history tms_table_history_table_pk_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.tms_table_history
+    ADD CONSTRAINT tms_table_history_table_pk_fkey FOREIGN KEY (table_pk) REFERENCES public.tms_tables(id) ON DELETE CASCADE;
 
 --
 -- Name: tms_tables tms_tables_catalog_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

@@ -53,8 +53,53 @@ WHERE (%(table_id)s::text IS NULL OR t.table_id = %(table_id)s)
   AND (%(action)s::text IS NULL OR o.action = %(action)s)
   AND (%(created_after)s::timestamptz IS NULL OR o.created_at >= %(created_after)s)
   AND (%(created_before)s::timestamptz IS NULL OR o.created_at < %(created_before)s)
+  AND (%(queue)s::text IS NULL OR o.queue = %(queue)s)
   AND o.id < %(before_id)s
 ORDER BY o.id DESC
+LIMIT %(limit)s;
+
+-- name: operation_list_ordered
+-- As operation_list in another order (``order_by``): create_time (oldest first), -end_time
+-- (latest ended first, unfinished last), priority (highest first, then oldest); keyset on
+-- the (key, id) of the last row. Apart from create_time these sort every operation that
+-- passes the filters: a separate statement, so the default order keeps its plan. A QUEUED one comes
+-- with what holds it back: its table's state and running operation, an active operation it
+-- waits for, its queue's limit and running count, and the database's clock to compare its
+-- backoff with.
+SELECT o.*, t.table_id, t.state::text AS table_state, now() AS db_now,
+       busy.id AS busy_with, ql.max_running AS queue_limit, qr.n AS queue_running,
+       w.id AS waiting_for, w.action AS waiting_for_action
+FROM tms_operations o
+JOIN tms_tables t ON t.id = o.table_pk
+LEFT JOIN tms_queues ql ON o.state = 'QUEUED' AND ql.name = o.queue
+LEFT JOIN LATERAL (SELECT x.id FROM tms_operations x
+                   WHERE o.state = 'QUEUED' AND x.table_pk = o.table_pk
+                     AND x.state = 'RUNNING' LIMIT 1) busy ON true
+LEFT JOIN LATERAL (SELECT x.id, x.action FROM tms_operations x
+                   WHERE o.state = 'QUEUED' AND cardinality(o.waits_for) > 0
+                     AND x.table_pk = o.table_pk AND x.action = ANY(o.waits_for)
+                     AND x.state IN ('QUEUED', 'RUNNING') LIMIT 1) w ON true
+LEFT JOIN LATERAL (SELECT count(*) AS n FROM tms_operations r
+                   WHERE ql.max_running IS NOT NULL AND r.queue = o.queue
+                     AND r.state = 'RUNNING') qr ON true
+WHERE (%(table_id)s::text IS NULL OR t.table_id = %(table_id)s)
+  AND (%(id)s::bigint IS NULL OR o.id = %(id)s)
+  AND (%(state)s::tms_operation_state IS NULL OR o.state = %(state)s::tms_operation_state)
+  AND (%(action)s::text IS NULL OR o.action = %(action)s)
+  AND (%(created_after)s::timestamptz IS NULL OR o.created_at >= %(created_after)s)
+  AND (%(created_before)s::timestamptz IS NULL OR o.created_at < %(created_before)s)
+  AND (%(queue)s::text IS NULL OR o.queue = %(queue)s)
+  AND CASE %(order_by)s
+        WHEN 'create_time' THEN o.id > %(after_id)s
+        WHEN '-end_time' THEN (coalesce(o.finished_at, '-infinity'), o.id)
+                              < (%(after_time)s::timestamptz, %(after_id)s)
+        ELSE o.priority < %(after_priority)s
+             OR (o.priority = %(after_priority)s AND o.id > %(after_id)s) END
+ORDER BY CASE WHEN %(order_by)s = '-end_time'
+              THEN coalesce(o.finished_at, '-infinity') END DESC,
+         CASE WHEN %(order_by)s = '-end_time' THEN o.id END DESC,
+         CASE WHEN %(order_by)s = 'priority' THEN o.priority END DESC,
+         o.id
 LIMIT %(limit)s;
 
 -- name: operation_last_succeeded
@@ -236,3 +281,38 @@ WITH expired AS (
 SELECT o.id, o.state::text AS state, tms_attempt_close(o.id, o.attempt, 'LOST', o.error)
            AS closed
 FROM o;
+
+-- name: operation_summary_by_day
+-- Finished operations per UTC day of their end, from ``start`` (a UTC midnight) on, for one
+-- table or all (table_pk NULL): counts by state, and for those whose job reported an outcome
+-- the data files before (the decision's figure) and after (before - removed + added), and the
+-- bytes rewritten.
+SELECT to_char(date_trunc('day', o.finished_at, 'UTC'), 'YYYY-MM-DD') AS day,
+       count(*) FILTER (WHERE o.state = 'SUCCEEDED') AS succeeded,
+       count(*) FILTER (WHERE o.state = 'FAILED') AS failed,
+       count(*) FILTER (WHERE o.state = 'SKIPPED') AS skipped,
+       count(*) FILTER (WHERE o.state = 'CANCELLED') AS cancelled,
+       coalesce(sum(x.before) FILTER (WHERE x.outcome IS NOT NULL), 0) AS data_files_before,
+       coalesce(sum(x.before - x.removed + x.added) FILTER (WHERE x.outcome IS NOT NULL), 0)
+           AS data_files_after,
+       coalesce(sum(x.rewritten), 0) AS bytes_rewritten
+FROM tms_operations o
+CROSS JOIN LATERAL (
+    SELECT o.result -> 'outcome' AS outcome,
+           CASE WHEN jsonb_typeof(o.metrics -> 'data_files') = 'number'
+                THEN (o.metrics ->> 'data_files')::numeric ELSE 0 END AS before,
+           CASE WHEN jsonb_typeof(o.result -> 'outcome' -> 'data_files_removed') = 'number'
+                THEN (o.result -> 'outcome' ->> 'data_files_removed')::numeric ELSE 0 END
+               AS removed,
+           CASE WHEN jsonb_typeof(o.result -> 'outcome' -> 'data_files_added') = 'number'
+                THEN (o.result -> 'outcome' ->> 'data_files_added')::numeric ELSE 0 END
+               AS added,
+           CASE WHEN jsonb_typeof(o.result -> 'outcome' -> 'data_bytes_rewritten') = 'number'
+                THEN (o.result -> 'outcome' ->> 'data_bytes_rewritten')::numeric ELSE 0 END
+               AS rewritten
+) x
+WHERE o.finished_at >= %(start)s
+  AND o.state IN ('SUCCEEDED', 'FAILED', 'SKIPPED', 'CANCELLED')
+  AND (%(table_pk)s::bigint IS NULL OR o.table_pk = %(table_pk)s)
+GROUP BY 1
+ORDER BY 1;

@@ -47,3 +47,16 @@ WITH gone AS (
     RETURNING request_id
 )
 SELECT count(*) AS pruned FROM gone;
+
+-- name: retention_prune_processes
+-- Heartbeat rows of processes gone for longer than the retention (a crashed process never
+-- removes its own).
+WITH gone AS (
+    DELETE FROM tms_processes
+    WHERE id IN (SELECT id FROM tms_processes
+                 WHERE heartbeat_at < now() - make_interval(secs => %(retention_s)s)
+                 ORDER BY heartbeat_at
+                 LIMIT %(batch)s)
+    RETURNING id
+)
+SELECT count(*) AS pruned FROM gone;

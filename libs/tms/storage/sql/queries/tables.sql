@@ -167,14 +167,97 @@ SELECT * FROM tms_tables_view WHERE id = %(pk)s;
 SELECT * FROM tms_tables WHERE id = %(pk)s;
 
 -- name: table_list
+-- Filters shared by every table_list* query: exact format, state, owner, queue, catalog and
+-- namespace; ``search`` a LIKE pattern (its wildcards escaped by the caller) over the id,
+-- namespace and name; health bounds (a table never inspected has no score: filtered out by
+-- either bound). Ordered by table_id, keyset on it.
 SELECT * FROM tms_tables_view
-WHERE table_id > %(after)s
+WHERE table_id > %(after_id)s
   AND (%(format)s::text IS NULL OR format = %(format)s)
   AND (%(state)s::tms_table_state IS NULL OR state = %(state)s::tms_table_state)
   AND (%(owner)s::text IS NULL OR owner = %(owner)s)
   AND (%(queue)s::text IS NULL OR queue = %(queue)s)
   AND (%(catalog)s::text IS NULL OR catalog = %(catalog)s)
+  AND (%(namespace)s::text IS NULL OR namespace = %(namespace)s)
+  AND (%(search)s::text IS NULL OR table_id ILIKE %(search)s OR namespace ILIKE %(search)s
+       OR table_name ILIKE %(search)s)
+  AND (%(max_health)s::int IS NULL OR health_score <= %(max_health)s)
+  AND (%(min_health)s::int IS NULL OR health_score >= %(min_health)s)
 ORDER BY table_id
+LIMIT %(limit)s;
+
+-- name: table_list_by_health
+-- Least healthy first (never inspected last), keyset on (score, table_id) through
+-- tms_tables_health_asc.
+SELECT * FROM tms_tables_view
+WHERE (coalesce(health_score, 101), table_id) > (%(after_key)s::int, %(after_id)s)
+  AND (%(format)s::text IS NULL OR format = %(format)s)
+  AND (%(state)s::tms_table_state IS NULL OR state = %(state)s::tms_table_state)
+  AND (%(owner)s::text IS NULL OR owner = %(owner)s)
+  AND (%(queue)s::text IS NULL OR queue = %(queue)s)
+  AND (%(catalog)s::text IS NULL OR catalog = %(catalog)s)
+  AND (%(namespace)s::text IS NULL OR namespace = %(namespace)s)
+  AND (%(search)s::text IS NULL OR table_id ILIKE %(search)s OR namespace ILIKE %(search)s
+       OR table_name ILIKE %(search)s)
+  AND (%(max_health)s::int IS NULL OR health_score <= %(max_health)s)
+  AND (%(min_health)s::int IS NULL OR health_score >= %(min_health)s)
+ORDER BY coalesce(health_score, 101), table_id
+LIMIT %(limit)s;
+
+-- name: table_list_by_health_desc
+-- Healthiest first (never inspected last), keyset on (score, table_id) through
+-- tms_tables_health_desc read backwards.
+SELECT * FROM tms_tables_view
+WHERE (coalesce(health_score, -1), table_id) < (%(after_key)s::int, %(after_id)s)
+  AND (%(format)s::text IS NULL OR format = %(format)s)
+  AND (%(state)s::tms_table_state IS NULL OR state = %(state)s::tms_table_state)
+  AND (%(owner)s::text IS NULL OR owner = %(owner)s)
+  AND (%(queue)s::text IS NULL OR queue = %(queue)s)
+  AND (%(catalog)s::text IS NULL OR catalog = %(catalog)s)
+  AND (%(namespace)s::text IS NULL OR namespace = %(namespace)s)
+  AND (%(search)s::text IS NULL OR table_id ILIKE %(search)s OR namespace ILIKE %(search)s
+       OR table_name ILIKE %(search)s)
+  AND (%(max_health)s::int IS NULL OR health_score <= %(max_health)s)
+  AND (%(min_health)s::int IS NULL OR health_score >= %(min_health)s)
+ORDER BY coalesce(health_score, -1) DESC, table_id DESC
+LIMIT %(limit)s;
+
+-- name: table_list_by_commit
+-- Oldest last commit first (never committed first), keyset on (time, table_id). The last
+-- commit is computed per table by the view: this order reads every table that passes the
+-- filters.
+SELECT * FROM tms_tables_view
+WHERE (coalesce(last_commit_time, '-infinity'), table_id)
+      > (%(after_time)s::timestamptz, %(after_id)s)
+  AND (%(format)s::text IS NULL OR format = %(format)s)
+  AND (%(state)s::tms_table_state IS NULL OR state = %(state)s::tms_table_state)
+  AND (%(owner)s::text IS NULL OR owner = %(owner)s)
+  AND (%(queue)s::text IS NULL OR queue = %(queue)s)
+  AND (%(catalog)s::text IS NULL OR catalog = %(catalog)s)
+  AND (%(namespace)s::text IS NULL OR namespace = %(namespace)s)
+  AND (%(search)s::text IS NULL OR table_id ILIKE %(search)s OR namespace ILIKE %(search)s
+       OR table_name ILIKE %(search)s)
+  AND (%(max_health)s::int IS NULL OR health_score <= %(max_health)s)
+  AND (%(min_health)s::int IS NULL OR health_score >= %(min_health)s)
+ORDER BY coalesce(last_commit_time, '-infinity'), table_id
+LIMIT %(limit)s;
+
+-- name: table_list_by_commit_desc
+-- Newest last commit first (never committed last), keyset on (time, table_id).
+SELECT * FROM tms_tables_view
+WHERE (coalesce(last_commit_time, '-infinity'), table_id)
+      < (%(after_time)s::timestamptz, %(after_id)s)
+  AND (%(format)s::text IS NULL OR format = %(format)s)
+  AND (%(state)s::tms_table_state IS NULL OR state = %(state)s::tms_table_state)
+  AND (%(owner)s::text IS NULL OR owner = %(owner)s)
+  AND (%(queue)s::text IS NULL OR queue = %(queue)s)
+  AND (%(catalog)s::text IS NULL OR catalog = %(catalog)s)
+  AND (%(namespace)s::text IS NULL OR namespace = %(namespace)s)
+  AND (%(search)s::text IS NULL OR table_id ILIKE %(search)s OR namespace ILIKE %(search)s
+       OR table_name ILIKE %(search)s)
+  AND (%(max_health)s::int IS NULL OR health_score <= %(max_health)s)
+  AND (%(min_health)s::int IS NULL OR health_score >= %(min_health)s)
+ORDER BY coalesce(last_commit_time, '-infinity') DESC, table_id DESC
 LIMIT %(limit)s;
 
 -- name: table_owners
