@@ -81,6 +81,10 @@ class TablesMixin(RegistrationMixin, ServicerBase):
         if plugin is not None and not p:
             p.extend(plugin.validate(s))
             p.extend(plugin.check_policy(s.policy))
+        if plugin is not None and not p:  # the policy in force: over the catalog's default
+            catalog = self.store.catalog_get(s.catalog)
+            if catalog is not None:
+                p.extend(plugin.check_policy_in_force(s.policy, catalog.spec.default_policy))
 
     @rpc
     def RegisterTable(self, request: tms_pb2.RegisterTableRequest, context: grpc.ServicerContext,

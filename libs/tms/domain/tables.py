@@ -118,3 +118,6 @@ class CommitEvent(NamedTuple):
     bytes_added: int | None = None
     operation_type: str = ""
     traceparent: str = ""  # W3C trace context of the notification, carried to the decision
+    # the table formats whose plugin refuses commit_id (TableFormatPlugin.check_commit_id):
+    # an event of a table of one of them is not recorded
+    refused: tuple[str, ...] = ()

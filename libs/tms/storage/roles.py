@@ -115,8 +115,10 @@ class RequestRecord:
 
 
 class IntakeStore(Protocol):
-    def commits_notify(self, events: Sequence[CommitEvent]) -> list[bool | None]:
-        """Per event, in order — True: newly recorded; False: a replay; None: unknown table."""
+    def commits_notify(self, events: Sequence[CommitEvent]) -> list[bool | str | None]:
+        """Per event, in order — True: newly recorded; False: a replay; None: unknown table;
+        a format name: not recorded, the table is of that format and the event names it
+        among the formats that refuse its commit id (``CommitEvent.refused``)."""
 
     def table_owners(self, table_ids: Sequence[str]) -> dict[str, str]: ...
 

@@ -32,6 +32,7 @@ from tms.formats.hudi import jobs as hudi_jobs
 from tms.formats.hudi import plan_guard as hudi_plan_guard
 from tms.formats.hudi import props_guard as hudi_props_guard
 from tms.formats.hudi.discovery import discover_tables
+from tms.formats.hudi.instants import instant_time
 from tms.formats.hudi.policy import (  # noqa: F401 (re-exported: the plugin's schema)
     DEFAULT_CLEAN_COMMITS,
     DEFAULT_CLUSTERING_COMMITS,
@@ -135,6 +136,15 @@ class HudiFormat(TableFormatPlugin):
                      ) -> tuple[tuple[str, ...], bool]:
         """The base path's ``.hoodie`` is the table's own."""
         return (), True
+
+    def check_commit_id(self, commit_id: str) -> str | None:
+        """A Hudi commit is an instant time: ``yyyyMMddHHmmss`` or ``yyyyMMddHHmmssSSS``,
+        a real date and time."""
+        if instant_time(commit_id) is not None:
+            return None
+        return ("a Hudi commit id is the commit's instant time: 14 or 17 digits, a real date "
+                f"and time (yyyyMMddHHmmss[SSS], e.g. 20240501093000123), got "
+                f"{commit_id[:40]!r}")
 
     def locate(self, table: Table, catalog: CatalogAccess) -> str:
         """The base path, when it holds a Hudi table (``.hoodie/hoodie.properties``), read
