@@ -37,6 +37,7 @@ def table_to_pb(view: TableView) -> tms_pb2.Table:
         last_commit_id=stats.last_commit_id or "", last_commit_time=_ts(stats.last_commit_time),
         commit_count=stats.commit_count, create_time=_ts(t.created_at),
         update_time=_ts(t.updated_at), location=t.location, discovered=t.discovered,
+        state_reason=t.state_reason,
     )
 
 

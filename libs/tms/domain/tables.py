@@ -63,6 +63,7 @@ class Table:
     # first checked); one location, one table
     location: str = ""
     discovered: bool = False  # registered by catalog discovery
+    state_reason: str = ""  # why it is PAUSED (by whom, or what TMS found); '' when unknown
 
     @property
     def name(self) -> str:

@@ -157,7 +157,17 @@ class TableStore(Protocol):
 
     def table_update(self, table_id: str, update: TableUpdate) -> TableView | None: ...
 
-    def table_set_state(self, table_id: str, state: TableState) -> TableView | None: ...
+    def table_set_state(self, table_id: str, state: TableState, reason: str = ""
+                        ) -> TableView | None:
+        """Pause or resume with the reason; None when unknown or MISSING (only discovery
+        brings a missing table back)."""
+
+    def table_pause_outside(self, catalog_id: str,
+                             outside: Sequence[tuple[int, str, str]]) -> list[str]:
+        """Pause the catalog's ACTIVE tables given as (pk, checked location, reason) whose
+        location is still that one, cancelling their QUEUED operations; their table ids."""
+
+    def table_list_by_catalog(self, catalog_id: str) -> list[CatalogTable]: ...
 
     def table_delete(self, table_id: str, force: bool) -> bool:
         """False when unknown, or (without force) while an operation runs."""

@@ -106,9 +106,19 @@ class TablesMixin(Db):
             params[name] = Jsonb(value) if isinstance(value, dict) else value
         return self._view_of(self._one("table_update", params))
 
-    def table_set_state(self, table_id: str, state: TableState) -> TableView | None:
-        return self._view_of(self._one("table_set_state",
-                                       {"table_id": table_id, "state": state.value}))
+    def table_set_state(self, table_id: str, state: TableState, reason: str = ""
+                        ) -> TableView | None:
+        return self._view_of(self._one("table_set_state", {
+            "table_id": table_id, "state": state.value, "reason": reason}))
+
+    def table_pause_outside(self, catalog_id: str,
+                             outside: Sequence[tuple[int, str, str]]) -> list[str]:
+        if not outside:
+            return []
+        pks, where, reasons = (list(c) for c in zip(*outside, strict=True))
+        found = self._all("table_pause_outside", {
+            "catalog_id": catalog_id, "pks": pks, "locations": where, "reasons": reasons})
+        return [r["table_id"] for r in found]
 
     def table_delete(self, table_id: str, force: bool) -> bool:
         return self._one("table_delete", {"table_id": table_id, "force": force}) is not None
