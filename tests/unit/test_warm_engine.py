@@ -180,6 +180,7 @@ def test_driver_refuses_a_catalog_name_with_other_properties() -> None:
 
     def spec(warehouse: str) -> iceberg_maintenance.MaintenanceRequest:
         return iceberg_maintenance.parse_spec({"catalog_name": "cat", "table": "ns.t",
+                                               "allowed_locations": ["/wh"],
                                                "action": "compaction",
                                                "catalog_properties": {"warehouse": warehouse}})
 
@@ -206,7 +207,8 @@ class StoppedSession:
 
 
 def test_driver_answers_bad_requests_and_bad_specs_and_keeps_serving(tmp_path: Path) -> None:
-    spec, result = {"catalog_name": "c", "table": "ns.t", "action": "vacuum"}, \
+    spec, result = {"catalog_name": "c", "table": "ns.t",
+                    "allowed_locations": ["/wh"], "action": "vacuum"}, \
         tmp_path / "result.json"
     sent: list[dict[str, object]] = []
     lines = ["not json\n", "\n", encode_request(4, spec, result).decode()]
@@ -295,7 +297,8 @@ def test_not_found_exception_class_is_not_retryable() -> None:
 
 def test_bad_spec_result_file_is_not_retryable(tmp_path: Path) -> None:
     spec, result = tmp_path / "spec.json", tmp_path / "result.json"
-    spec.write_text(json.dumps({"catalog_name": "c", "table": "ns.t", "action": "vacuum"}))
+    spec.write_text(json.dumps({"catalog_name": "c", "table": "ns.t",
+                                "allowed_locations": ["/wh"], "action": "vacuum"}))
     assert iceberg_maintenance.main(["--spec", str(spec), "--result", str(result)]) == 1
     payload = json.loads(result.read_text())
     assert payload["error_type"] == "SpecError" and payload["retryable"] is False
