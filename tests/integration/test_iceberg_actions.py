@@ -353,6 +353,7 @@ def test_invalid_spec_fails_before_spark(tmp_path: Path, action: str, options: d
         "table": "ns.events",
         "action": action,
         "options": options,
+        "allowed_locations": [str(tmp_path)],
     })
 
     assert rc == 1
