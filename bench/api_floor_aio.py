@@ -38,10 +38,13 @@ def _noop() -> Any:
 
 
 def _writer(dsn: str) -> Any:
+    from tms.api.commit_ids import CommitIdChecks
     from tms.api.commits import _fast_event
+    from tms.formats.registry import load_formats
     from tms.storage.postgres import PostgresStore
 
     store = PostgresStore(dsn, max_size=FLUSH_THREADS + 1)
+    refused = CommitIdChecks(load_formats()).refused  # the formats' checks, as the API's
     threads = ThreadPoolExecutor(FLUSH_THREADS)
     waiting: list[tuple[Any, asyncio.Future[bool | None]]] = []
     flushing = [False]
@@ -66,7 +69,7 @@ def _writer(dsn: str) -> Any:
 
     async def notify(request: tms_pb2.NotifyCommitRequest,
                      context: grpc.aio.ServicerContext) -> tms_pb2.NotifyCommitResponse:
-        event = _fast_event(request, "")
+        event = _fast_event(request, "", refused)
         if event is None:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "not a fast-path request")
         loop = asyncio.get_running_loop()
