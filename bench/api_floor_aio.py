@@ -46,7 +46,7 @@ def _writer(dsn: str) -> Any:
     store = PostgresStore(dsn, max_size=FLUSH_THREADS + 1)
     refused = CommitIdChecks(load_formats()).refused  # the formats' checks, as the API's
     threads = ThreadPoolExecutor(FLUSH_THREADS)
-    waiting: list[tuple[Any, asyncio.Future[bool | None]]] = []
+    waiting: list[tuple[Any, asyncio.Future[bool | str | None]]] = []
     flushing = [False]
 
     async def flush() -> None:
@@ -73,7 +73,7 @@ def _writer(dsn: str) -> Any:
         if event is None:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "not a fast-path request")
         loop = asyncio.get_running_loop()
-        fut: asyncio.Future[bool | None] = loop.create_future()
+        fut: asyncio.Future[bool | str | None] = loop.create_future()
         waiting.append((event, fut))
         if not flushing[0]:
             flushing[0] = True
@@ -81,6 +81,8 @@ def _writer(dsn: str) -> Any:
         outcome = await fut
         if outcome is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, request.table)
+        if isinstance(outcome, str):  # the table's format refuses the commit id
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "commit_id")
         return tms_pb2.NotifyCommitResponse(duplicate=not outcome)
 
     return notify
