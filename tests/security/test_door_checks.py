@@ -261,6 +261,15 @@ def test_catalog_default_policy_pairs_and_the_policy_in_force(door: Door) -> Non
         assert code == grpc.StatusCode.INVALID_ARGUMENT and fields == [
             f"table.policy[{SMALL}]"]
         _iceberg(door, "in-force-ok", policy={SMALL: str(8 * MIB)})
+        # a default that holds alone but breaks a table's own key: refused, naming the table
+        with pytest.raises(grpc.RpcError) as info:
+            door.stub.UpdateCatalog(tms_pb2.UpdateCatalogRequest(
+                catalog=tms_pb2.Catalog(name=cat.name, default_policy={
+                    SMALL: str(MIB), TARGET: str(4 * MIB)}), update_mask=mask), timeout=10)
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "tables/in-force-ok" in info.value.details()
+        got = door.stub.GetCatalog(tms_pb2.GetCatalogRequest(name=cat.name), timeout=10)
+        assert dict(got.default_policy) == {TARGET: str(32 * MIB)}
     finally:
         door.stub.UpdateCatalog(tms_pb2.UpdateCatalogRequest(
             catalog=tms_pb2.Catalog(name=cat.name, default_policy={}), update_mask=mask),

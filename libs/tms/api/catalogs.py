@@ -39,6 +39,7 @@ UPDATABLE_PATHS = ("properties", "secrets", "storage_options", "allowed_location
 DEFAULT_QUEUE = "default"
 MAX_REASON_CHARS = 1000  # tms_tables.state_reason's bound
 MAX_LOGGED_TABLES = 20
+MAX_TABLE_PROBLEMS = 5  # tables named when a default policy would break theirs
 
 
 def discovery_of(d: tms_pb2.CatalogDiscovery) -> CatalogDiscovery:
@@ -140,6 +141,24 @@ class CatalogsMixin(ServicerBase):
         return tms_pb2.ListCatalogsResponse(catalogs=[convert.catalog_to_pb(c) for c in rows],
                                             next_page_token=token)
 
+    def _check_tables_in_force(self, catalog_id: str, default_policy: dict[str, str]) -> None:
+        """A new default policy must leave every table of the catalog a policy in force whose
+        keys agree with each other (a table's own key beside the catalog's new one):
+        INVALID_ARGUMENT naming the catalog's key and the first tables it would break."""
+        problems: list[tuple[str, str]] = []
+        for found in self.store.table_list_by_catalog(catalog_id):
+            plugin = self.formats.get(found.table.format)
+            if plugin is None:
+                continue
+            for field, why in plugin.check_policy_in_force(
+                    found.table.policy, default_policy, "catalog.default_policy",
+                    blame="catalog default policy"):
+                problems.append((field, f"in force for {found.table.name}: {why}"))
+            if len(problems) >= MAX_TABLE_PROBLEMS:
+                break
+        if problems:
+            raise invalid(problems)
+
     def _pause_outside(self, catalog: Catalog) -> list[str]:
         """Re-check the catalog's ACTIVE tables against its (new) allowed locations and pause,
         with the reason, those now outside (their queued operations cancelled): nothing is
@@ -179,6 +198,8 @@ class CatalogsMixin(ServicerBase):
         merged = replace(current, **{k: getattr(given, k) for k in UPDATABLE_PATHS
                                      if k in paths})
         self._check([], merged)
+        if "default_policy" in paths:
+            self._check_tables_in_force(catalog_id, merged.default_policy)
         updated = self.store.catalog_update(catalog_id, _update_of(merged, paths))
         if updated is None:
             raise not_found(request.catalog.name)
