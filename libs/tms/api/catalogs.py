@@ -14,6 +14,7 @@ from dataclasses import replace
 import grpc
 from google.protobuf import empty_pb2
 
+from tms import locations
 from tms.api import catalog_checks as checks
 from tms.api import convert, pagination
 from tms.api import validate as v
@@ -30,7 +31,6 @@ from tms.domain import (
     TableState,
 )
 from tms.domain.catalogs import DEFAULT_DISCOVERY_INTERVAL_S
-from tms.jobs import locations
 from tms.v1 import tms_pb2
 
 CATALOG_PREFIX = "catalogs/"

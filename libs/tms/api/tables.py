@@ -9,6 +9,7 @@ import grpc
 from google.protobuf import empty_pb2
 from google.protobuf.unknown_fields import UnknownFieldSet
 
+from tms import locations
 from tms.api import convert, pagination
 from tms.api import validate as v
 from tms.api.auth import Principal
@@ -23,7 +24,6 @@ from tms.api.base import (
 from tms.api.errors import ApiError, already_exists, invalid, not_found
 from tms.api.registration import RegistrationMixin
 from tms.domain import Table, TableSpec, TableState, TableUpdate
-from tms.jobs import locations
 from tms.storage.roles import DuplicateTable, TableListParams
 from tms.v1 import tms_pb2
 
