@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import math
 import multiprocessing as mp
@@ -55,6 +56,7 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent import futures
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
 from multiprocessing.queues import Queue as MpQueue
 from multiprocessing.sharedctypes import Synchronized
 from multiprocessing.synchronize import Event as MpEvent
@@ -159,6 +161,19 @@ class WorkerResult:
     failure: str = ""
 
 
+_EPOCH = datetime(1970, 1, 1)
+_INSTANT_SPAN_MS = (datetime(9999, 1, 1) - _EPOCH) // timedelta(milliseconds=1)
+
+
+def hudi_instant(key: str) -> str:
+    """A Hudi instant time (yyyyMMddHHmmssSSS) standing for the unique ``key``: the bench's
+    tables are Hudi tables, whose commit ids the API checks (a 48-bit hash of the key, so
+    two keys of a run meet with a chance of about n^2 / 2^49)."""
+    ms = int.from_bytes(hashlib.blake2b(key.encode(), digest_size=6).digest(), "big")
+    at = _EPOCH + timedelta(milliseconds=ms % _INSTANT_SPAN_MS)
+    return at.strftime("%Y%m%d%H%M%S") + f"{at.microsecond // 1000:03d}"
+
+
 def _commit(table: str, commit_id: str) -> tms_pb2.NotifyCommitRequest:
     return tms_pb2.NotifyCommitRequest(
         table=table, commit_id=commit_id,
@@ -213,10 +228,12 @@ class _Requests:
         seq = self._seq
         self._seq += 1
         if not spec.batch:
-            return _commit(spec.tables[(self._offset + seq) % n], f"{self._prefix}-{seq}")
+            return _commit(spec.tables[(self._offset + seq) % n],
+                           hudi_instant(f"{self._prefix}-{seq}"))
         base = self._offset + seq * spec.batch
         return batch_wire([spec.tables[(base + k) % n] for k in range(spec.batch)],
-                          [f"{self._prefix}-{seq}-{k}" for k in range(spec.batch)])
+                          [hudi_instant(f"{self._prefix}-{seq}-{k}")
+                           for k in range(spec.batch)])
 
 
 def _identity(raw: bytes) -> bytes:
@@ -525,7 +542,7 @@ def probe_batch(target: str, table: str, run_id: str) -> str:
                                    response_deserializer=tms_pb2.NotifyCommitsResponse.FromString)
         try:
             reply = call(tms_pb2.NotifyCommitsRequest(commits=[
-                _commit(table, f"{run_id}-probe-{k}") for k in range(2)]),
+                _commit(table, hudi_instant(f"{run_id}-probe-{k}")) for k in range(2)]),
                 timeout=CALL_TIMEOUT_S)
         except grpc.RpcError as e:
             return str(e.code().name)  # type: ignore[attr-defined]

@@ -38,12 +38,15 @@ def _noop() -> Any:
 
 
 def _writer(dsn: str) -> Any:
+    from tms.api.commit_ids import CommitIdChecks
     from tms.api.commits import _fast_event
+    from tms.formats.registry import load_formats
     from tms.storage.postgres import PostgresStore
 
     store = PostgresStore(dsn, max_size=FLUSH_THREADS + 1)
+    refused = CommitIdChecks(load_formats()).refused  # the formats' checks, as the API's
     threads = ThreadPoolExecutor(FLUSH_THREADS)
-    waiting: list[tuple[Any, asyncio.Future[bool | None]]] = []
+    waiting: list[tuple[Any, asyncio.Future[bool | str | None]]] = []
     flushing = [False]
 
     async def flush() -> None:
@@ -66,11 +69,11 @@ def _writer(dsn: str) -> Any:
 
     async def notify(request: tms_pb2.NotifyCommitRequest,
                      context: grpc.aio.ServicerContext) -> tms_pb2.NotifyCommitResponse:
-        event = _fast_event(request, "")
+        event = _fast_event(request, "", refused)
         if event is None:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "not a fast-path request")
         loop = asyncio.get_running_loop()
-        fut: asyncio.Future[bool | None] = loop.create_future()
+        fut: asyncio.Future[bool | str | None] = loop.create_future()
         waiting.append((event, fut))
         if not flushing[0]:
             flushing[0] = True
@@ -78,6 +81,8 @@ def _writer(dsn: str) -> Any:
         outcome = await fut
         if outcome is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, request.table)
+        if isinstance(outcome, str):  # the table's format refuses the commit id
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "commit_id")
         return tms_pb2.NotifyCommitResponse(duplicate=not outcome)
 
     return notify

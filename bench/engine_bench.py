@@ -129,7 +129,8 @@ def compact(engine: Any, props: dict[str, str], identifier: str, workdir: Path) 
 
     job = JobSpec("pyspark", str(ICEBERG_MAINTENANCE_APP), {
         "catalog_name": CATALOG, "catalog_properties": props, "table": identifier,
-        "action": "compaction", "options": {"min-input-files": "2"}})
+        "action": "compaction", "options": {"min-input-files": "2"},
+        "allowed_locations": [props["warehouse"]]})
     t0 = time.monotonic()
     res = engine.run(job, workdir, threading.Event(), lambda handle: None)
     if not res.succeeded:

@@ -52,7 +52,8 @@ def by_hand(settings: SparkSettings, props: dict[str, str], table: str, work: Pa
     """One spark-submit of the maintenance job, as an operator would run it."""
     work.mkdir(parents=True, exist_ok=True)
     spec = {"catalog_name": CATALOG, "catalog_properties": props,
-            "table": f"{NAMESPACE}.{table}", "action": "compaction", "options": {}}
+            "table": f"{NAMESPACE}.{table}", "action": "compaction", "options": {},
+            "allowed_locations": [props["warehouse"]]}
     (work / "spec.json").write_text(json.dumps(spec))
     argv = settings.submit_argv(str(ICEBERG_MAINTENANCE_APP), [
         "--spec", str(work / "spec.json"), "--result", str(work / "result.json")])

@@ -49,7 +49,8 @@ def compact(engine: Any, props: dict[str, str], name: str, first: str, workdir: 
 
     job = JobSpec("pyspark", str(ICEBERG_MAINTENANCE_APP), {
         "catalog_name": CATALOG, "catalog_properties": props, "table": f"{NAMESPACE}.{name}",
-        "action": "compaction", "options": {"min-input-files": "2", "manifests-first": first}})
+        "action": "compaction", "options": {"min-input-files": "2", "manifests-first": first},
+        "allowed_locations": [props["warehouse"]]})
     t0 = time.monotonic()
     res = engine.run(job, workdir, threading.Event(), lambda handle: None)
     took = time.monotonic() - t0

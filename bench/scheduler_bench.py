@@ -321,7 +321,7 @@ def phase_latency(args: argparse.Namespace, stack: Any, pks: list[int],
             sent_at[table_id] = time.time()
             c0 = time.perf_counter()
             stub.NotifyCommit(tms_pb2.NotifyCommitRequest(
-                table=f"tables/{table_id}", commit_id=f"bench-{i}"), timeout=10)
+                table=f"tables/{table_id}", commit_id=str(i + 1)), timeout=10)
             res.rpc_ms.append(1e3 * (time.perf_counter() - c0))
     res.sent = len(sample)
     deadline = time.monotonic() + args.queue_timeout_s

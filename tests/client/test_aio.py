@@ -63,7 +63,7 @@ def test_async_retries_through_restart_but_not_refusals(api: Api) -> None:
         await client.register_table("ns.events", iceberg_table(api))
         start = time.monotonic()
         with restarted_later(api):
-            assert not (await client.notify_commit("ns.events", "after")).duplicate
+            assert not (await client.notify_commit("ns.events", "5000")).duplicate
             assert time.monotonic() - start >= RESTART_DELAY_S * 0.8
             sent = counter.calls["NotifyCommit"]
             assert sent > 1

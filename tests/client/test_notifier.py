@@ -28,14 +28,14 @@ def test_commits_go_out_in_batches(api: Api, db_dsn: str) -> None:
     client.register_table("ns.events", iceberg_table(api))
     with CommitNotifier(client, batch_size=400) as notifier:
         for i in range(1200):
-            assert notifier.notify("ns.events", f"{i:05}", files_added=1, operation="append")
+            assert notifier.notify("ns.events", str(i + 1), files_added=1, operation="append")
         assert notifier.flush(FLUSH_TIMEOUT_S)
         stats = notifier.stats()
     assert stats.enqueued == stats.sent == 1200 and stats.dropped == 0
     assert 3 <= counter.calls["NotifyCommits"] < 1200
     assert counter.calls["NotifyCommit"] == 0
     assert len(commit_rows(db_dsn, "ns.events")) == 1200
-    assert client.get_table("ns.events").last_commit_id == "01199"
+    assert client.get_table("ns.events").last_commit_id == "1200"
 
 
 def test_tms_down_then_back(api: Api, caplog: pytest.LogCaptureFixture) -> None:
@@ -49,7 +49,7 @@ def test_tms_down_then_back(api: Api, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="tms_client.notifier"):
         for i in range(300):
             start = time.monotonic()
-            notifier.notify("ns.events", f"early-{i}")  # must not raise
+            notifier.notify("ns.events", str(100 + i))  # must not raise
             slowest_s = max(slowest_s, time.monotonic() - start)
         assert notifier.flush(FLUSH_TIMEOUT_S)
     stats = notifier.stats()
@@ -64,11 +64,11 @@ def test_tms_down_then_back(api: Api, caplog: pytest.LogCaptureFixture) -> None:
         # once the notifier's channel has reconnected (a read waits for it), commits flow
         client.get_table("ns.events", retry=PATIENT)
         for i in range(10):
-            notifier.notify("ns.events", f"late-{i}")
+            notifier.notify("ns.events", str(200 + i))
         assert notifier.flush(FLUSH_TIMEOUT_S)
         assert notifier.stats().sent == 10
         table = client.get_table("ns.events")
-        assert table.commit_count == 10 and table.last_commit_id == "late-9"
+        assert table.commit_count == 10 and table.last_commit_id == "209"
         assert notifier.close(FLUSH_TIMEOUT_S)
     finally:
         server.stop(0)
@@ -81,13 +81,13 @@ def test_bad_entries_do_not_poison_a_batch(api: Api, db_dsn: str) -> None:
     assert not notifier.notify("Not A Table", "1")
     assert not notifier.notify("ns.events", "")
     assert not notifier.notify("ns.events", "x", files_added=-1)
-    assert notifier.notify("ns.events", "good-1")
+    assert notifier.notify("ns.events", "11")
     assert notifier.notify("ns.unknown", "lost")  # valid, but no such table: refused by TMS
-    assert notifier.notify("ns.events", "good-2")
+    assert notifier.notify("ns.events", "12")
     assert notifier.flush(FLUSH_TIMEOUT_S)
     stats = notifier.stats()
     assert (stats.dropped_invalid, stats.rejected, stats.sent) == (3, 1, 2)
-    assert [r[0] for r in commit_rows(db_dsn, "ns.events")] == ["good-1", "good-2"]
+    assert [r[0] for r in commit_rows(db_dsn, "ns.events")] == ["11", "12"]
     assert notifier.close(FLUSH_TIMEOUT_S)
     assert not notifier.notify("ns.events", "after-close")
     assert notifier.stats().dropped_closed == 1

@@ -82,7 +82,7 @@ class Prober:
                                        timeout=PROBE_CALL_TIMEOUT_S)
                 else:
                     self.stub.NotifyCommit(tms_pb2.NotifyCommitRequest(
-                        table=f"tables/{self.table_id}", commit_id=f"probe-{i}"),
+                        table=f"tables/{self.table_id}", commit_id=str(900_000 + i)),
                         timeout=PROBE_CALL_TIMEOUT_S)
                 ok = True
             except grpc.RpcError:
@@ -185,7 +185,7 @@ def test_api_and_notifier_through_a_20s_postgres_outage(make_stack, constant_plu
                 ("GetTable", lambda: stub.GetTable(tms_pb2.GetTableRequest(
                     name=f"tables/{tables[1]}"), timeout=FIRST_CALL_TIMEOUT_S)),
                 ("NotifyCommit", lambda: stub.NotifyCommit(tms_pb2.NotifyCommitRequest(
-                    table=f"tables/{tables[1]}", commit_id="first-after-outage"),
+                    table=f"tables/{tables[1]}", commit_id="800001"),
                     timeout=FIRST_CALL_TIMEOUT_S))):
             t0 = time.monotonic()
             try:
@@ -215,7 +215,7 @@ def test_api_and_notifier_through_a_20s_postgres_outage(make_stack, constant_plu
         # the scheduler works again too: a table made needy now gets an operation
         make_needy(stub, flip)
         stub.NotifyCommit(tms_pb2.NotifyCommitRequest(table=f"tables/{flip}",
-                                                      commit_id="after-outage"), timeout=10)
+                                                      commit_id="800002"), timeout=10)
         sched_s = seconds_until(lambda: has_operation(stack.database_url, flip),
                                 PG_RECOVERY_BOUND_S)
         rec.counts["scheduler_queued_after_s"] = None if sched_s is None else round(sched_s, 2)

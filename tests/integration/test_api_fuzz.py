@@ -879,7 +879,7 @@ def seed_world(stub: tms_pb2_grpc.TableManagementServiceStub, catalog: SqlCatalo
             table_id=table_id, table=catalog.pb("ns", table_id.replace(".", "_"), owner=owner)),
             metadata=admin)
         stub.NotifyCommit(tms_pb2.NotifyCommitRequest(table=f"tables/{table_id}",
-                                                      commit_id="seed"), metadata=admin)
+                                                      commit_id="1"), metadata=admin)
         op = stub.TriggerOperation(tms_pb2.TriggerOperationRequest(
             parent=f"tables/{table_id}", action="compaction"), metadata=admin)
         ops.append(op.name)
@@ -975,7 +975,7 @@ def test_api_survives_fuzzing(target: Target) -> None:
         timeout=CALL_TIMEOUT_S)
     assert got.name == f"tables/{table_id}"
     ack = target.stub.NotifyCommit(tms_pb2.NotifyCommitRequest(
-        table=got.name, commit_id="after-fuzz"), metadata=admin, timeout=CALL_TIMEOUT_S)
+        table=got.name, commit_id="2"), metadata=admin, timeout=CALL_TIMEOUT_S)
     assert not ack.duplicate
     again = target.stub.GetTable(tms_pb2.GetTableRequest(name=got.name), metadata=admin,
                                  timeout=CALL_TIMEOUT_S)

@@ -137,7 +137,7 @@ def test_batch_notify(api) -> None:
                      for i in range(n)])))
         assert code == grpc.StatusCode.INVALID_ARGUMENT and "commits" in fields
     code, fields = error_of(lambda: stub.NotifyCommits(tms_pb2.NotifyCommitsRequest(commits=[
-        tms_pb2.NotifyCommitRequest(table="tables/a", commit_id="ok"),
+        tms_pb2.NotifyCommitRequest(table="tables/a", commit_id="7"),
         tms_pb2.NotifyCommitRequest(table="tables/a", commit_id="")])))
     assert fields == ["commits[1].commit_id"]
 

@@ -53,7 +53,7 @@ def test_a_catalogs_default_policy_is_in_force(make_stack) -> None:
             format="iceberg", catalog=catalog_id, namespace="ns", table_name=table_id,
             policy=policy)), timeout=RPC_TIMEOUT_S)
         stub.NotifyCommit(tms_pb2.NotifyCommitRequest(table=f"tables/{table_id}",
-                                                      commit_id="c1"), timeout=RPC_TIMEOUT_S)
+                                                      commit_id="1"), timeout=RPC_TIMEOUT_S)
 
     def explained(table_id: str) -> tms_pb2.ExplainTableResponse | None:
         r = stub.ExplainTable(tms_pb2.ExplainTableRequest(name=f"tables/{table_id}"),

@@ -298,6 +298,7 @@ def test_job_refuses_hostile_partitions_before_spark(tmp_path: Path, raw: str,
     rc, payload, _ = run_job_file(tmp_path, "bad", {
         "catalog_name": CATALOG_NAME,
         "catalog_properties": {"type": "sql", "uri": "postgresql://tms@127.0.0.1:1/none"},
-        "table": "ns.events", "action": "compaction", "options": {"partitions": raw}})
+        "table": "ns.events", "action": "compaction", "options": {"partitions": raw},
+        "allowed_locations": [str(tmp_path)]})
     assert rc == 1 and payload["error_type"] == "SpecError" and message in payload["error"]
     assert payload["retryable"] is False

@@ -64,8 +64,8 @@ def test_metrics_of_every_process(make_stack, monkeypatch: pytest.MonkeyPatch) -
     stub.RegisterTable(tms_pb2.RegisterTableRequest(table_id="m1", table=tms_pb2.Table(
         format="constant", catalog=constant_catalog(stack.database_url), table_name="m1",
         policy={"constant.files": "20", "execution.max-attempts": "1"})), timeout=10)
-    stub.NotifyCommit(tms_pb2.NotifyCommitRequest(table="tables/m1", commit_id="c1"), timeout=10)
-    stub.NotifyCommit(tms_pb2.NotifyCommitRequest(table="tables/m1", commit_id="c1"), timeout=10)
+    stub.NotifyCommit(tms_pb2.NotifyCommitRequest(table="tables/m1", commit_id="1"), timeout=10)
+    stub.NotifyCommit(tms_pb2.NotifyCommitRequest(table="tables/m1", commit_id="1"), timeout=10)
     with pytest.raises(grpc.RpcError):
         stub.NotifyCommit(tms_pb2.NotifyCommitRequest(table="tables/Bad!", commit_id="c"),
                           timeout=10)

@@ -55,7 +55,7 @@ def test_three_schedulers_one_session_expired(make_stack, plugin_path: None) -> 
 
     def batch(k: int) -> None:
         commits = [tms_pb2.NotifyCommitRequest(table=f"tables/t{(k * 10 + j) % TABLES:03d}",
-                                               commit_id=f"c{k}-{j}") for j in range(10)]
+                                               commit_id=str(k * 100 + j)) for j in range(10)]
         res = stub.NotifyCommits(tms_pb2.NotifyCommitsRequest(commits=commits), timeout=30)
         assert not any(r.error.code for r in res.results)
 

@@ -44,7 +44,7 @@ def test_two_schedulers_fifty_concurrent_commits(make_stack) -> None:
     _register(stub, "quiet")
 
     # 50 notifications for "busy" at once: its 20 real snapshots and 30 more commit ids
-    commit_ids = [str(s) for s in busy_snaps] + [f"extra-{i}" for i in range(30)]
+    commit_ids = [str(s) for s in busy_snaps] + [str(10**12 + i) for i in range(30)]
     requests = [tms_pb2.NotifyCommitRequest(table="tables/busy", commit_id=c)
                 for c in commit_ids]
     requests += [tms_pb2.NotifyCommitRequest(table="tables/quiet", commit_id=str(s))

@@ -81,6 +81,7 @@ def test_compaction_rewrites_small_files(pg: Any, tmp_path: Path) -> None:
         "table": identifier,
         "action": "compaction",
         "options": {"min-input-files": "2", "target-file-size-bytes": str(64 * 1024 * 1024)},
+        "allowed_locations": [str(warehouse)],
     })
 
     assert rc == 0, f"{result}\n{stderr[-4000:]}"
@@ -107,6 +108,7 @@ def test_missing_table_reports_failure(pg: Any, tmp_path: Path) -> None:
         "table": missing,
         "action": "compaction",
         "options": {},
+        "allowed_locations": [str(warehouse)],
     })
 
     assert rc == 1, stderr[-4000:]

@@ -38,7 +38,7 @@ def test_commit_decision_attempt_share_one_trace(make_stack, tmp_path: Path,
     stub.RegisterTable(tms_pb2.RegisterTableRequest(table_id="traced", table=tms_pb2.Table(
         format="constant", catalog=constant_catalog(stack.database_url), table_name="traced",
         policy={"constant.files": "20", "execution.max-attempts": "1"})), timeout=10)
-    stub.NotifyCommit(tms_pb2.NotifyCommitRequest(table="tables/traced", commit_id="c1"),
+    stub.NotifyCommit(tms_pb2.NotifyCommitRequest(table="tables/traced", commit_id="1"),
                       metadata=(("traceparent", f"00-{TRACE_ID}-{WRITER_SPAN}-01"),), timeout=10)
     stack.start_scheduler(0)
     executor = stack.start_executor(0)

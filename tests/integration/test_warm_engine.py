@@ -98,7 +98,8 @@ class Lake:
         return JobSpec("pyspark", str(ICEBERG_MAINTENANCE_APP), {
             "catalog_name": CATALOG_NAME, "catalog_properties": self.props,
             "table": f"{self.namespace}.{name}", "action": action,
-            "options": options if options is not None else {"min-input-files": "2"}})
+            "options": options if options is not None else {"min-input-files": "2"},
+            "allowed_locations": [self.props["warehouse"]]})
 
 
 class Harness:

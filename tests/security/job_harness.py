@@ -82,8 +82,8 @@ class Lake:
             "catalog_name": CATALOG_NAME, "catalog_properties": {**self.props, **props},
             "table": f"{self.namespace}.{name}", "action": action,
             "options": dict(options or {"min-input-files": "2"})}
-        if allowed is not None:
-            spec["allowed_locations"] = allowed
+        # required in every spec; by default the lake's warehouse (as a catalog would allow)
+        spec["allowed_locations"] = allowed if allowed is not None else [self.props["warehouse"]]
         return spec
 
     def job(self, *args: Any, **kwargs: Any) -> JobSpec:

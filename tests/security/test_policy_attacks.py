@@ -242,15 +242,15 @@ def test_commit_times_outside_the_window_are_refused(api_process: ApiProcess) ->
            datetime(1999, 12, 31, 23, 59, 59, tzinfo=UTC), now + timedelta(hours=2)]
     for when in bad:
         _refused(lambda w=when: stub.NotifyCommit(tms_pb2.NotifyCommitRequest(
-            table="tables/commits", commit_id="c1", commit_time=_ts(w)), metadata=writer),
+            table="tables/commits", commit_id="1", commit_time=_ts(w)), metadata=writer),
             "commit_time")
         _refused(lambda w=when: stub.NotifyCommits(tms_pb2.NotifyCommitsRequest(commits=[
-            tms_pb2.NotifyCommitRequest(table="tables/commits", commit_id="c2"),
-            tms_pb2.NotifyCommitRequest(table="tables/commits", commit_id="c3",
+            tms_pb2.NotifyCommitRequest(table="tables/commits", commit_id="2"),
+            tms_pb2.NotifyCommitRequest(table="tables/commits", commit_id="3",
                                         commit_time=_ts(w))]),
             metadata=writer), "commits[1].commit_time")
     ok = stub.NotifyCommit(tms_pb2.NotifyCommitRequest(
-        table="tables/commits", commit_id="c4", commit_time=_ts(now - timedelta(days=1))),
+        table="tables/commits", commit_id="4", commit_time=_ts(now - timedelta(days=1))),
         metadata=writer)
     assert not ok.duplicate
     got = stub.GetTable(tms_pb2.GetTableRequest(name="tables/commits"), metadata=OWNER_CREDS)

@@ -21,10 +21,12 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from tms.api import commits
 from tms.api import validate as v
 from tms.api.auth import Authenticator
+from tms.api.commit_ids import CommitIdChecks
 from tms.api.errors import ApiError
 from tms.api.interceptors import add_guarded
 from tms.api.servicer import TableManagementServicer
 from tms.domain import CommitEvent
+from tms.formats.registry import load_formats
 from tms.local.ports import free_port
 from tms.observability import tracing
 from tms.v1 import tms_pb2, tms_pb2_grpc
@@ -35,6 +37,7 @@ AUTH = Authenticator.from_config({"tokens": [
     {"name": "a", "token": TOKENS["tenant_a"], "roles": ["writer"], "tables": ["a_*"]},
 ]})
 KNOWN_TABLES = {"a_events", "a_clicks", "b_payroll"}
+REFUSED = CommitIdChecks(load_formats()).refused
 
 
 class IntakeStore:
@@ -116,8 +119,8 @@ def test_the_fast_path_accepts_exactly_what_the_checks_accept() -> None:
     for _ in range(5000):
         req = _random_request(rng)
         problems: v.Problems = []
-        slow = commits._event(problems, "", req, "tp")
-        fast = commits._fast_event(req, "tp")
+        slow = commits._event(problems, "", req, "tp", REFUSED)
+        fast = commits._fast_event(req, "tp", REFUSED)
         if problems:
             assert fast is None, (req, problems)
         else:
@@ -137,8 +140,8 @@ def test_the_batch_fast_path_accepts_what_the_single_fast_path_accepts() -> None
         hostile = rng.random() < 0.7
         if hostile:
             batch.insert(rng.randint(0, len(batch)), _random_request(rng))
-        each = [commits._fast_event(r, "tp") for r in batch]
-        fast = commits._fast_batch(batch, "tp")
+        each = [commits._fast_event(r, "tp", REFUSED) for r in batch]
+        fast = commits._fast_batch(batch, "tp", REFUSED)
         if fast is not None:
             assert None not in each and fast == each, batch
             assert all(type(e) is CommitEvent for e in fast)
@@ -147,15 +150,16 @@ def test_the_batch_fast_path_accepts_what_the_single_fast_path_accepts() -> None
         elif None not in each:  # declined: only the shape (a commit time, no stats)
             assert any(r.HasField("commit_time") or not r.HasField("stats") for r in batch)
     assert taken > 100 and hostile_taken > 5  # the generator reaches both sides
-    assert commits._fast_batch(usual, "tp") == [commits._fast_event(r, "tp") for r in usual]
-    assert commits._fast_batch([], "tp") is None
+    assert commits._fast_batch(usual, "tp", REFUSED) == [
+        commits._fast_event(r, "tp", REFUSED) for r in usual]
+    assert commits._fast_batch([], "tp", REFUSED) is None
 
 
 def test_a_batch_with_one_bad_entry_names_every_bad_field() -> None:
     reqs = [_req(commit_id="ok"), _req(commit_id="bad\x00"), _req(table="tables/B"),
             _req(commit_id="x" * 10_000)]
     with pytest.raises(ApiError) as info:
-        commits.events_of(reqs, "commits[{}].", "")
+        commits.events_of(reqs, "commits[{}].", "", REFUSED)
     assert info.value.code == grpc.StatusCode.INVALID_ARGUMENT
     problems = dict(info.value.violations)
     assert set(problems) == {"commits[1].commit_id", "commits[2].table",
@@ -169,10 +173,10 @@ def test_valid_events_keep_every_field() -> None:
     ts.FromDatetime(datetime.now(UTC) - timedelta(minutes=5))
     req = _req(commit_id="snap-1", commit_time=ts,
                stats=tms_pb2.CommitStats(files_added=3, bytes_added=99, operation="append"))
-    (event,) = commits.events_of([req], "", "00-abc-def-01")
+    (event,) = commits.events_of([req], "", "00-abc-def-01", REFUSED)
     assert event == CommitEvent("a_events", "snap-1", ts.ToDatetime(tzinfo=UTC), 3, 99,
-                                "append", "00-abc-def-01")
-    (bare,) = commits.events_of([_req()], "", "")
+                                "append", "00-abc-def-01", ("hudi", "iceberg"))
+    (bare,) = commits.events_of([_req()], "", "", REFUSED)
     assert (bare.files_added, bare.bytes_added, bare.operation_type) == (None, None, "")
 
 

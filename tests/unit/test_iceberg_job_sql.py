@@ -19,7 +19,33 @@ def _spec(action: str, table: str = "bench.orders", catalog: str = "bench"
           ) -> job.MaintenanceRequest:
     options = {"sort-order": "id"} if action == "clustering" else {}
     return job.parse_spec({"catalog_name": catalog, "catalog_properties": {},
-                           "table": table, "action": action, "options": options})
+                           "table": table,
+                           "allowed_locations": ["/wh"], "action": action, "options": options})
+
+
+def test_a_spec_without_allowed_locations_is_refused() -> None:
+    """The job never runs on a table it cannot check against its catalog's allowed
+    locations: the list is required (an empty one allows nothing)."""
+    with pytest.raises(job.SpecError, match="allowed_locations is required"):
+        job.parse_spec({"catalog_name": "c", "catalog_properties": {}, "table": "ns.t",
+                        "action": "compaction"})
+    with pytest.raises(job.SpecError, match="allowed_locations must be a list"):
+        job.parse_spec({"catalog_name": "c", "table": "ns.t", "action": "compaction",
+                        "allowed_locations": "/wh"})
+    assert job.parse_spec({"catalog_name": "c", "table": "ns.t", "action": "compaction",
+                           "allowed_locations": []}).allowed_locations == ()
+
+
+def test_clustering_with_neither_option_sorts_by_the_tables_own_order() -> None:
+    call = job.ACTIONS["clustering"](job.parse_spec({
+        "catalog_name": "c", "table": "ns.t", "action": "clustering",
+        "allowed_locations": ["/wh"]}))
+    assert call.args == ("table => '`c`.`ns`.`t`'", "strategy => 'sort'")
+    with pytest.raises(job.SpecError, match="one of the options"):
+        job.ACTIONS["clustering"](job.parse_spec({
+            "catalog_name": "c", "table": "ns.t", "action": "clustering",
+            "allowed_locations": ["/wh"], "options": {"sort-order": "id",
+                                                      "zorder-columns": "id"}}))
 
 
 @pytest.mark.parametrize("action", sorted(job.ACTIONS))

@@ -227,7 +227,8 @@ def test_the_api_refuses_what_the_job_would() -> None:
 
 def _compaction(options: dict[str, str]) -> procedures.ProcedureCall:
     return job.ACTIONS["compaction"](job.parse_spec({
-        "catalog_name": "c", "catalog_properties": {}, "table": "ns.t", "action": "compaction",
+        "catalog_name": "c", "catalog_properties": {}, "table": "ns.t",
+        "allowed_locations": ["/wh"], "action": "compaction",
         "options": options}))
 
 

@@ -57,7 +57,7 @@ def test_only_the_partition_with_several_delete_files_is_planned() -> None:
     # the job takes the same parameters: restricted to that partition, two files per group
     call = job.ACTIONS["rewrite_position_deletes"](job.parse_spec({
         "action": "rewrite_position_deletes", "catalog_name": "c", "catalog_properties": {},
-        "table": "ns.t", "options": d.params}))
+        "table": "ns.t", "allowed_locations": ["/wh"], "options": d.params}))
     assert call.options == {"min-input-files": "2"}
     assert [(p.spec, p.values) for p in call.partitions] == [(0, (DAY0 + 11,))]
     sql = procedures.restrict(call, SPECS).sql("c")

@@ -56,7 +56,7 @@ def test_references_resolved_in_the_driver_reach_spark_exactly_as_values(
         assert value not in json.dumps([props, refs])
     spec = iceberg_maintenance.parse_spec({
         "catalog_name": "lake", "catalog_properties": props, "catalog_secrets": refs,
-        "table": "ns.t", "action": "compaction"})
+        "table": "ns.t", "allowed_locations": ["/wh"], "action": "compaction"})
     with pytest.MonkeyPatch.context() as mp:
         for k, v in env.items():
             mp.setenv(k, v)
@@ -74,6 +74,7 @@ def test_a_missing_secret_in_the_driver_is_not_retried_and_names_the_reference(
     spec = iceberg_maintenance.parse_spec({
         "catalog_name": "lake", "catalog_properties": {"type": "rest"},
         "catalog_secrets": {"token": "env:TMS_SECRET_GONE"}, "table": "ns.t",
+                            "allowed_locations": ["/wh"],
         "action": "compaction"})
     with pytest.raises(secrets.SecretError) as info:
         spec.resolved_properties()
@@ -90,7 +91,7 @@ def test_bad_secret_references_are_spec_errors(secrets: Any) -> None:
     with pytest.raises(iceberg_maintenance.SpecError):
         iceberg_maintenance.parse_spec({
             "catalog_name": "lake", "catalog_properties": {}, "catalog_secrets": secrets,
-            "table": "ns.t", "action": "compaction"})
+            "table": "ns.t", "allowed_locations": ["/wh"], "action": "compaction"})
 
 
 @pytest.mark.parametrize("target", [
@@ -103,6 +104,7 @@ def test_bad_secret_references_are_spec_errors(secrets: Any) -> None:
 def test_bad_report_targets_are_spec_errors(target: Any) -> None:
     with pytest.raises(iceberg_maintenance.SpecError):
         iceberg_maintenance.parse_spec({"catalog_name": "lake", "table": "ns.t",
+                                        "allowed_locations": ["/wh"],
                                         "action": "compaction", "report": target})
 
 
@@ -122,7 +124,8 @@ def test_without_a_token_the_job_says_it_cannot_report() -> None:
 
 
 def test_an_inline_spec_round_trips_and_a_bad_one_is_refused(tmp_path: Path) -> None:
-    spec = {"catalog_name": "lake", "table": "ns.t", "action": "compaction"}
+    spec = {"catalog_name": "lake", "table": "ns.t",
+            "allowed_locations": ["/wh"], "action": "compaction"}
     arg = base64.b64encode(json.dumps(spec).encode()).decode()
     result = tmp_path / "r.json"
     # no Spark here: a bad option fails before a session starts, and is still reported

@@ -48,6 +48,7 @@ class FakeSpark:
 
 def spec() -> job.MaintenanceRequest:
     return job.parse_spec({"catalog_name": "c", "catalog_properties": {}, "table": "ns.t",
+                           "allowed_locations": ["/wh"],
                            "action": "rewrite_manifests", "options": {}})
 
 

@@ -125,7 +125,8 @@ def test_storage_option_names_are_strictly_parsed(key: str) -> None:
 
 def test_a_spec_with_a_hostile_property_never_starts() -> None:
     """The job refuses the spec before Spark (SpecError: not retryable)."""
-    spec = im.parse_spec({"catalog_name": "c", "table": "ns.t", "action": "compaction",
+    spec = im.parse_spec({"catalog_name": "c", "table": "ns.t",
+                          "allowed_locations": ["/wh"], "action": "compaction",
                           "catalog_properties": {"type": "rest", "uri\nx": "v"}})
     with pytest.raises(im.SpecError, match="invalid catalog property name"):
         im.catalog_conf(spec.catalog_name, spec.catalog_properties)

@@ -108,7 +108,8 @@ class BusySession:
 
 
 def test_the_driver_sends_its_requests_progress_before_the_answer(tmp_path: Path) -> None:
-    spec, result = {"catalog_name": "c", "table": "ns.t", "action": "compaction"}, \
+    spec, result = {"catalog_name": "c", "table": "ns.t", "allowed_locations": ["/wh"],
+                    "action": "compaction"}, \
         tmp_path / "result.json"
     progress_sent = threading.Event()
     sent: list[dict[str, Any]] = []

@@ -131,6 +131,7 @@ def test_policy_in_force_is_the_tables_over_its_catalogs_known_keys() -> None:
 # the job's own option checks ------------------------------------------------------------------
 def _job(action: str, options: dict[str, str]) -> job.MaintenanceRequest:
     return job.parse_spec({"catalog_name": "c", "catalog_properties": {}, "table": "ns.t",
+                           "allowed_locations": ["/wh"],
                            "action": action, "options": options})
 
 

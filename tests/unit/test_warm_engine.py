@@ -180,6 +180,7 @@ def test_driver_refuses_a_catalog_name_with_other_properties() -> None:
 
     def spec(warehouse: str) -> iceberg_maintenance.MaintenanceRequest:
         return iceberg_maintenance.parse_spec({"catalog_name": "cat", "table": "ns.t",
+                                               "allowed_locations": ["/wh"],
                                                "action": "compaction",
                                                "catalog_properties": {"warehouse": warehouse}})
 
@@ -195,6 +196,47 @@ def test_driver_refuses_a_catalog_name_with_other_properties() -> None:
         warm_driver.register_catalog(spark, other, registered)
 
 
+S3_A = {"warehouse": "s3a://lake/wh", "s3.endpoint": "http://127.0.0.1:9001",
+        "s3.access-key-id": "key-a", "s3.secret-access-key": "secret-a"}
+
+
+def test_a_driver_serves_one_storage_identity() -> None:
+    """Hadoop caches an object-store file system per scheme, bucket and user: two catalogs
+    reaching a bucket of the same name through another endpoint or other keys must never
+    share one driver (the engine restarts it; the driver itself refuses)."""
+    registry = CatalogRegistry()
+    registry.add("a", S3_A)
+    assert not registry.conflicts("a2", {**S3_A, "uri": "jdbc:other"})  # same store
+    for change in ({"s3.endpoint": "http://127.0.0.1:9002"}, {"s3.access-key-id": "key-b"},
+                   {"s3.secret-access-key": "secret-b"}, {"s3.region": "eu-west-1"},
+                   {"fs.s3a.connection.maximum": "5"}):
+        assert registry.conflicts("b", {**S3_A, **change}), change
+    assert registry.conflicts("local", {"warehouse": "file:///w"})
+
+    class Conf:
+        def __init__(self) -> None:
+            self.values: dict[str, str] = {}
+
+        def set(self, key: str, value: str) -> None:
+            self.values[key] = value
+
+    class Session:
+        conf = Conf()
+
+    def spec(name: str, props: dict[str, str]) -> iceberg_maintenance.MaintenanceRequest:
+        return iceberg_maintenance.parse_spec({
+            "catalog_name": name, "table": "ns.t", "allowed_locations": ["s3a://lake"],
+            "action": "compaction", "catalog_properties": props})
+
+    spark, registered = Session(), {}  # type: ignore[var-annotated]
+    warm_driver.register_catalog(spark, spec("a", S3_A), registered)
+    warm_driver.register_catalog(spark, spec("a2", {**S3_A, "uri": "jdbc:x"}), registered)
+    with pytest.raises(RuntimeError, match="another endpoint or other credentials"):
+        warm_driver.register_catalog(
+            spark, spec("b", {**S3_A, "s3.endpoint": "http://127.0.0.1:9002"}), registered)
+    assert "spark.sql.catalog.b" not in spark.conf.values and set(registered) == {"a", "a2"}
+
+
 class StoppedSession:
     """Just enough of a SparkSession for the serve loop's paths that never reach Spark."""
 
@@ -206,7 +248,8 @@ class StoppedSession:
 
 
 def test_driver_answers_bad_requests_and_bad_specs_and_keeps_serving(tmp_path: Path) -> None:
-    spec, result = {"catalog_name": "c", "table": "ns.t", "action": "vacuum"}, \
+    spec, result = {"catalog_name": "c", "table": "ns.t",
+                    "allowed_locations": ["/wh"], "action": "vacuum"}, \
         tmp_path / "result.json"
     sent: list[dict[str, object]] = []
     lines = ["not json\n", "\n", encode_request(4, spec, result).decode()]
@@ -295,7 +338,8 @@ def test_not_found_exception_class_is_not_retryable() -> None:
 
 def test_bad_spec_result_file_is_not_retryable(tmp_path: Path) -> None:
     spec, result = tmp_path / "spec.json", tmp_path / "result.json"
-    spec.write_text(json.dumps({"catalog_name": "c", "table": "ns.t", "action": "vacuum"}))
+    spec.write_text(json.dumps({"catalog_name": "c", "table": "ns.t",
+                                "allowed_locations": ["/wh"], "action": "vacuum"}))
     assert iceberg_maintenance.main(["--spec", str(spec), "--result", str(result)]) == 1
     payload = json.loads(result.read_text())
     assert payload["error_type"] == "SpecError" and payload["retryable"] is False

@@ -137,7 +137,8 @@ def test_zero_rows_runs_nothing() -> None:
 
 def test_a_job_cannot_use_the_warm_up_catalog_name() -> None:
     spec = im.parse_spec({"catalog_name": warmup.WARMUP_CATALOG, "catalog_properties": {},
-                          "table": "ns.t", "action": "rewrite_manifests"})
+                          "table": "ns.t",
+                          "allowed_locations": ["/wh"], "action": "rewrite_manifests"})
     with pytest.raises(RuntimeError, match="reserved by the warm driver's warm-up"):
         warm_driver.register_catalog(FakeSpark(), spec, {})
 

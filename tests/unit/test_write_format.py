@@ -147,17 +147,20 @@ def test_session_conf_is_restored_after_the_call_even_on_failure() -> None:
 
 
 def test_the_job_takes_the_write_options_out_of_the_procedures_map() -> None:
-    spec = job.parse_spec({"catalog_name": "c", "table": "ns.t", "action": "compaction",
+    spec = job.parse_spec({"catalog_name": "c", "table": "ns.t",
+                           "allowed_locations": ["/wh"], "action": "compaction",
                            "options": {"compression-codec": "zstd", "compression-level": "3",
                                        "min-input-files": "2"}})
     call = job.ACTIONS["compaction"](spec)
     assert call.write == ("zstd", "3")
     assert "compression" not in call.sql("c")
     assert job.ACTIONS["rewrite_position_deletes"](job.parse_spec(
-        {"catalog_name": "c", "table": "ns.t", "action": "rewrite_position_deletes"})
+        {"catalog_name": "c", "table": "ns.t",
+         "allowed_locations": ["/wh"], "action": "rewrite_position_deletes"})
     ).write == (None, None)
     assert job.ACTIONS["rewrite_manifests"](job.parse_spec(
-        {"catalog_name": "c", "table": "ns.t", "action": "rewrite_manifests"})).write is None
+        {"catalog_name": "c", "table": "ns.t",
+         "allowed_locations": ["/wh"], "action": "rewrite_manifests"})).write is None
 
 
 def test_a_policy_codec_reaches_every_rewrite_and_nothing_else() -> None:
@@ -248,7 +251,8 @@ def test_only_many_small_manifests_are_merged_first() -> None:
 def test_manifests_first_is_on_unless_the_operation_turns_it_off() -> None:
     def call(options: dict[str, str]) -> procedures.ProcedureCall:
         return job.ACTIONS["clustering"](job.parse_spec(
-            {"catalog_name": "c", "table": "ns.t", "action": "clustering",
+            {"catalog_name": "c", "table": "ns.t",
+             "allowed_locations": ["/wh"], "action": "clustering",
              "options": {"sort-order": "id", **options}}))
 
     assert call({}).manifests_first is True

@@ -22,6 +22,7 @@ from tms.api import validate as v
 from tms.api.allowlist import RegistrationAllowlist
 from tms.api.auth import Authenticator, Principal, permission_denied
 from tms.api.batcher import CommitBatcher
+from tms.api.commit_ids import CommitIdChecks
 from tms.api.errors import ApiError, not_found, unavailable
 from tms.domain import TableView
 from tms.formats.base import TableFormatPlugin
@@ -106,6 +107,7 @@ class ServicerBase:
         self.auth = auth or Authenticator.disabled()
         self.allowlist = allowlist or RegistrationAllowlist()
         self.batcher = CommitBatcher(store)
+        self.commit_ids = CommitIdChecks(formats)
 
     def close(self) -> None:
         self.batcher.close()

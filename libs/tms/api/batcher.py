@@ -53,7 +53,7 @@ class _Slot:
         self.event = event
         self.done = threading.Lock()
         self.done.acquire()  # released once by the flusher: outcome or error is then set
-        self.outcome: bool | None = None
+        self.outcome: bool | str | None = None
         self.error: BaseException | None = None
 
 
@@ -81,7 +81,7 @@ class CommitBatcher:
         self._threads.append(t)
         t.start()
 
-    def notify(self, event: CommitEvent, timeout_s: float | None = None) -> bool | None:
+    def notify(self, event: CommitEvent, timeout_s: float | None = None) -> bool | str | None:
         """The event's outcome (see IntakeStore.commits_notify); raises what the store raised, or
         TimeoutError after ``timeout_s`` (default SUBMIT_TIMEOUT_S)."""
         slot = _Slot(event)

@@ -190,11 +190,20 @@ def _discovery(p: Problems, field: str, d: CatalogDiscovery) -> None:
 def default_policy_problems(formats: Mapping[str, TableFormatPlugin],
                             policy: Mapping[str, str], field: str) -> Problems:
     """A catalog's default policy applies to its tables of every format: a key is known when
-    any registered format (or the common schema) knows it."""
+    any registered format (or the common schema) knows it. Then each format's pairs of keys
+    that must be ordered, over that format's defaults (a pair is named once)."""
     keys: dict[str, PolicyKey] = {}
     for plugin in formats.values():
         keys.update(plugin.policy_keys)
-    return validate_policy(keys, policy, field=field)
+    problems = validate_policy(keys, policy, field=field)
+    if problems:
+        return problems
+    for plugin in formats.values():
+        for problem in plugin.check_policy_in_force({}, policy, field,
+                                                    blame="catalog default policy"):
+            if problem not in problems:
+                problems.append(problem)
+    return problems
 
 
 def check_spec(p: Problems, field: str, spec: CatalogSpec, *, type_known: bool,

@@ -14,6 +14,7 @@ from dataclasses import replace
 import grpc
 from google.protobuf import empty_pb2
 
+from tms import locations
 from tms.api import catalog_checks as checks
 from tms.api import convert, pagination
 from tms.api import validate as v
@@ -27,6 +28,7 @@ from tms.domain import (
     CatalogSpec,
     CatalogType,
     CatalogUpdate,
+    TableState,
 )
 from tms.domain.catalogs import DEFAULT_DISCOVERY_INTERVAL_S
 from tms.v1 import tms_pb2
@@ -35,6 +37,9 @@ CATALOG_PREFIX = "catalogs/"
 UPDATABLE_PATHS = ("properties", "secrets", "storage_options", "allowed_locations",
                    "allowed_owners", "allowed_tokens", "discovery", "default_policy")
 DEFAULT_QUEUE = "default"
+MAX_REASON_CHARS = 1000  # tms_tables.state_reason's bound
+MAX_LOGGED_TABLES = 20
+MAX_TABLE_PROBLEMS = 5  # tables named when a default policy would break theirs
 
 
 def discovery_of(d: tms_pb2.CatalogDiscovery) -> CatalogDiscovery:
@@ -136,6 +141,46 @@ class CatalogsMixin(ServicerBase):
         return tms_pb2.ListCatalogsResponse(catalogs=[convert.catalog_to_pb(c) for c in rows],
                                             next_page_token=token)
 
+    def _check_tables_in_force(self, catalog_id: str, default_policy: dict[str, str]) -> None:
+        """A new default policy must leave every table of the catalog a policy in force whose
+        keys agree with each other (a table's own key beside the catalog's new one):
+        INVALID_ARGUMENT naming the catalog's key and the first tables it would break."""
+        problems: list[tuple[str, str]] = []
+        for found in self.store.table_list_by_catalog(catalog_id):
+            plugin = self.formats.get(found.table.format)
+            if plugin is None:
+                continue
+            for field, why in plugin.check_policy_in_force(
+                    found.table.policy, default_policy, "catalog.default_policy",
+                    blame="catalog default policy"):
+                problems.append((field, f"in force for {found.table.name}: {why}"))
+            if len(problems) >= MAX_TABLE_PROBLEMS:
+                break
+        if problems:
+            raise invalid(problems)
+
+    def _pause_outside(self, catalog: Catalog) -> list[str]:
+        """Re-check the catalog's ACTIVE tables against its (new) allowed locations and pause,
+        with the reason, those now outside (their queued operations cancelled): nothing is
+        done to a table where its catalog no longer allows it."""
+        prefixes = locations.resolved_prefixes(catalog.spec.allowed_locations)
+        outside = []
+        for found in self.store.table_list_by_catalog(catalog.catalog_id):
+            if found.table.state is not TableState.ACTIVE or not found.location:
+                continue
+            try:
+                locations.check_resolved(found.location, prefixes)
+            except locations.LocationError as e:
+                outside.append((found.table.pk, found.location,
+                                f"paused: {catalog.name} no longer allows its location ({e})"
+                                [:MAX_REASON_CHARS]))
+        paused = self.store.table_pause_outside(catalog.catalog_id, outside)
+        if paused:
+            log.warning("tables paused: outside their catalog's allowed locations",
+                        catalog=catalog.catalog_id, tables=paused[:MAX_LOGGED_TABLES],
+                        count=len(paused))
+        return paused
+
     @rpc
     def UpdateCatalog(self, request: tms_pb2.UpdateCatalogRequest,
                       context: grpc.ServicerContext, principal: Principal) -> tms_pb2.Catalog:
@@ -153,9 +198,13 @@ class CatalogsMixin(ServicerBase):
         merged = replace(current, **{k: getattr(given, k) for k in UPDATABLE_PATHS
                                      if k in paths})
         self._check([], merged)
+        if "default_policy" in paths:
+            self._check_tables_in_force(catalog_id, merged.default_policy)
         updated = self.store.catalog_update(catalog_id, _update_of(merged, paths))
         if updated is None:
             raise not_found(request.catalog.name)
+        if "allowed_locations" in paths:
+            self._pause_outside(updated)
         log.info("catalog updated", catalog=catalog_id, type=current.type.value,
                  paths=sorted(set(paths)), principal=principal.name)
         return convert.catalog_to_pb(updated)

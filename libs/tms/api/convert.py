@@ -41,6 +41,7 @@ def table_to_pb(view: TableView) -> tms_pb2.Table:
         last_operation=(f"tables/{t.table_id}/operations/{stats.last_operation_id}"
                         if stats.last_operation_id else ""),
         last_operation_state=stats.last_operation_state or "STATE_UNSPECIFIED",
+        state_reason=t.state_reason,
     )
 
 

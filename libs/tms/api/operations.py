@@ -7,6 +7,7 @@ from typing import Any
 
 import grpc
 
+from tms import catalogs
 from tms.api import convert, pagination
 from tms.api import validate as v
 from tms.api.auth import Principal
@@ -18,11 +19,13 @@ from tms.api.base import (
     log,
     rpc,
 )
-from tms.api.errors import ApiError, invalid, not_found
+from tms.api.errors import ApiError, invalid, not_found, unavailable
 from tms.api.fleet import health_to_pb, partitions_to_pb
 from tms.api.holds import hold_to_pb
 from tms.domain import Operation, OperationState, Table, TableState
+from tms.formats.base import CatalogUnreachable, TableFormatPlugin, TableNotInCatalog
 from tms.policy.common import effective_policy, in_force, max_attempts
+from tms.secrets import SecretError
 from tms.storage.roles import OPERATION_ORDERS, EnqueueParams, OperationListParams
 from tms.v1 import tms_pb2
 
@@ -222,6 +225,33 @@ class OperationsMixin(ServicerBase):
         return in_force(plugin.policy_keys if plugin else {}, table.policy,
                         self._catalog_policy(table))
 
+    def _trigger_checked(self, table: Table, plugin: TableFormatPlugin, action: str,
+                         params: dict[str, str], policy: dict[str, str]) -> dict[str, str]:
+        """The action's parameters checked against the table's state and policy before the
+        operation is queued (INVALID_ARGUMENT naming the field now, not a failure at run
+        time); returns what the plugin adds from the policy."""
+        catalog = self.store.catalog_get(table.catalog)
+        access = None
+        if catalog is not None:
+            try:
+                access = catalogs.access(catalog)
+            except SecretError:  # the plugin decides without looking; the job would fail
+                access = None
+        try:
+            problems, added = plugin.check_trigger(table, action, params, policy, access)
+        except TableNotInCatalog as e:
+            raise _precondition(f"tables/{table.table_id} is not in its catalog any more: "
+                                f"{str(e)[:300]}", "TABLE_NOT_IN_CATALOG",
+                                table=f"tables/{table.table_id}") from None
+        except CatalogUnreachable as e:
+            log.warning("catalog unreachable", catalog=table.catalog,
+                        error_type=type(e.__cause__ or e).__name__)
+            raise unavailable(f"catalogs/{table.catalog} cannot be reached to check the "
+                              f"table's state: {str(e)[:300]}") from None
+        if problems:
+            raise invalid(problems)
+        return added
+
     @rpc
     def TriggerOperation(self, request: tms_pb2.TriggerOperationRequest,
                          context: grpc.ServicerContext,
@@ -243,6 +273,10 @@ class OperationsMixin(ServicerBase):
         if bad_params:
             raise invalid(bad_params)
         self._check_active(table)
+        policy = self._policy_in_force(table)
+        params = {**self._trigger_checked(table, plugin, request.action,
+                                          dict(request.params), policy),
+                  **request.params}
         if request.request_id:
             earlier = self.replay(request.request_id, "TriggerOperation", request)
             if earlier is not None:
@@ -251,8 +285,7 @@ class OperationsMixin(ServicerBase):
         try:
             new_id = self.store.operation_enqueue(EnqueueParams(
                 table, request.action, "manual", f"manual: {note} (by {principal.name})",
-                max_attempts(self._policy_in_force(table)), table.priority,
-                params=dict(request.params)))
+                max_attempts(policy), table.priority, params=params))
             if new_id is None:
                 raise _exists(table, request.action,
                               self.store.operation_active(table.pk, request.action) or 0)

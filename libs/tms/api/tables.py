@@ -10,6 +10,7 @@ import grpc
 from google.protobuf import empty_pb2
 from google.protobuf.unknown_fields import UnknownFieldSet
 
+from tms import locations
 from tms.api import convert, pagination
 from tms.api import validate as v
 from tms.api.auth import Principal
@@ -89,6 +90,15 @@ def _duplicate(e: DuplicateTable) -> ApiError:
                     metadata={"resource": other})
 
 
+def _missing(name: str) -> ApiError:
+    """A MISSING table neither resumes nor pauses: nothing is scheduled for it, and only
+    discovery, finding it in its catalog again at a checked location, makes it ACTIVE."""
+    return ApiError(grpc.StatusCode.FAILED_PRECONDITION,
+                    f"{name} is MISSING: its catalog no longer holds it, so there is nothing "
+                    "to maintain; it becomes ACTIVE by itself when catalog discovery finds it "
+                    "again, or deregister it", "TABLE_MISSING", metadata={"resource": name})
+
+
 class TablesMixin(RegistrationMixin, ServicerBase):
     def validate_spec(self, p: v.Problems, s: TableSpec) -> None:
         plugin = self.formats.get(s.format)
@@ -112,6 +122,10 @@ class TablesMixin(RegistrationMixin, ServicerBase):
         if plugin is not None and not p:
             p.extend(plugin.validate(s))
             p.extend(plugin.check_policy(s.policy))
+        if plugin is not None and not p:  # the policy in force: over the catalog's default
+            catalog = self.store.catalog_get(s.catalog)
+            if catalog is not None:
+                p.extend(plugin.check_policy_in_force(s.policy, catalog.spec.default_policy))
 
     @rpc
     def RegisterTable(self, request: tms_pb2.RegisterTableRequest, context: grpc.ServicerContext,
@@ -287,12 +301,35 @@ class TablesMixin(RegistrationMixin, ServicerBase):
 
     def _set_state(self, name: str, principal: Principal, state: TableState) -> tms_pb2.Table:
         table_id = self._name(name)
-        self.load_table(table_id, principal, name)
-        rec = self.store.table_set_state(table_id, state)
+        table = self.load_table(table_id, principal, name).table
+        if table.state is TableState.MISSING:
+            raise _missing(name)
+        if state is TableState.ACTIVE:
+            self._check_still_allowed(table, name)
+        reason = (f"paused by {principal.name}" if state is TableState.PAUSED else "")
+        rec = self.store.table_set_state(table_id, state, reason)
         if rec is None:
+            found = self.store.table_get(table_id)
+            if found is not None and found.table.state is TableState.MISSING:
+                raise _missing(name)  # discovery marked it meanwhile
             raise not_found(name)
         log.info("table state set", table=table_id, state=state.value, principal=principal.name)
         return convert.table_to_pb(rec)
+
+    def _check_still_allowed(self, table: Table, name: str) -> None:
+        """A table resumes only where its catalog still allows it (an UpdateCatalog may have
+        paused it for lying outside): FAILED_PRECONDITION saying where, else nothing."""
+        catalog = self.store.catalog_get(table.catalog)
+        if catalog is None or not table.location:
+            return  # no location checked yet: the scheduler checks it before any use
+        try:
+            locations.check(table.location, catalog.spec.allowed_locations)
+        except locations.LocationError as e:
+            raise ApiError(grpc.StatusCode.FAILED_PRECONDITION,
+                           f"{name} cannot resume: {catalog.name} no longer allows its "
+                           f"location ({e}); deregister it, or ask an admin to allow the "
+                           "location again", "LOCATION_NOT_ALLOWED",
+                           metadata={"resource": name, "catalog": catalog.name}) from None
 
     @rpc
     def PauseTable(self, request: tms_pb2.PauseTableRequest, context: grpc.ServicerContext,

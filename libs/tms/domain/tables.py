@@ -63,6 +63,7 @@ class Table:
     # first checked); one location, one table
     location: str = ""
     discovered: bool = False  # registered by catalog discovery
+    state_reason: str = ""  # why it is PAUSED (by whom, or what TMS found); '' when unknown
 
     @property
     def name(self) -> str:
@@ -122,3 +123,6 @@ class CommitEvent(NamedTuple):
     bytes_added: int | None = None
     operation_type: str = ""
     traceparent: str = ""  # W3C trace context of the notification, carried to the decision
+    # the table formats whose plugin refuses commit_id (TableFormatPlugin.check_commit_id):
+    # an event of a table of one of them is not recorded
+    refused: tuple[str, ...] = ()

@@ -16,7 +16,9 @@ way, so an operation reads the same whichever engine ran it.
   and the engine hands each sample to ``run``'s ``on_progress``.
 - Iceberg's JDBC catalog keys its rows by Spark catalog name and a loaded catalog never
   rereads its conf, so a catalog name must keep its properties for a driver's lifetime: a job
-  bringing different ones restarts the driver first.
+  bringing different ones restarts the driver first. Likewise a catalog whose storage is
+  reached with another endpoint or other credentials than the driver's catalogs: Hadoop caches
+  a file system per scheme, bucket and user, so it would be served theirs.
 - Specs travel whole on the driver's stdin (a pipe), never as files: the engine resolves the
   spec's secret references itself (the driver's environment has none of them), and a spec file
   holding the values would stay on disk if the executor died between writing and removing it.
@@ -57,7 +59,7 @@ from tms.engines.spark_submit import SparkSubmitEngine
 from tms.engines.submission import inline_secrets
 from tms.engines.warm_process import DriverProcess, DriverStartError, Wait, read_log_since
 from tms.engines.workdir import private_dir
-from tms.jobs import ICEBERG_MAINTENANCE_APP, WARM_DRIVER_APP
+from tms.jobs import ICEBERG_MAINTENANCE_APP, WARM_DRIVER_APP, spark_catalogs
 from tms.jobs.spark_progress import ENV_PROGRESS_INTERVAL_S, PROGRESS_INTERVAL_S
 from tms.secrets import SecretError
 from tms.spark.cluster import Manager, manager_of
@@ -126,15 +128,29 @@ def catalog_of(spec: Mapping[str, Any]) -> tuple[str, dict[str, str]] | None:
     return name, {str(k): str(v) for k, v in props.items()}
 
 
+def _storage(props: Mapping[str, str]) -> tuple[tuple[str, str], ...] | None:
+    try:
+        return spark_catalogs.storage_identity(props)
+    except spark_catalogs.CatalogConfError:
+        return None  # a bad option: the driver refuses the spec and says why
+
+
 class CatalogRegistry:
-    """Catalog names registered in the current driver, with their properties."""
+    """Catalog names registered in the current driver, with their properties. A driver
+    serves catalogs of one storage identity only (``spark_catalogs.storage_identity``):
+    Hadoop caches an object-store file system per scheme, bucket and user, not per endpoint
+    or credentials, so two catalogs reaching same-named buckets through different endpoints
+    or keys in one JVM would share the first one's file system."""
 
     def __init__(self) -> None:
         self._props: dict[str, dict[str, str]] = {}
 
     def conflicts(self, name: str, props: Mapping[str, str]) -> bool:
         known = self._props.get(name)
-        return known is not None and known != dict(props)
+        if known is not None:
+            return known != dict(props)
+        storage = _storage(props)
+        return any(_storage(other) != storage for other in self._props.values())
 
     def add(self, name: str, props: Mapping[str, str]) -> None:
         self._props.setdefault(name, dict(props))
@@ -249,7 +265,8 @@ class WarmSparkEngine:
             return EngineResult(False, None, f"bad configuration: {e}", retryable=False)
         catalog = catalog_of(spec)
         if self._driver is not None and catalog and self._catalogs.conflicts(*catalog):
-            log.info("catalog name reused with other properties: restarting the warm driver",
+            log.info("catalog name reused with other properties, or another storage "
+                     "identity (endpoint, credentials): restarting the warm driver",
                      catalog=catalog[0])
             self._driver.close(CLOSE_TIMEOUT_S)
             self._forget_driver()

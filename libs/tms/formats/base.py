@@ -15,7 +15,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from tms.domain import CatalogType, Decision, JobSpec, Operation, Table, TableSpec
-from tms.policy.common import validate_policy
+from tms.policy.bounds import Bound, bound_problems
+from tms.policy.common import COMMON_KEYS, validate_policy
 from tms.policy.schema import PolicyKey, check_values
 
 if TYPE_CHECKING:
@@ -58,18 +59,53 @@ class TableFormatPlugin(abc.ABC):
     # one may do its work: a compaction rewrites the manifests), and is re-checked when it
     # runs (see recheck).
     waits_for: Mapping[str, tuple[str, ...]] = {}
+    # numeric policy keys (and parameters, per action) that must be ordered (tms.policy.bounds)
+    policy_bounds: tuple[Bound, ...] = ()
+    param_bounds: Mapping[str, tuple[Bound, ...]] = {}
 
     def check_policy(self, policy: Mapping[str, str], field: str = "table.policy"
                      ) -> list[tuple[str, str]]:
-        """Unknown keys and bad values of a table's policy, against the schema."""
-        return validate_policy(self.policy_keys, policy, field)
+        """Unknown keys and bad values of a table's policy, against the schema; then its
+        pairs of keys out of order (over the schema's defaults)."""
+        return validate_policy(self.policy_keys, policy, field) or self.check_policy_in_force(
+            policy, {}, field)
+
+    def check_policy_in_force(self, table_policy: Mapping[str, str],
+                              catalog_policy: Mapping[str, str], field: str = "table.policy",
+                              blame: str = "table policy") -> list[tuple[str, str]]:
+        """Pairs of keys out of order in the policy a table is maintained with (its own over
+        its catalog's default over the schema's), reported when the layer ``blame`` ("table
+        policy" or "catalog default policy") sets one of the pair."""
+        return bound_problems({**COMMON_KEYS, **self.policy_keys}, self.policy_bounds,
+                              [("table policy", table_policy),
+                               ("catalog default policy", catalog_policy)], field, blame)
 
     def check_params(self, action: str, params: Mapping[str, str], field: str = "params"
                      ) -> list[tuple[str, str]]:
-        """Unknown and bad parameters of an operation of ``action``."""
-        return check_values(self.action_params.get(action, {}), params, field,
-                            f"unknown parameter of {action}",
-                            full_list=f"tms tables policy-keys --format {self.name}")
+        """Unknown and bad parameters of an operation of ``action``, then pairs of them out
+        of order."""
+        keys = self.action_params.get(action, {})
+        return check_values(keys, params, field, f"unknown parameter of {action}",
+                            full_list=f"tms tables policy-keys --format {self.name}") or \
+            bound_problems(keys, self.param_bounds.get(action, ()), [("request", params)], field)
+
+    def check_commit_id(self, commit_id: str) -> str | None:
+        """What is wrong with ``commit_id`` as a commit of a table of this format (a writer's
+        notification), or None when it is one the format can have. Called at the rate of
+        NotifyCommit: cheap, no I/O. The default accepts any id the API's shape checks
+        passed (a format that cannot tell refuses nothing)."""
+        return None
+
+    def check_trigger(self, table: Table, action: str, params: Mapping[str, str],
+                      policy: Mapping[str, str], catalog: CatalogAccess | None
+                      ) -> tuple[list[tuple[str, str]], dict[str, str]]:
+        """Before a triggered operation is queued: problems with ``params`` given the
+        table's state and ``policy`` in force ((field, problem) pairs, the request then
+        refused with INVALID_ARGUMENT), and parameters to add from the policy (what the
+        operation would otherwise miss at run time). ``catalog`` opens the table's catalog
+        (None when the API cannot); raises CatalogUnreachable or TableNotInCatalog when it
+        must and cannot look. The default finds nothing to add or refuse."""
+        return [], {}
     # the catalog types this format's tables live in (empty: any)
     catalog_types: tuple[CatalogType, ...] = ()
 

@@ -39,7 +39,8 @@ class MaintenanceRequest:
     table: tuple[str, ...]  # namespace parts + table name
     action: str
     options: dict[str, str] = field(default_factory=dict)
-    # None: the spec predates allowed locations and the job checks only what it can alone
+    # required in a spec (parse_allowed_locations); None only where a caller builds a request
+    # itself for a table it checked already
     allowed_locations: tuple[str, ...] | None = None
     # property -> secret reference (env:TMS_SECRET_* / file:<name>), resolved in the driver
     catalog_secrets: dict[str, str] = field(default_factory=dict)
@@ -98,11 +99,13 @@ def parse_table(raw: Any) -> tuple[str, ...]:
     return parts
 
 
-def parse_allowed_locations(raw: Any) -> tuple[str, ...] | None:
-    """The spec's ``allowed_locations``: absent means no check (older producers); present, a
-    list of locations the normaliser accepts (an empty list allows nothing)."""
+def parse_allowed_locations(raw: Any) -> tuple[str, ...]:
+    """The spec's ``allowed_locations``, required: a list of locations the normaliser accepts
+    (an empty list allows nothing). A spec without them is refused: a job never runs on a
+    table it cannot check is where its catalog allows it."""
     if raw is None:
-        return None
+        raise SpecError("allowed_locations is required: the catalog's allowed locations, "
+                        "which the table's location must lie inside")
     if not isinstance(raw, list) or len(raw) > MAX_ALLOWED_LOCATIONS:
         raise SpecError(f"allowed_locations must be a list of at most {MAX_ALLOWED_LOCATIONS} "
                         "locations")

@@ -262,7 +262,8 @@ def plan_compaction(spec: MaintenanceRequest) -> ProcedureCall:
 
 
 def plan_clustering(spec: MaintenanceRequest) -> ProcedureCall:
-    """Rewrite data files sorted (``sort-order``) or Z-ordered (``zorder-columns``).
+    """Rewrite data files sorted (``sort-order``), Z-ordered (``zorder-columns``), or, with
+    neither, by the table's own sort order.
 
     Every other option is a ``rewrite_data_files`` option (``rewrite-all``,
     ``target-file-size-bytes``, ...), checked against ``DATA_REWRITE_OPTIONS``.
@@ -272,14 +273,16 @@ def plan_clustering(spec: MaintenanceRequest) -> ProcedureCall:
     partitions = _partitions(options.pop(partition_filter.PARAM, None))
     extras = pop_rewrite_options(options)
     options = parse_options(spec.action, options, DATA_REWRITE_OPTIONS)
-    if sort_order is not None and zorder is None:
-        order = parse_sort_order(sort_order)
-    elif zorder is not None and sort_order is None:
-        order = parse_zorder(zorder)
-    else:
-        raise SpecError("clustering needs exactly one of the options 'sort-order' "
+    if sort_order is not None and zorder is not None:
+        raise SpecError("clustering takes one of the options 'sort-order' "
                         "(e.g. 'id DESC NULLS LAST, kind') or 'zorder-columns' (e.g. 'a,b')")
-    args = (_table_arg(spec), "strategy => 'sort'", f"sort_order => {sql_string(order)}")
+    args: tuple[str, ...] = (_table_arg(spec), "strategy => 'sort'")
+    if sort_order is not None:
+        args = (*args, f"sort_order => {sql_string(parse_sort_order(sort_order))}")
+    elif zorder is not None:
+        args = (*args, f"sort_order => {sql_string(parse_zorder(zorder))}")
+    # neither: Iceberg sorts by the table's own sort order (TriggerOperation queued it only
+    # when the table has one; Iceberg refuses an unsorted table by itself)
     return ProcedureCall("rewrite_data_files", args, options=options, partitions=partitions,
                          **extras)
 

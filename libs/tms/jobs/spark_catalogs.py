@@ -157,6 +157,17 @@ def hadoop_conf(props: Mapping[str, str]) -> dict[str, str]:
     return conf
 
 
+def storage_identity(props: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """What a catalog's object-store file systems are made of: its whole Hadoop conf
+    (endpoint, region, credentials, the operator's ``fs.*``), in one comparable value.
+    Hadoop caches a FileSystem per scheme, authority (the bucket) and user, never per conf:
+    in one JVM, a second catalog with another endpoint or other keys but a bucket of the same
+    name would be served the first catalog's file system. So a long-lived driver serves
+    catalogs of one storage identity only (``warm_driver.register_catalog``, and the warm
+    engine starts a new driver for another)."""
+    return tuple(sorted(hadoop_conf(props).items()))
+
+
 def catalog_conf(name: str, props: Mapping[str, str]) -> dict[str, str]:
     """Spark conf registering catalog ``name`` (already validated by the caller) with
     pyiceberg-style ``props``: the catalog's Iceberg properties and its Hadoop conf."""

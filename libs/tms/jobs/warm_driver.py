@@ -99,7 +99,9 @@ def register_catalog(spark: Any, spec: im.MaintenanceRequest,
     name, so runtime conf works for a name not used yet). Iceberg's JDBC catalog keys its rows
     by catalog name, and a loaded catalog never rereads its conf: a name already registered
     with other properties would silently reach the wrong catalog, so it is refused (the engine
-    restarts the driver before sending such a spec)."""
+    restarts the driver before sending such a spec). So is a catalog whose storage identity
+    (endpoint, credentials: ``spark_catalogs.storage_identity``) differs from one this session
+    serves: Hadoop would share one cached file system between them for a same-named bucket."""
     props = spec.resolved_properties()  # the engine resolved references already: a no-op
     if spec.catalog_name == warmup.WARMUP_CATALOG:
         raise RuntimeError(f"catalog name {spec.catalog_name!r} is reserved by the warm "
@@ -110,7 +112,16 @@ def register_catalog(spark: Any, spec: im.MaintenanceRequest,
             raise RuntimeError(f"catalog {spec.catalog_name!r} is registered in this session "
                                "with other properties; a new driver is needed")
         return
-    for key, value in im.catalog_conf(spec.catalog_name, props).items():
+    conf = im.catalog_conf(spec.catalog_name, props)  # SpecError for a bad property first
+    identity = im.spark_catalogs.storage_identity(props)
+    for name, other in registered.items():
+        if im.spark_catalogs.storage_identity(other) != identity:
+            # Hadoop's FileSystem cache (scheme + bucket + user) would hand this catalog the
+            # other's file system, endpoint and keys included, for a bucket of the same name
+            raise RuntimeError(f"catalog {spec.catalog_name!r} reaches its storage with another "
+                               f"endpoint or other credentials than catalog {name!r}, served "
+                               "by this session; a new driver is needed")
+    for key, value in conf.items():
         spark.conf.set(key, value)
     registered[spec.catalog_name] = props
 

@@ -149,8 +149,10 @@ class RequestRecord:
 
 
 class IntakeStore(Protocol):
-    def commits_notify(self, events: Sequence[CommitEvent]) -> list[bool | None]:
-        """Per event, in order — True: newly recorded; False: a replay; None: unknown table."""
+    def commits_notify(self, events: Sequence[CommitEvent]) -> list[bool | str | None]:
+        """Per event, in order — True: newly recorded; False: a replay; None: unknown table;
+        a format name: not recorded, the table is of that format and the event names it
+        among the formats that refuse its commit id (``CommitEvent.refused``)."""
 
     def table_owners(self, table_ids: Sequence[str]) -> dict[str, str]: ...
 
@@ -189,7 +191,17 @@ class TableStore(Protocol):
 
     def table_update(self, table_id: str, update: TableUpdate) -> TableView | None: ...
 
-    def table_set_state(self, table_id: str, state: TableState) -> TableView | None: ...
+    def table_set_state(self, table_id: str, state: TableState, reason: str = ""
+                        ) -> TableView | None:
+        """Pause or resume with the reason; None when unknown or MISSING (only discovery
+        brings a missing table back)."""
+
+    def table_pause_outside(self, catalog_id: str,
+                             outside: Sequence[tuple[int, str, str]]) -> list[str]:
+        """Pause the catalog's ACTIVE tables given as (pk, checked location, reason) whose
+        location is still that one, cancelling their QUEUED operations; their table ids."""
+
+    def table_list_by_catalog(self, catalog_id: str) -> list[CatalogTable]: ...
 
     def table_delete(self, table_id: str, force: bool) -> bool:
         """False when unknown, or (without force) while an operation runs."""

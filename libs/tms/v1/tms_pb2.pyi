@@ -143,7 +143,7 @@ class DeleteCatalogRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class Table(_message.Message):
-    __slots__ = ("name", "format", "catalog", "namespace", "table_name", "base_path", "owner", "queue", "priority", "policy", "state", "last_commit_id", "last_commit_time", "commit_count", "create_time", "update_time", "location", "discovered", "health_score", "last_decision", "last_operation", "last_operation_state")
+    __slots__ = ("name", "format", "catalog", "namespace", "table_name", "base_path", "owner", "queue", "priority", "policy", "state", "last_commit_id", "last_commit_time", "commit_count", "create_time", "update_time", "location", "discovered", "state_reason", "health_score", "last_decision", "last_operation", "last_operation_state")
     class State(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         STATE_UNSPECIFIED: _ClassVar[Table.State]
@@ -179,6 +179,7 @@ class Table(_message.Message):
     UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
     LOCATION_FIELD_NUMBER: _ClassVar[int]
     DISCOVERED_FIELD_NUMBER: _ClassVar[int]
+    STATE_REASON_FIELD_NUMBER: _ClassVar[int]
     HEALTH_SCORE_FIELD_NUMBER: _ClassVar[int]
     LAST_DECISION_FIELD_NUMBER: _ClassVar[int]
     LAST_OPERATION_FIELD_NUMBER: _ClassVar[int]
@@ -201,11 +202,12 @@ class Table(_message.Message):
     update_time: _timestamp_pb2.Timestamp
     location: str
     discovered: bool
+    state_reason: str
     health_score: int
     last_decision: str
     last_operation: str
     last_operation_state: Operation.State
-    def __init__(self, name: _Optional[str] = ..., format: _Optional[str] = ..., catalog: _Optional[str] = ..., namespace: _Optional[str] = ..., table_name: _Optional[str] = ..., base_path: _Optional[str] = ..., owner: _Optional[str] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., policy: _Optional[_Mapping[str, str]] = ..., state: _Optional[_Union[Table.State, str]] = ..., last_commit_id: _Optional[str] = ..., last_commit_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., commit_count: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., location: _Optional[str] = ..., discovered: _Optional[bool] = ..., health_score: _Optional[int] = ..., last_decision: _Optional[str] = ..., last_operation: _Optional[str] = ..., last_operation_state: _Optional[_Union[Operation.State, str]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., format: _Optional[str] = ..., catalog: _Optional[str] = ..., namespace: _Optional[str] = ..., table_name: _Optional[str] = ..., base_path: _Optional[str] = ..., owner: _Optional[str] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., policy: _Optional[_Mapping[str, str]] = ..., state: _Optional[_Union[Table.State, str]] = ..., last_commit_id: _Optional[str] = ..., last_commit_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., commit_count: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., location: _Optional[str] = ..., discovered: _Optional[bool] = ..., state_reason: _Optional[str] = ..., health_score: _Optional[int] = ..., last_decision: _Optional[str] = ..., last_operation: _Optional[str] = ..., last_operation_state: _Optional[_Union[Operation.State, str]] = ...) -> None: ...
 
 class RegisterTableRequest(_message.Message):
     __slots__ = ("table_id", "table", "request_id")

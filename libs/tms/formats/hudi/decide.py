@@ -36,6 +36,11 @@ EXECUTE = "execute"
 Verdict = tuple[bool, str, dict[str, Any]]
 _ENABLED_KEY = {"compaction": "compaction.enabled", "clustering": "clustering.enabled",
                 "clean": "clean.enabled"}
+# Table versions below this one keep Hudi 0.x's timeline, where scheduling a compaction
+# while an earlier write is pending throws ("Earliest write inflight instant time must be
+# later than compaction time", Hudi 0.14's ScheduleCompactionActionExecutor).
+V1_TABLE_VERSION = 8
+_WRITE_ACTIONS = ("commit", "deltacommit", "replacecommit", "clustering")
 _LEFT_PENDING = {  # why a pending plan is executed although new ones are not scheduled
     "compaction": "a plan left pending keeps its file groups out of every later compaction",
     "clustering": "a plan left pending makes writers' updates to its file groups fail",
@@ -72,6 +77,23 @@ def pending_plan(action: str, policy: Mapping[str, str], m: Mapping[str, Any],
                        "still running it; not touched"), {}
     return True, (f"{action} {p['instant']} is INFLIGHT{more} and {age_text}; executing it "
                   f"(Hudi rolls back the failed attempt and runs the plan again){disabled}"), params
+
+
+def _pending_write(m: Mapping[str, Any]) -> str:
+    """Why a new compaction cannot be scheduled on a table of the 0.x timeline now (an
+    earlier write still pending: Hudi would throw), or '' when it can."""
+    version = int(m.get("table_version") or 0)
+    if version >= V1_TABLE_VERSION:
+        return ""
+    writes = [p for p in m.get("pending", []) if p["action"] in _WRITE_ACTIONS]
+    if not writes:
+        return ""
+    w = writes[0]
+    more = f" (and {len(writes) - 1} more)" if len(writes) > 1 else ""
+    return (f"{w['action']} {w['instant']} is {w['state']}{more}, and on a table of version "
+            f"{version} Hudi refuses to schedule a compaction while an earlier write is "
+            "pending (the earliest inflight write must be later than the compaction); "
+            "scheduled once it completes or is rolled back")
 
 
 def compaction(policy: Mapping[str, str], m: Mapping[str, Any], now: datetime) -> Verdict:
@@ -118,6 +140,9 @@ def compaction(policy: Mapping[str, str], m: Mapping[str, Any], now: datetime) -
         why += "; the last instant is in the future: check the policy's timeline.timezone"
     if not run:
         return False, why, {}
+    held = _pending_write(m)
+    if held:
+        return False, f"{why}; not scheduled: {held}", {}
     return True, why, {PARAM_MODE: SCHEDULE_AND_EXECUTE, PARAM_TRIGGER_STRATEGY: strategy,
                        PARAM_MAX_DELTA_COMMITS: str(max_n), PARAM_MAX_DELTA_SECONDS: str(max_s)}
 

@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+import structlog
+
 from tms import locations, table_boundary
 from tms.domain import CatalogType, Decision, JobSpec, Operation, Table, TableSpec
 from tms.formats.base import (
@@ -32,6 +34,7 @@ from tms.formats.hudi import jobs as hudi_jobs
 from tms.formats.hudi import plan_guard as hudi_plan_guard
 from tms.formats.hudi import props_guard as hudi_props_guard
 from tms.formats.hudi.discovery import discover_tables
+from tms.formats.hudi.instants import instant_time
 from tms.formats.hudi.policy import (  # noqa: F401 (re-exported: the plugin's schema)
     DEFAULT_CLEAN_COMMITS,
     DEFAULT_CLUSTERING_COMMITS,
@@ -53,6 +56,7 @@ from tms.formats.hudi.timeline import (
 )
 from tms.formats.hudi.writer import (
     is_writer_key,
+    lock_key_warning,
     property_problems,
     unknown_reason,
     writer_properties,
@@ -73,6 +77,9 @@ PLANS_REFUSED = "pending_plans_refused"  # metric: why the timeline's pending pl
 CLEAN_REFUSED = "clean_refused"  # metric: why no job that cleans may run (hudi_clean_guard)
 PROPS_REFUSED = "table_properties_refused"  # metric: why hoodie.properties is refused
 AUTO_CLEAN = "auto_clean"  # metric: whether compaction and clustering clean after they commit
+# metric: the writer configuration locks under another key than the writers (hudi_writer)
+LOCK_KEY_WARNING = "writer_lock_key_warning"
+log = structlog.get_logger("tms.formats.hudi")
 _NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,127}")
 
 
@@ -136,6 +143,15 @@ class HudiFormat(TableFormatPlugin):
         """The base path's ``.hoodie`` is the table's own."""
         return (), True
 
+    def check_commit_id(self, commit_id: str) -> str | None:
+        """A Hudi commit is an instant time: ``yyyyMMddHHmmss`` or ``yyyyMMddHHmmssSSS``,
+        a real date and time."""
+        if instant_time(commit_id) is not None:
+            return None
+        return ("a Hudi commit id is the commit's instant time: 14 or 17 digits, a real date "
+                f"and time (yyyyMMddHHmmss[SSS], e.g. 20240501093000123), got "
+                f"{commit_id[:40]!r}")
+
     def locate(self, table: Table, catalog: CatalogAccess) -> str:
         """The base path, when it holds a Hudi table (``.hoodie/hoodie.properties``), read
         where it lives with the catalog's storage options. A base path whose storage cannot
@@ -182,6 +198,11 @@ class HudiFormat(TableFormatPlugin):
                                        self.clock(), tz, with_clean, catalog.scrub,
                                        unknown_reason(table, catalog) if props is None else "")
         metrics[AUTO_CLEAN] = hudi_jobs.auto_clean(props)
+        warning = lock_key_warning(props, summary.table_name)
+        if warning:
+            metrics[LOCK_KEY_WARNING] = warning
+            log.warning("hudi writer lock key differs from the table's", table=table.table_id,
+                        catalog=table.catalog)
         # what the executor will refuse, shown now (it checks again before each run); the
         # cleaner's partitions (a walk of a local tree, every completed instant) only when a
         # job that cleans can be decided
@@ -230,6 +251,10 @@ class HudiFormat(TableFormatPlugin):
         refused = metrics.get(PLANS_REFUSED)
         if refused:  # every utility would execute the plan first: none may run
             verdicts = {a: (False, f"not run: {refused}", {}) for a in verdicts}
+        warning = metrics.get(LOCK_KEY_WARNING)
+        if warning:  # said with every decision, so ExplainTable shows it where it is read
+            verdicts = {a: (run, f"{reason} (warning: {warning})", params)
+                        for a, (run, reason, params) in verdicts.items()}
         return [Decision(action, run, reason, dict(metrics), params)
                 for action, (run, reason, params) in verdicts.items()]
 

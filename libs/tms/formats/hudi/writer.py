@@ -205,6 +205,25 @@ def consistency_problem(props: Mapping[str, str], secret_keys: Mapping[str, str]
     return None
 
 
+LOCK_KEY = "hoodie.write.lock.zookeeper.lock_key"
+
+
+def lock_key_warning(props: Mapping[str, str] | None, table_name: str) -> str:
+    """A warning when the writer configuration names a ZooKeeper lock key other than the one
+    the table's writers take: Hudi's writers lock under the table's name
+    (``hoodie.table.name``) unless they set a key of their own, so a table service locking
+    under another key excludes nobody. '' when the key is not set, agrees, or the table's
+    name is unknown."""
+    key = (props or {}).get(LOCK_KEY, "")
+    if not key or not table_name or key == table_name:
+        return ""
+    return (f"the writer configuration's {LOCK_KEY} is {key[:100]!r}, but the table is "
+            f"{table_name[:100]!r} (hoodie.table.name), the key Hudi's writers lock under "
+            "unless they set their own: if they do not set this one, a table service would "
+            "lock a different znode and run beside a live writer; make the writers and the "
+            "configuration name the same key")
+
+
 def unknown_reason(table: Table, catalog: CatalogAccess) -> str:
     """What to set (or fix) when :func:`writer_properties` returns None, for a decision's
     reason: the precise error of a bad configuration, else where to state one."""

@@ -12,6 +12,7 @@ from tms.jobs.partition_filter import MAX_PARTITIONS_CHARS, PARAM
 from tms.jobs.procedures import MAX_FILE_BYTES
 from tms.jobs.table_props import JAVA_INT_MAX
 from tms.jobs.write_format import CODECS, MAX_LEVEL, OPTION_CODEC, OPTION_LEVEL
+from tms.policy.bounds import Bound
 from tms.policy.schema import PolicyKey, boolean, by_key, choice, integer, text, timestamp
 
 TIB = 1024 * GIB
@@ -74,3 +75,14 @@ PARAMS: dict[str, dict[str, PolicyKey]] = {
     "rewrite_manifests": by_key((_on("use-caching", "let Spark cache while rewriting"),)),
     "rewrite_position_deletes": by_key((*_REWRITE, _PARTITIONS)),
 }
+
+# Iceberg's rewriters refuse these at run time (SizeBasedFileRewriter): refused at the door.
+_SIZES = (
+    Bound("min-file-size-bytes", "target-file-size-bytes", strict=True,
+          why="every file written would be below the minimum"),
+    Bound("target-file-size-bytes", "max-file-size-bytes", strict=True,
+          why="every file written would be above the maximum"),
+    Bound("min-file-size-bytes", "max-file-size-bytes", strict=True),
+)
+PARAM_BOUNDS: dict[str, tuple[Bound, ...]] = {
+    action: _SIZES for action in ("compaction", "clustering", "rewrite_position_deletes")}

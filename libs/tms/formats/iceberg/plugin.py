@@ -35,8 +35,9 @@ from tms.formats.iceberg import pointers as iceberg_pointers
 from tms.formats.iceberg import recheck as iceberg_recheck
 from tms.formats.iceberg import stats as iceberg_stats
 from tms.formats.iceberg.discovery import list_tables
-from tms.formats.iceberg.params import PARAMS
+from tms.formats.iceberg.params import PARAM_BOUNDS, PARAMS
 from tms.formats.iceberg.policy import RULES, K, Measured, level_problems, write_codec
+from tms.formats.iceberg.policy_keys import POLICY_BOUNDS
 from tms.formats.iceberg.unchanged import (
     MAX_UNCHANGED_ENTRIES,
     VALID_UNTIL,
@@ -53,6 +54,11 @@ DEFAULT_MIN_SMALL_FILES = K["compaction.min-small-files"].as_int({})
 RECENT_LOAD_S = 5.0
 _CATALOG_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 _IDENT_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,127}$")
+# A snapshot id as Iceberg writes it (a Java long in decimal): no sign but a minus, no
+# leading zero, no blanks; its range is checked after the match.
+_SNAPSHOT_ID_RE = re.compile(r"0|-?[1-9][0-9]{0,18}")
+MIN_SNAPSHOT_ID, MAX_SNAPSHOT_ID = -(2**63), 2**63 - 1
+SORT_PARAM, ZORDER_PARAM = "sort-order", "zorder-columns"
 
 
 def _job_app() -> str:
@@ -67,6 +73,8 @@ class IcebergFormat(TableFormatPlugin):
     catalog_types = (CatalogType.SQL, CatalogType.JDBC, CatalogType.REST, CatalogType.HIVE,
                      CatalogType.GLUE, CatalogType.HADOOP)
     waits_for = iceberg_recheck.WAITS_FOR
+    policy_bounds = POLICY_BOUNDS
+    param_bounds = PARAM_BOUNDS
 
     def __init__(self, unchanged_entries: int = MAX_UNCHANGED_ENTRIES) -> None:
         """``unchanged_entries`` 0: every inspection loads and measures (no reuse)."""
@@ -113,6 +121,44 @@ class IcebergFormat(TableFormatPlugin):
         return problems or level_problems(
             params.get("compression-codec"), params.get("compression-level"),
             f"{field}[compression-level]", "compression-codec")
+
+    def check_commit_id(self, commit_id: str) -> str | None:
+        """An Iceberg commit is a snapshot id: a 64-bit signed integer in decimal."""
+        if _SNAPSHOT_ID_RE.fullmatch(commit_id) and \
+                MIN_SNAPSHOT_ID <= int(commit_id) <= MAX_SNAPSHOT_ID:
+            return None
+        return ("an Iceberg commit id is the snapshot id: a 64-bit integer in decimal "
+                f"(e.g. 3051729675574597004), got {commit_id[:40]!r}")
+
+    def check_trigger(self, table: Table, action: str, params: Mapping[str, str],
+                      policy: Mapping[str, str], catalog: CatalogAccess | None
+                      ) -> tuple[list[tuple[str, str]], dict[str, str]]:
+        """Clustering needs an order: the request's ``sort-order`` or ``zorder-columns``
+        (one of them), else the policy's ``clustering.sort-order`` /
+        ``clustering.zorder-columns`` (added to the parameters), else the table's own sort
+        order (the job then lets Iceberg use it). None of them: refused now, not at run time."""
+        if action != "clustering":
+            return [], {}
+        if SORT_PARAM in params and ZORDER_PARAM in params:
+            return [(f"params[{ZORDER_PARAM}]", f"give {SORT_PARAM} or {ZORDER_PARAM}, "
+                                                "not both")], {}
+        if SORT_PARAM in params or ZORDER_PARAM in params:
+            return [], {}
+        zorder = K["clustering.zorder-columns"].as_str(policy)
+        if zorder:
+            return [], {ZORDER_PARAM: zorder}
+        sort = K["clustering.sort-order"].as_str(policy)
+        if sort:
+            return [], {SORT_PARAM: sort}
+        if catalog is not None:
+            tbl = self._load(table, catalog)
+            if not tbl.sort_order().is_unsorted:
+                return [], {}
+        return [(f"params[{SORT_PARAM}]", (
+            f"clustering needs an order: params {SORT_PARAM} (e.g. 'id DESC NULLS LAST, kind') "
+            f"or {ZORDER_PARAM} (e.g. 'a,b'); neither is given, the policy sets neither "
+            "clustering.sort-order nor clustering.zorder-columns, and the table has no sort "
+            "order of its own to fall back on"))], {}
 
     # catalog --------------------------------------------------------------------------------
     @staticmethod

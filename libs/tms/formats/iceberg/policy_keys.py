@@ -14,6 +14,7 @@ from tms.domain import Decision, Operation
 from tms.formats.iceberg import tiers as iceberg_tiers
 from tms.jobs import table_props, write_format
 from tms.jobs.procedures import MAX_FILE_BYTES
+from tms.policy.bounds import Bound
 from tms.policy.schema import Kind, PolicyKey, boolean, by_key, choice, decimal, integer, text
 
 KIB = 1024
@@ -112,6 +113,11 @@ K = by_key((
     _int("position-deletes.min-interval-s", 600, 0, MAX_INTERVAL_S, "s",
          "least time between two position-delete rewrites"),
 ))
+
+POLICY_BOUNDS = (
+    Bound("compaction.small-file-bytes", "compaction.target-file-size-bytes",
+          why="a file compaction writes would count as small, and be rewritten again"),
+)
 
 WRITE_KEYS = (("compaction.compression-codec", write_format.OPTION_CODEC),
               ("compaction.compression-level", write_format.OPTION_LEVEL))

@@ -27,7 +27,7 @@ _ATTEMPT_FIELDS = {f.name for f in fields(Attempt)}
 
 
 def table(row: Row) -> Table:
-    data = {k: row[k] for k in _TABLE_FIELDS}
+    data = {k: row[k] for k in _TABLE_FIELDS if k in row}
     data["state"] = TableState(data["state"])
     return Table(pk=int(row["id"]), **data)
 

@@ -117,9 +117,19 @@ class TablesMixin(Db):
             params[name] = Jsonb(value) if isinstance(value, dict) else value
         return self._view_of(self._one("table_update", params))
 
-    def table_set_state(self, table_id: str, state: TableState) -> TableView | None:
-        return self._view_of(self._one("table_set_state",
-                                       {"table_id": table_id, "state": state.value}))
+    def table_set_state(self, table_id: str, state: TableState, reason: str = ""
+                        ) -> TableView | None:
+        return self._view_of(self._one("table_set_state", {
+            "table_id": table_id, "state": state.value, "reason": reason}))
+
+    def table_pause_outside(self, catalog_id: str,
+                             outside: Sequence[tuple[int, str, str]]) -> list[str]:
+        if not outside:
+            return []
+        pks, where, reasons = (list(c) for c in zip(*outside, strict=True))
+        found = self._all("table_pause_outside", {
+            "catalog_id": catalog_id, "pks": pks, "locations": where, "reasons": reasons})
+        return [r["table_id"] for r in found]
 
     def table_delete(self, table_id: str, force: bool) -> bool:
         return self._one("table_delete", {"table_id": table_id, "force": force}) is not None
@@ -145,7 +155,7 @@ class TablesMixin(Db):
         self._write("request_forget", {"request_id": request_id})
 
     # intake ---------------------------------------------------------------------------------
-    def commits_notify(self, events: Sequence[CommitEvent]) -> list[bool | None]:
+    def commits_notify(self, events: Sequence[CommitEvent]) -> list[bool | str | None]:
         """One statement, inserts only; a repeat within the batch counts as a replay.
 
         Called at the rate of gRPC (a group of NotifyCommit calls, or a NotifyCommits batch of
@@ -170,36 +180,40 @@ class TablesMixin(Db):
                      else (*e[:2], e[2].isoformat(), *e[3:]) for e in first]
         found = self._events_insert({
             "events": json.dumps(first, separators=(",", ":")), "sent": len(first)})
-        known = {t for t, c in found if c is None}
-        old = {(t, c) for t, c in found if c is not None}
-        if len(known) == len(set(tables)) and not old and len(first) == n:
+        known = {t for t, c, _ in found if c is None}
+        old = {(t, c) for t, c, f in found if c is not None and f is None}
+        refused = {(t, c): f for t, c, f in found if f is not None}
+        if len(known) == len(set(tables)) and not old and not refused and len(first) == n:
             return [True] * n  # every table known, every event new
         seen: set[tuple[str, str]] = set()
-        out: list[bool | None] = []
+        out: list[bool | str | None] = []
         for t, key in zip(tables, keys, strict=True):
             if t not in known:
                 out.append(None)
+            elif key in refused:
+                out.append(refused[key])
             else:
                 out.append(key not in old and key not in seen)
                 seen.add(key)
         return out
 
     def _events_insert(self, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-        """``commits_notify``'s answer: (table_id, None) per known table, (table_id, commit_id)
-        per event not recorded. First as if every event were new (``commits_notify_new``, no
-        speculative insertion); an event already stored fails that statement on the primary
-        key, nothing of it is written, and the statement that skips stored events runs."""
+        """``commits_notify``'s answer: (table_id, None, None) per known table, (table_id,
+        commit_id, None) per event not recorded because it was stored, (table_id, commit_id,
+        format) per event the table's format refused. First as if every event were new
+        (``commits_notify_new``, no speculative insertion); an event already stored fails that
+        statement on the primary key, nothing of it is written, and the statement that skips
+        stored events runs."""
         if self._replay_hold > 0:
             self._replay_hold -= 1  # racy between flushers: only a hint of which to try first
             return self._tuples("commits_notify", params)
         try:
-            known = self._tuples("commits_notify_new", params)
+            return self._tuples("commits_notify_new", params)
         except UniqueViolation as e:
             if e.diag.constraint_name != EVENTS_PKEY:
                 raise
             self._replay_hold = REPLAY_HOLD_GROUPS
             return self._tuples("commits_notify", params)
-        return [(t, None) for (t,) in known]
 
     def commits_mark_dirty(self, table_pk: int, traceparent: str | None = None) -> None:
         self._write("commits_mark_dirty", {"pk": table_pk, "traceparent": traceparent})

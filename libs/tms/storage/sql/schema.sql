@@ -409,11 +409,13 @@ CREATE TABLE public.tms_tables (
     discovered boolean DEFAULT false NOT NULL,
     checked_at timestamp with time zone,
     health_score smallint,
+    state_reason text DEFAULT ''::text NOT NULL,
     CONSTRAINT tms_tables_check1 CHECK (((base_path <> ''::text) OR (table_name <> ''::text))),
     CONSTRAINT tms_tables_format_check CHECK ((format ~ '^[a-z][a-z0-9_-]{0,31}$'::text)),
     CONSTRAINT tms_tables_health_score_check CHECK (((health_score >= 0) AND (health_score <= 100))),
     CONSTRAINT tms_tables_priority_check CHECK (((priority >= '-1000'::integer) AND (priority <= 1000))),
     CONSTRAINT tms_tables_pruned_commits_check CHECK ((pruned_commits >= 0)),
+    CONSTRAINT tms_tables_state_reason_check CHECK ((length(state_reason) <= 1000)),
     CONSTRAINT tms_tables_table_id_check CHECK ((table_id ~ '^[a-z][a-z0-9_.-]{0,62}$'::text))
 );
 
@@ -457,6 +459,7 @@ CREATE VIEW public.tms_tables_view AS
     t.discovered,
     t.checked_at,
     t.health_score,
+    t.state_reason,
     (t.pruned_commits + c.n) AS commit_count,
     COALESCE(l.commit_id, t.pruned_last_commit_id) AS last_commit_id,
     COALESCE(l.at, t.pruned_last_commit_time) AS last_commit_time,

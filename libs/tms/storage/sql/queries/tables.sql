@@ -277,12 +277,38 @@ WHERE table_id = %(table_id)s
 RETURNING id;
 
 -- name: table_set_state
+-- Pause or resume, with the reason. A MISSING table is left alone: only discovery, finding
+-- it in its catalog again at a checked location, makes it ACTIVE (table_mark_found).
 UPDATE tms_tables
-SET state = %(state)s::tms_table_state,
+SET state = %(state)s::tms_table_state, state_reason = %(reason)s,
     next_check_at = CASE WHEN %(state)s = 'ACTIVE' THEN now() ELSE next_check_at END,
     updated_at = now()
-WHERE table_id = %(table_id)s
+WHERE table_id = %(table_id)s AND state <> 'MISSING'
 RETURNING id;
+
+-- name: table_pause_outside
+-- ACTIVE tables of a catalog whose checked location its allowed locations no longer hold
+-- (an UpdateCatalog shrank them): PAUSED with the reason, and their QUEUED operations
+-- cancelled with it, in one statement. A table whose location changed since it was checked
+-- (a scheduler recorded a new one meanwhile) is left to the scheduler's own checks.
+WITH outside AS (
+    SELECT * FROM unnest(%(pks)s::bigint[], %(locations)s::text[], %(reasons)s::text[])
+        AS x(pk, location, reason)
+), paused AS (
+    UPDATE tms_tables t
+    SET state = 'PAUSED', state_reason = o.reason, updated_at = now()
+    FROM outside o
+    WHERE t.id = o.pk AND t.location = o.location AND t.catalog = %(catalog_id)s
+      AND t.state = 'ACTIVE'
+    RETURNING t.id, t.table_id, t.state_reason
+), cancelled AS (
+    UPDATE tms_operations op
+    SET state = 'CANCELLED', finished_at = now(), error = p.state_reason
+    FROM paused p
+    WHERE op.table_pk = p.id AND op.state = 'QUEUED'
+    RETURNING op.id
+)
+SELECT table_id FROM paused ORDER BY table_id;
 
 -- name: table_delete
 -- The table with its events and mark; its operations and decisions go by ON DELETE CASCADE.
