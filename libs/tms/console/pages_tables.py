@@ -107,7 +107,7 @@ def table_detail(ctx: Ctx) -> Page:
     may_act, actions = ctx.table_actions(name)
     return Page("table.html", {
         "title": f"Table {tid}", "t": table, "tid": tid, "explain": explain,
-        "health": explain.health if explain.HasField("health") else None,
+        "hp": explain.health if explain.HasField("health") else None,
         "trends": _trends(history, (now - dt.timedelta(days=TREND_DAYS)).timestamp(),
                           now.timestamp()) if history is not None else None,
         "partitions": charts.bars([(pf.partition, pf.data_files, pf.small_files)
