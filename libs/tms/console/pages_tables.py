@@ -113,11 +113,16 @@ def table_detail(ctx: Ctx) -> Page:
         "partitions": charts.bars([(pf.partition, pf.data_files, pf.small_files)
                                    for pf in explain.partitions[:PARTITION_BARS]]),
         "partition_rows": explain.partitions, "ops": [(o, outcome(o)) for o in ops],
-        "may_act": may_act, "actions": actions, "metrics": _metrics(explain)})
+        "may_act": may_act, "actions": actions, "figures": _figures(explain)})
 
 
-def _metrics(explain: tms_pb2.ExplainTableResponse) -> dict[str, dict[str, Any]]:
-    return {a.action: MessageToDict(a.metrics) for a in explain.actions}
+def _figures(explain: tms_pb2.ExplainTableResponse) -> dict[str, Any]:
+    """The inspection figures the decisions looked at (every action sees the same
+    inspection; an action's own extra figures are merged in)."""
+    out: dict[str, Any] = {}
+    for a in explain.actions:
+        out.update(MessageToDict(a.metrics))
+    return out
 
 
 def _trends(history: tms_pb2.TableHistory, t0: float, t1: float) -> list[Any]:
