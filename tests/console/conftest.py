@@ -8,10 +8,7 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
-import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +16,6 @@ from typing import Any
 
 import pytest
 
-from tms.local.ports import free_port
 from tms.local.stack import LocalStack
 
 CHROMIUM = "/usr/bin/chromium"
@@ -30,7 +26,6 @@ PLUGINS = Path(__file__).resolve().parent.parent / "plugins"
 ADMIN_TOKEN = "console-admin-token-0123456789"
 READER_TOKEN = "console-reader-token-0123456789"
 OWNER_TOKEN = "console-owner-token-0123456789"
-CONSOLE_READY_TIMEOUT_S = 30.0
 # Where screenshots go: set TMS_CONSOLE_SCREENSHOTS=docs/console to refresh the docs' images.
 SCREENSHOTS_ENV = "TMS_CONSOLE_SCREENSHOTS"
 
@@ -53,20 +48,6 @@ class ConsoleEnv:
             ("authorization", f"Bearer {ADMIN_TOKEN}"),)
 
 
-def _wait_http(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + CONSOLE_READY_TIMEOUT_S
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"tms-console did not start; see {log}:\n{log.read_text()}")
-        time.sleep(0.2)
-
-
 @pytest.fixture(scope="module")
 def console_env(tms_home: Path) -> Iterator[ConsoleEnv]:
     root = Path(tempfile.mkdtemp(prefix="tms-console-"))
@@ -83,26 +64,19 @@ def console_env(tms_home: Path) -> Iterator[ConsoleEnv]:
                        scheduler_args=["--shard-settle-s", "0.5", "--poll-interval-s", "0.2"],
                        executor_args=["--poll-interval-s", "0.2"])
     proc = None
+    log = root / "logs" / "console.log"
     try:
         stack.start_servers()
         stack.start_api()
         stack.start_scheduler()
-        port = free_port()
-        log = root / "logs" / "console.log"
-        log.parent.mkdir(parents=True, exist_ok=True)
-        with log.open("wb") as out:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "tms_services.console", "--listen", f"127.0.0.1:{port}",
-                 "--api", stack.api_address], stdout=out, stderr=subprocess.STDOUT)
-        url = f"http://127.0.0.1:{port}"
-        _wait_http(f"{url}/healthz", proc, log)
+        console = stack.start_console()
+        assert console.proc is not None
+        proc, url, log = console.proc, stack.console_url, console.log_path
         shots = Path(os.environ.get(SCREENSHOTS_ENV) or root / "screenshots")
         shots.mkdir(parents=True, exist_ok=True)
         yield ConsoleEnv(stack, proc, url, log, shots)
     finally:
         if proc is not None:
-            proc.terminate()
-            proc.wait(10)
             print("tms-console log:\n" + log.read_text(errors="replace")[-20000:])
         stack.stop()
         if old is None:
