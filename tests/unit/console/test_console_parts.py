@@ -115,3 +115,19 @@ def test_vendored_htmx_is_the_pinned_bytes() -> None:
     assert assets.check() == []
     data = (assets.STATIC_DIR / assets.HTMX.path).read_bytes()
     assert hashlib.sha256(data).hexdigest() == assets.HTMX.sha256
+
+
+def test_progress_reads_the_stages_of_a_running_operation() -> None:
+    from google.protobuf.struct_pb2 import Struct
+
+    from tms.console.pages_operations import progress
+    from tms.v1 import tms_pb2
+
+    op = tms_pb2.Operation(state=tms_pb2.Operation.RUNNING)
+    assert progress(op) == []
+    s = Struct()
+    s.update({"stages": [{"id": 3, "name": "<b>rewrite</b>", "tasks": 8, "completed": 9,
+                          "active": 2, "failed": -1}, "junk"], "sampled_at": "now"})
+    op.progress.CopyFrom(s)
+    assert progress(op) == [{"id": 3, "name": "<b>rewrite</b>", "tasks": 8, "completed": 8,
+                             "active": 2, "failed": 0}]
