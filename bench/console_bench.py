@@ -18,6 +18,7 @@ answers them: while it answers UNIMPLEMENTED, their share of the page is that fa
 from __future__ import annotations
 
 import argparse
+import functools
 import http.cookiejar
 import re
 import shutil
@@ -193,7 +194,7 @@ def main() -> int:
             assert status == 200, (path, status)
             rnd = api_round(stub, calls)
             rnd()  # warm both the same way
-            console = timed(lambda path=path: browser.get(path), args.requests)
+            console = timed(functools.partial(browser.get, path), args.requests)
             api = timed(rnd, args.requests)
             c50, c95 = percentile(console, 50) * MS, percentile(console, 95) * MS
             a50, a95 = percentile(api, 50) * MS, percentile(api, 95) * MS
