@@ -20,8 +20,8 @@ from tms.console.app import build
 from tms.console.gateway import CALL_TIMEOUT_S, Gateway
 from tms.console.session import DEFAULT_SESSION_TTL_S, SessionCodec, SessionKeyError, load_key
 from tms.console.web import Settings
-from tms.observability import configure_logging
-from tms.telemetry import parse_listen
+from tms.observability.logs import configure_logging
+from tms.observability.metrics import parse_listen
 from tms_client import TlsOptions
 
 DEFAULT_LISTEN = "127.0.0.1:8080"
