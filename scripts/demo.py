@@ -99,7 +99,7 @@ def first_steps(stack: LocalStack, tokens: LocalTokens, warehouse: Path,
         "--name", TABLE_NAME, "--owner", "demo")
 
 
-def run(commits: int, state_dir: Path, keep: bool) -> int:
+def run(commits: int, state_dir: Path, keep: bool, console: bool = False) -> int:
     if state_dir.exists():
         shutil.rmtree(state_dir)
     state_dir.mkdir(parents=True)
@@ -160,7 +160,10 @@ def run(commits: int, state_dir: Path, keep: bool) -> int:
             return 1
         say(f"OK: {before['data_files']} data files -> {after['data_files']}, "
             f"rows unchanged ({after['rows_scanned']})")
-        if keep:
+        if keep or console:
+            if console:
+                stack.start_console()
+                say(f"console on {stack.console_url}: sign in with the admin token below")
             print(connection_text(stack, tokens, ("tms tables list",
                                                   f"tms explain {TABLE_ID}",
                                                   "tms operations list")), flush=True)
@@ -183,6 +186,9 @@ def main() -> None:
     p.add_argument("--keep", action="store_true",
                    help="keep the stack up after the demo until Ctrl-C, and print the address, "
                         "an admin token and the lines that point the CLI at it")
+    p.add_argument("--console", action="store_true",
+                   help="then start tms-console, print its address and keep everything up "
+                        "until Ctrl-C (as --keep)")
     args = p.parse_args()
     if args.commits < 1:
         p.error("--commits must be positive")
@@ -190,7 +196,7 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGINT, _interrupt)
     try:
-        sys.exit(run(args.commits, args.state_dir, args.keep))
+        sys.exit(run(args.commits, args.state_dir, args.keep, args.console))
     except KeyboardInterrupt:
         say("interrupted")
         sys.exit(130)

@@ -22,7 +22,7 @@ from tests.deploy.tools import DOCKERFILE, DOCKERIGNORE, REPO, SETUP
 pytestmark = pytest.mark.integration
 # scripts/setup's packages that are not the image's: services TMS talks to over the network,
 # and tools of the tests. A package added to scripts/setup must be put here or in the image.
-NOT_RUNTIME = {"zookeeper", "postgresql", "prometheus"}
+NOT_RUNTIME = {"zookeeper", "postgresql", "prometheus", "chromium"}
 TMS_HOME = "/opt/tms"
 WHEEL_TIMEOUT_S = 600
 

@@ -108,3 +108,23 @@ def test_expressions_are_valid_promql(tmp_path: Path) -> None:
                          text=True, timeout=120)
     assert res.returncode == 0, res.stdout + res.stderr
     assert f"SUCCESS: {len(rules)} rules found" in res.stdout
+
+
+def test_links_open_the_console() -> None:
+    """The dashboard's links go to tms-console through one variable whose default is the
+    console's Service in the example overlay's namespace."""
+    import yaml
+
+    from tests.deploy.tools import K8S_BASE, K8S_OVERLAY
+
+    dash = _dashboard()
+    variables = {v["name"]: v for v in dash["templating"]["list"]}
+    console = variables["console_url"]
+    assert console["type"] == "textbox"
+    service = yaml.safe_load_all((K8S_BASE / "console.yaml").read_text())
+    name = next(d for d in service if d["kind"] == "Service")["metadata"]["name"]
+    namespace = yaml.safe_load((K8S_OVERLAY / "kustomization.yaml").read_text())["namespace"]
+    assert console["query"] == f"http://{name}.{namespace}.svc"
+    urls = [link["url"] for link in dash["links"]]
+    assert "${console_url}/" in urls and "${console_url}/operations?state=FAILED" in urls
+    assert all(u.startswith("${console_url}/") for u in urls)

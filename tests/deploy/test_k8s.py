@@ -39,7 +39,9 @@ OVERLAY_REPLICAS = {"tms-api": 3, "tms-scheduler": 3, "tms-executor": 4}
 OVERLAY_IMAGE = "example.org/tms:0.1.0"
 # The console script each container starts, as a module the test can run.
 ENTRY_MODULES = {"tms-api": "tms_services.api", "tms-scheduler": "tms_services.scheduler",
-                 "tms-executor": "tms_services.executor", "tms": "tms_services.cli"}
+                 "tms-executor": "tms_services.executor", "tms": "tms_services.cli",
+                 "tms-console": "tms_services.console"}
+CONSOLE_PORT = 8080
 
 Obj = dict[str, Any]
 
@@ -282,6 +284,8 @@ def test_the_processes_accept_every_container_argument() -> None:
     env.update(config)
     for w in workloads(objs):
         args = containers(w)[0]["args"]
+        if args[0] == "tms-console":
+            continue  # no database at all: see test_console_is_a_stateless_web_front
         module = ENTRY_MODULES[args[0]]
         res = subprocess.run([sys.executable, "-m", module, *args[1:]], capture_output=True,
                              text=True, timeout=120, env=env, cwd=REPO)
@@ -322,3 +326,60 @@ def test_example_tokens_file_is_well_formed_but_admits_nobody(tmp_path: Path) ->
     filled = tmp_path / "tokens.json"
     filled.write_text(json.dumps(doc))
     assert Authenticator.from_file(filled).enabled
+
+
+def test_console_is_a_stateless_web_front() -> None:
+    """tms-console: its own Deployment, Service and budget; HTTP probes that do not follow the
+    API; the API reached through its Service; a session key from the Secret and no database
+    URL or token of its own; arguments its parser accepts."""
+    objs = render(K8S_BASE)
+    deployment = find(objs, "Deployment", "tms-console")
+    assert deployment["spec"]["replicas"] >= 2
+    container = containers(deployment)[0]
+    args = container["args"]
+    assert args[0] == "tms-console"
+    assert args[args.index("--listen") + 1] == f"0.0.0.0:{CONSOLE_PORT}"
+    api_service = find(objs, "Service", "tms-api")
+    api_host, api_port = args[args.index("--api") + 1].split(":")
+    assert api_host == api_service["metadata"]["name"]
+    assert int(api_port) in {p["port"] for p in api_service["spec"]["ports"]}
+    for probe in ("readinessProbe", "livenessProbe"):
+        assert container[probe]["httpGet"] == {"path": "/healthz", "port": "http"}, probe
+    env = {e["name"]: e for e in container.get("env", [])}
+    assert "TMS_DATABASE_URL" not in env and "TMS_TOKENS_FILE" not in env
+    assert not container.get("envFrom"), "the console needs no shared configuration"
+    key_path = env["TMS_CONSOLE_SESSION_KEY_FILE"]["value"]
+    pod = deployment["spec"]["template"]["spec"]
+    mount = next(m for m in container["volumeMounts"]
+                 if key_path.startswith(m["mountPath"] + "/"))
+    volume = next(v for v in pod["volumes"] if v["name"] == mount["name"])
+    secret = generated(objs, "Secret", "tms-secrets")
+    assert volume["secret"]["secretName"] == secret["metadata"]["name"]
+    assert [i["key"] for i in volume["secret"]["items"]] == ["console-session-key"]
+    assert "console-session-key" in secret["data"]
+    service = find(objs, "Service", "tms-console")
+    assert service["spec"]["selector"].items() <= (
+        deployment["spec"]["template"]["metadata"]["labels"].items())
+    assert [p["targetPort"] for p in service["spec"]["ports"]] == ["http"]
+    pdb = find(objs, "PodDisruptionBudget", "tms-console")
+    assert pdb["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"] == "tms-console"
+    code = ("import sys; from tms_services.console import parse_args; "
+            "a = parse_args(sys.argv[1:]); print(a.listen, a.api)")
+    res = subprocess.run([sys.executable, "-c", code, *args[1:]], capture_output=True,
+                         text=True, timeout=60, cwd=REPO)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == [f"0.0.0.0:{CONSOLE_PORT}", "tms-api:50051"]
+
+
+def test_the_example_session_key_is_refused(tmp_path: Path) -> None:
+    """The placeholder session key is not a key: tms-console will not start on it."""
+    import base64
+
+    from tms.console.session import SessionKeyError, load_key
+
+    secret = generated(render(K8S_BASE), "Secret", "tms-secrets")
+    placeholder = base64.b64decode(secret["data"]["console-session-key"])
+    path = tmp_path / "session-key"
+    path.write_bytes(placeholder)
+    with pytest.raises(SessionKeyError):
+        load_key(path)

@@ -21,6 +21,7 @@ from tms.local.zookeeper import LocalZooKeeper
 
 PROCESS_STOP_TIMEOUT_S = 30.0  # > the executor's shutdown grace + engine kill grace
 API_READY_TIMEOUT_S = 60.0
+CONSOLE_READY_TIMEOUT_S = 30.0
 TMS_DATABASE = "tms"
 
 
@@ -73,6 +74,7 @@ class LocalStack:
     zookeeper: LocalZooKeeper | None = None
     services: list[ServiceProcess] = field(default_factory=list)
     api_port: int = 0
+    console_port: int = 0
     database_url: str = ""
 
     @property
@@ -123,6 +125,30 @@ class LocalStack:
         return self._service(f"executor-{index}", "tms_services.executor",
                              ["--id", f"executor-{index}", "--workdir",
                               str(self.workdir(index)), *api, *self.executor_args])
+
+    def start_console(self, port: int = 0) -> ServiceProcess:
+        """tms-console in front of this stack's API, on loopback; returns once it answers."""
+        import urllib.request
+
+        self.console_port = self.console_port or port or free_port()
+        svc = self._service("console", "tms_services.console",
+                            ["--listen", f"127.0.0.1:{self.console_port}",
+                             "--api", self.api_address])
+        deadline = time.monotonic() + CONSOLE_READY_TIMEOUT_S
+        while True:
+            try:
+                with urllib.request.urlopen(f"{self.console_url}/healthz", timeout=2) as r:
+                    if r.status == 200:
+                        return svc
+            except OSError:
+                pass
+            if not svc.alive or time.monotonic() > deadline:
+                raise RuntimeError(f"tms-console did not start; see {svc.log_path}")
+            time.sleep(0.2)
+
+    @property
+    def console_url(self) -> str:
+        return f"http://127.0.0.1:{self.console_port}"
 
     def workdir(self, index: int) -> Path:
         return self.state_dir / "work" / f"executor-{index}"

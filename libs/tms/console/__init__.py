@@ -1,0 +1,1 @@
+"""tms-console: the web console over the gRPC API (pages, actions, sign-in)."""
