@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 import grpc
 
@@ -17,6 +17,7 @@ from tms.api.base import (
     log,
     rpc,
 )
+from tms.api.convert import read_profile_message
 from tms.api.errors import ApiError, invalid, not_found
 from tms.domain import Operation, OperationState, Table, TableState
 from tms.policy.common import effective_policy, in_force, max_attempts
@@ -247,4 +248,7 @@ class OperationsMixin(ServicerBase):
             policy=policy)
         if checked_at is not None:
             response.check_time.FromDatetime(checked_at)
+        profile = self.store.read_profile(table.pk, datetime.now(UTC))
+        if profile is not None:
+            response.read_profile.CopyFrom(read_profile_message(profile))
         return response

@@ -15,6 +15,7 @@ DecisionStore      the scheduler: due tables, operations queued, decisions
 ExecutionStore     the executor: claim, lease, fenced ends of an attempt
 MaintenanceStore   the scheduler's leader: reaper, retention, gauges
 DiscoveryStore     the scheduler's leader: catalog discovery
+ReadStatsStore     the API's report intake and ExplainTable: how tables are read
 =================  ==========================================================
 
 Method names put the entity first (``operation_claim``, ``attempt_set_engine_handle``), as
@@ -48,6 +49,7 @@ from tms.domain import (
     TableUpdate,
     TableView,
 )
+from tms.reads.profile import ReadProfile, TableIncrement
 
 
 class TableGone(LookupError):
@@ -112,6 +114,29 @@ class RequestRecord:
     method: str
     fingerprint: str
     resource: str  # empty while the first request is still in progress
+
+
+@dataclass(frozen=True)
+class ReportedTable:
+    """A TMS table an engine's report named, by its catalog's identifier."""
+
+    pk: int
+    table_id: str
+    owner: str
+    namespace: str
+    table_name: str
+
+
+class ReadStatsStore(Protocol):
+    """Read statistics from engines' scan reports (tms.reads)."""
+
+    def read_resolve_tables(self, catalog: str, keys: Sequence[tuple[str, str]]
+                            ) -> list[ReportedTable]:
+        """The tables of ``catalog`` among (namespace, table name) keys."""
+
+    def read_add(self, increments: dict[int, TableIncrement], now: datetime) -> None: ...
+
+    def read_profile(self, table_pk: int, now: datetime) -> ReadProfile | None: ...
 
 
 class IntakeStore(Protocol):
@@ -363,7 +388,8 @@ class ReportStore(Protocol):
         nothing reported yet. False when any of it no longer holds."""
 
 
-class ApiStore(IntakeStore, CatalogStore, TableStore, OperationStore, ReportStore, Protocol):
+class ApiStore(IntakeStore, CatalogStore, TableStore, OperationStore, ReportStore,
+               ReadStatsStore, Protocol):
     """Everything the API nodes use."""
 
 
@@ -374,7 +400,7 @@ class SchedulerStore(DecisionStore, MaintenanceStore, Protocol):
 __all__ = [
     "ApiStore", "CatalogStore", "CatalogTable", "DecisionStore", "DiscoveredRegistration",
     "DiscoveryStore", "DuplicateTable", "EnqueueParams", "ExecutionStore", "IntakeStore",
-    "MaintenanceStore", "OperationListParams", "OperationStore", "ReportStore", "ReportTarget",
-    "RequestRecord",
+    "MaintenanceStore", "OperationListParams", "OperationStore", "ReadStatsStore", "ReportStore",
+    "ReportTarget", "ReportedTable", "RequestRecord",
     "SchedulerStore", "TableGone", "TableListParams", "TableStore",
 ]

@@ -11,12 +11,13 @@ from tms.storage.postgres.discovery import DiscoveryMixin
 from tms.storage.postgres.execution import CLAIM_LOCK_KEY, ExecutionMixin
 from tms.storage.postgres.maintenance import MaintenanceMixin
 from tms.storage.postgres.operations import OperationsMixin
+from tms.storage.postgres.reads import ReadsMixin
 from tms.storage.postgres.reports import ReportsMixin
 from tms.storage.postgres.tables import TablesMixin
 
 
 class PostgresStore(CatalogsMixin, TablesMixin, OperationsMixin, ExecutionMixin, MaintenanceMixin,
-                    DiscoveryMixin, ReportsMixin):
+                    DiscoveryMixin, ReportsMixin, ReadsMixin):
     """Every role of :mod:`tms.storage.roles` over one pool. Thread-safe."""
 
 
