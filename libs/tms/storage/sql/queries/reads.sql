@@ -67,21 +67,23 @@ SET weight = s.weight * power(0.5, greatest(extract(epoch FROM %(now)s - s.updat
 RETURNING columns;
 
 -- name: read_add_scans
+WITH d AS (
+    SELECT power(0.5, greatest(extract(epoch FROM %(now)s - updated_at), 0)
+                      / %(half_life_s)s) AS f
+    FROM tms_read_scans WHERE table_pk = %(table_pk)s
+)
 INSERT INTO tms_read_scans AS s (table_pk, scans, filtered_scans, result_files, skipped_files,
                                  result_bytes, reports, first_at, updated_at)
 VALUES (%(table_pk)s, %(scans)s, %(filtered)s, %(result_files)s, %(skipped_files)s,
         %(result_bytes)s, %(reports)s, %(now)s, %(now)s)
 ON CONFLICT (table_pk) DO UPDATE
-SET scans = s.scans * d.f + excluded.scans,
-    filtered_scans = s.filtered_scans * d.f + excluded.filtered_scans,
-    result_files = s.result_files * d.f + excluded.result_files,
-    skipped_files = s.skipped_files * d.f + excluded.skipped_files,
-    result_bytes = s.result_bytes * d.f + excluded.result_bytes,
+SET scans = s.scans * (SELECT f FROM d) + excluded.scans,
+    filtered_scans = s.filtered_scans * (SELECT f FROM d) + excluded.filtered_scans,
+    result_files = s.result_files * (SELECT f FROM d) + excluded.result_files,
+    skipped_files = s.skipped_files * (SELECT f FROM d) + excluded.skipped_files,
+    result_bytes = s.result_bytes * (SELECT f FROM d) + excluded.result_bytes,
     reports = s.reports + excluded.reports,
     updated_at = greatest(s.updated_at, excluded.updated_at)
-FROM (SELECT power(0.5, greatest(extract(epoch FROM %(now)s - u.updated_at), 0)
-                        / %(half_life_s)s) AS f
-      FROM tms_read_scans u WHERE u.table_pk = %(table_pk)s) AS d
 RETURNING s.table_pk;
 
 -- name: read_profile_scans
