@@ -18,6 +18,8 @@ import structlog
 from tms import locations
 from tms.api.allowlist import RegistrationAllowlist
 from tms.api.auth import Authenticator
+from tms.api.report_intake import ReportIntake
+from tms.api.report_server import ReportServer
 from tms.api.server import ApiServer, TlsConfig
 from tms.formats.registry import load_formats
 from tms.observability.logs import configure_logging
@@ -77,6 +79,9 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, argparse.Arg
                         help="server processes sharing the port (SO_REUSEPORT): one Python "
                              "process is bound by its interpreter lock, a node has cores")
     parser.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--report-listen", default=_env("TMS_REPORT_LISTEN"),
+                        help="host:port of the report intake (HTTP POST /v1/reports) for "
+                             "engines' Iceberg metrics reporter; unset = off (docs/reads.md)")
     parser.add_argument("--allowed-locations", default=_env("TMS_ALLOWED_LOCATIONS"),
                         help="comma-separated location prefixes: the outer bound of every "
                              "catalog's allowed locations and every table's real location")
@@ -88,6 +93,11 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, argparse.Arg
         parser.error("--tls-client-ca needs --tls-cert and --tls-key")
     if not 1 <= args.workers <= MAX_WORKERS:
         parser.error(f"--workers must be between 1 and {MAX_WORKERS}")
+    if args.report_listen:
+        try:
+            parse_listen(args.report_listen)
+        except ValueError:
+            parser.error(f"--report-listen: expected host:port, got {args.report_listen!r}")
     return args, parser
 
 
@@ -167,10 +177,19 @@ def main(argv: list[str] | None = None) -> None:
                        reflection_enabled=not args.no_reflection, auth=auth,
                        allowlist=allowlist, tls=tls, reuse_port=args.reuse_port)
     server.start()
+    reports = None
+    if args.report_listen:
+        host, port = parse_listen(args.report_listen)
+        reports = ReportServer(ReportIntake(store), auth, host, port,
+                               tls_cert=args.tls_cert, tls_key=args.tls_key,
+                               reuse_port=args.reuse_port)
+        reports.start()
     # What start-up built (modules, protobuf descriptors, the pool) lives as long as the
     # process: out of the collector's generations, a full collection no longer walks it.
     gc.freeze()
     stop.wait()
+    if reports is not None:
+        reports.stop()
     server.stop()
     store.close()
 

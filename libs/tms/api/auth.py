@@ -46,6 +46,9 @@ class Role(enum.StrEnum):
     WRITER = "writer"
     OWNER = "owner"
     ADMIN = "admin"
+    # May only post engines' scan and commit reports to the report intake (tms.reads): the
+    # narrow role a catalog's metrics reporter carries.
+    REPORTER = "reporter"
 
 
 # What a role brings beyond itself (admin brings everything): an owner reads too.
@@ -155,7 +158,7 @@ class Authenticator:
                 raise ValueError(f"{where}: {e}") from e
             if not roles:
                 raise ValueError(f"{where}: 'roles' must name at least one of reader, "
-                                 "writer, owner, admin")
+                                 "writer, owner, admin, reporter")
             if len(digest) != 32:
                 raise ValueError(f"{where}: 'sha256' must be 64 hex digits")
             entries.append((digest, Principal(

@@ -9,6 +9,7 @@ from google.protobuf.struct_pb2 import Struct
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from tms.domain import Attempt, Catalog, Operation, OperationState, QueueInfo, TableView
+from tms.reads.profile import PROJECTED, ReadProfile
 from tms.v1 import tms_pb2
 
 
@@ -101,3 +102,24 @@ def operation_to_pb(o: Operation, with_logs: bool = True) -> tms_pb2.Operation:
         hold_reason=o.hold or "", progress=_struct(running.progress if running else None),
         benefit=work.benefit, waits_for=list(work.waits_for),
     )
+
+
+MAX_PROFILE_COLUMNS = 50
+MAX_PROFILE_SETS = 20
+
+
+def read_profile_message(p: ReadProfile) -> tms_pb2.ReadProfile:
+    """A table's read profile for ExplainTable: shares of recent scans, most used first."""
+    scans = p.scans or 1.0
+    return tms_pb2.ReadProfile(
+        reports=p.reports, recent_scans=p.scans,
+        filtered_share=min(1.0, p.filtered_scans / scans) if p.scans else 0.0,
+        kept_share=p.kept_share,
+        columns=[tms_pb2.ColumnRead(column=u.column, operator=u.operator,
+                                    share=min(1.0, u.weight / scans), weight=u.weight)
+                 for u in sorted(p.predicates, key=lambda u: (u.operator == PROJECTED,
+                                                              -u.weight, u.column))
+                 [:MAX_PROFILE_COLUMNS]],
+        column_sets=[tms_pb2.ColumnSetRead(columns=list(cols), share=min(1.0, w / scans))
+                     for cols, w in p.column_sets[:MAX_PROFILE_SETS]],
+        summary=p.summary())

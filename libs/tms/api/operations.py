@@ -19,6 +19,7 @@ from tms.api.base import (
     log,
     rpc,
 )
+from tms.api.convert import read_profile_message
 from tms.api.errors import ApiError, invalid, not_found, unavailable
 from tms.api.fleet import health_to_pb, partitions_to_pb
 from tms.api.holds import hold_to_pb
@@ -346,4 +347,7 @@ class OperationsMixin(ServicerBase):
         if health is not None:
             response.health.CopyFrom(health_to_pb(health))
             response.partitions.extend(partitions_to_pb(health))
+        profile = self.store.read_profile(table.pk, datetime.now(UTC))
+        if profile is not None:
+            response.read_profile.CopyFrom(read_profile_message(profile))
         return response

@@ -40,6 +40,7 @@ from tms.spark.provision_io import (
     pip_download,
     pyspark_jars_dir,
 )
+from tms.spark.provision_reporter import ensure_reporter_jar
 from tms.spark.provision_shade import (
     SHADED_HTTPCLIENT5_JAR,
     SHADED_JACKSON_JAR,
@@ -96,11 +97,12 @@ def ensure_iceberg_runtime(home: Path) -> Path:
 
 def provision(home: Path) -> list[str]:
     """Make sure every jar in :func:`default_jars` exists; return the list."""
-    ensure_iceberg_runtime(home)
+    runtime = ensure_iceberg_runtime(home)
     ensure_shaded_jackson(home)
     ensure_shaded_httpclient5(home)
     ensure_s3a_jars(home)
     ensure_fence_jar(home)
+    ensure_reporter_jar(home, runtime)  # for the engines that read the tables, not TMS's jobs
     if not POSTGRES_JDBC_JAR.is_file():
         log.warning(
             "%s missing: Iceberg JDBC catalogs will not work; install libpostgresql-jdbc-java",

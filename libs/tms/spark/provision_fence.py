@@ -15,23 +15,22 @@ an unchanged one is left alone.
 
 from __future__ import annotations
 
-import hashlib
 import tempfile
-import zipfile
 from collections.abc import Iterable
-from importlib import resources
 from pathlib import Path
 
 from tms.spark.provision_aws import AWS_SDK_BUNDLE, HADOOP_AWS
 from tms.spark.provision_io import (
     ProvisionError,
-    atomic_target,
     find_java,
+    jar_stamp,
     jars_dir,
+    java_sources,
     log,
     pyspark_jars_dir,
-    require_entries,
     run_tool,
+    sources_digest,
+    write_stamped_jar,
 )
 from tms.spark.provision_shade import JAVA_RELEASE
 
@@ -51,30 +50,11 @@ def _entry(class_name: str) -> str:
 
 
 def _sources() -> dict[str, str]:
-    tree = resources.files(FENCE_PACKAGE).joinpath(FENCE_DIR)
-    out = {e.name: e.read_text() for e in tree.iterdir() if e.name.endswith(".java")}
-    if not out:
-        raise ProvisionError(f"no fence sources in {FENCE_PACKAGE}/{FENCE_DIR}")
-    return out
+    return java_sources(FENCE_PACKAGE, FENCE_DIR)
 
 
 def sources_sha256() -> str:
-    digest = hashlib.sha256()
-    for name, text in sorted(_sources().items()):
-        digest.update(name.encode() + b"\0" + text.encode() + b"\0")
-    return digest.hexdigest()
-
-
-def _stamp(jar: Path) -> str | None:
-    try:
-        with zipfile.ZipFile(jar) as zf:
-            manifest = zf.read("META-INF/MANIFEST.MF").decode()
-    except (OSError, KeyError, zipfile.BadZipFile):
-        return None
-    for line in manifest.splitlines():
-        if line.startswith(_STAMP_KEY + ": "):
-            return line.split(": ", 1)[1].strip()
-    return None
+    return sources_digest(_sources())
 
 
 def _classpath(home: Path) -> str:
@@ -89,12 +69,8 @@ def _classpath(home: Path) -> str:
 
 def _write_jar(target: Path, classes: list[Path], root: Path, stamp: str,
                probes: list[str]) -> None:
-    with atomic_target(target) as out:
-        with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-            zf.writestr("META-INF/MANIFEST.MF", f"Manifest-Version: 1.0\n{_STAMP_KEY}: {stamp}\n")
-            for path in sorted(classes):
-                zf.write(path, path.relative_to(root).as_posix())
-        require_entries(out, probes, "the fence classes did not compile")
+    write_stamped_jar(target, classes, root, _STAMP_KEY, stamp, probes,
+                      "the fence classes did not compile")
 
 
 def ensure_fence_jar(home: Path) -> list[Path]:
@@ -102,7 +78,7 @@ def ensure_fence_jar(home: Path) -> list[Path]:
     sources."""
     targets = [jars_dir(home) / FENCE_JAR, jars_dir(home) / FENCE_S3A_JAR]
     want = sources_sha256()
-    if all(t.is_file() and _stamp(t) == want for t in targets):
+    if all(t.is_file() and jar_stamp(t, _STAMP_KEY) == want for t in targets):
         for t in targets:
             log.info("ok: %s", t)
         return targets

@@ -19,6 +19,7 @@ import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 log = logging.getLogger("tms.spark.provision")
@@ -190,3 +191,45 @@ def require_entries(jar: Path, entries: list[str], why: str) -> None:
     missing = [e for e in entries if e not in names]
     if missing:
         raise ProvisionError(f"{jar.name} lacks {missing}: {why}")
+
+
+def java_sources(package: str, directory: str) -> dict[str, str]:
+    """The ``*.java`` files shipped in ``package``/``directory``, by file name."""
+    tree = resources.files(package).joinpath(directory)
+    out = {e.name: e.read_text() for e in tree.iterdir() if e.name.endswith(".java")}
+    if not out:
+        raise ProvisionError(f"no Java sources in {package}/{directory}")
+    return out
+
+
+def sources_digest(sources: dict[str, str]) -> str:
+    """One sha256 over the sources' names and texts: the stamp a built jar records."""
+    digest = hashlib.sha256()
+    for name, text in sorted(sources.items()):
+        digest.update(name.encode() + b"\0" + text.encode() + b"\0")
+    return digest.hexdigest()
+
+
+def jar_stamp(jar: Path, key: str) -> str | None:
+    """The value of ``key`` in a jar's manifest (None when the jar or the key is missing)."""
+    try:
+        with zipfile.ZipFile(jar) as zf:
+            manifest = zf.read("META-INF/MANIFEST.MF").decode()
+    except (OSError, KeyError, zipfile.BadZipFile):
+        return None
+    for line in manifest.splitlines():
+        if line.startswith(key + ": "):
+            return line.split(": ", 1)[1].strip()
+    return None
+
+
+def write_stamped_jar(target: Path, classes: list[Path], root: Path, key: str, stamp: str,
+                      probes: list[str], why: str) -> None:
+    """Write ``classes`` (paths under ``root``) into ``target`` atomically, recording
+    ``key: stamp`` in the manifest; refuse the jar when a ``probes`` entry is missing."""
+    with atomic_target(target) as out:
+        with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            zf.writestr("META-INF/MANIFEST.MF", f"Manifest-Version: 1.0\n{key}: {stamp}\n")
+            for path in sorted(classes):
+                zf.write(path, path.relative_to(root).as_posix())
+        require_entries(out, probes, why)

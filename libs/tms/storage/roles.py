@@ -16,6 +16,7 @@ ExecutionStore     the executor: claim, lease, fenced ends of an attempt
 MaintenanceStore   the scheduler's leader: reaper, retention, gauges
 DiscoveryStore     the scheduler's leader: catalog discovery
 HoldStore          the scheduler (judging and placing holds), the API (showing, releasing)
+ReadStatsStore     the API's report intake and ExplainTable: how tables are read
 =================  ==========================================================
 
 Method names put the entity first (``operation_claim``, ``attempt_set_engine_handle``), as
@@ -60,6 +61,7 @@ from tms.domain.fleet import (
 )
 from tms.domain.holds import ActionHold, Streak
 from tms.health.figures import Inspection
+from tms.reads.profile import ReadProfile, TableIncrement
 
 
 class TableGone(LookupError):
@@ -146,6 +148,29 @@ class RequestRecord:
     method: str
     fingerprint: str
     resource: str  # empty while the first request is still in progress
+
+
+@dataclass(frozen=True)
+class ReportedTable:
+    """A TMS table an engine's report named, by its catalog's identifier."""
+
+    pk: int
+    table_id: str
+    owner: str
+    namespace: str
+    table_name: str
+
+
+class ReadStatsStore(Protocol):
+    """Read statistics from engines' scan reports (tms.reads)."""
+
+    def read_resolve_tables(self, catalog: str, keys: Sequence[tuple[str, str]]
+                            ) -> list[ReportedTable]:
+        """The tables of ``catalog`` among (namespace, table name) keys."""
+
+    def read_add(self, increments: dict[int, TableIncrement], now: datetime) -> None: ...
+
+    def read_profile(self, table_pk: int, now: datetime) -> ReadProfile | None: ...
 
 
 class IntakeStore(Protocol):
@@ -491,8 +516,7 @@ class HoldStore(Protocol):
 
 
 class ApiStore(IntakeStore, CatalogStore, TableStore, OperationStore, ReportStore, HoldStore,
-               FleetStore,
-               Protocol):
+               FleetStore, ReadStatsStore, Protocol):
     """Everything the API nodes use."""
 
 
@@ -506,7 +530,7 @@ __all__ = [
     "HealthStore", "LivenessStore",
     "CatalogTable", "DecisionStore", "DiscoveredRegistration",
     "DiscoveryStore", "DuplicateTable", "EnqueueParams", "ExecutionStore", "HoldStore",
-    "IntakeStore",
+    "IntakeStore", "ReadStatsStore", "ReportedTable",
     "MaintenanceStore", "OperationListParams", "OperationStore", "ReportStore", "ReportTarget",
     "RequestRecord",
     "SchedulerStore", "TableGone", "TableListParams", "TableStore",

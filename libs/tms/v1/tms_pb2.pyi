@@ -679,7 +679,7 @@ class PolicyValue(_message.Message):
     def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ..., source: _Optional[str] = ..., default: _Optional[str] = ..., unit: _Optional[str] = ..., doc: _Optional[str] = ...) -> None: ...
 
 class ExplainTableResponse(_message.Message):
-    __slots__ = ("table", "state", "actions", "policy", "check_time", "health", "partitions")
+    __slots__ = ("table", "state", "actions", "policy", "check_time", "health", "partitions", "read_profile")
     TABLE_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     ACTIONS_FIELD_NUMBER: _ClassVar[int]
@@ -687,6 +687,7 @@ class ExplainTableResponse(_message.Message):
     CHECK_TIME_FIELD_NUMBER: _ClassVar[int]
     HEALTH_FIELD_NUMBER: _ClassVar[int]
     PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    READ_PROFILE_FIELD_NUMBER: _ClassVar[int]
     table: str
     state: Table.State
     actions: _containers.RepeatedCompositeFieldContainer[ActionExplanation]
@@ -694,7 +695,8 @@ class ExplainTableResponse(_message.Message):
     check_time: _timestamp_pb2.Timestamp
     health: TableHealth
     partitions: _containers.RepeatedCompositeFieldContainer[PartitionFiles]
-    def __init__(self, table: _Optional[str] = ..., state: _Optional[_Union[Table.State, str]] = ..., actions: _Optional[_Iterable[_Union[ActionExplanation, _Mapping]]] = ..., policy: _Optional[_Iterable[_Union[PolicyValue, _Mapping]]] = ..., check_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., health: _Optional[_Union[TableHealth, _Mapping]] = ..., partitions: _Optional[_Iterable[_Union[PartitionFiles, _Mapping]]] = ...) -> None: ...
+    read_profile: ReadProfile
+    def __init__(self, table: _Optional[str] = ..., state: _Optional[_Union[Table.State, str]] = ..., actions: _Optional[_Iterable[_Union[ActionExplanation, _Mapping]]] = ..., policy: _Optional[_Iterable[_Union[PolicyValue, _Mapping]]] = ..., check_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., health: _Optional[_Union[TableHealth, _Mapping]] = ..., partitions: _Optional[_Iterable[_Union[PartitionFiles, _Mapping]]] = ..., read_profile: _Optional[_Union[ReadProfile, _Mapping]] = ...) -> None: ...
 
 class TableHealth(_message.Message):
     __slots__ = ("score", "parts", "inspect_time")
@@ -897,3 +899,41 @@ class DaySummary(_message.Message):
     data_files_after: int
     bytes_rewritten: int
     def __init__(self, day: _Optional[str] = ..., succeeded: _Optional[int] = ..., failed: _Optional[int] = ..., skipped: _Optional[int] = ..., cancelled: _Optional[int] = ..., data_files_before: _Optional[int] = ..., data_files_after: _Optional[int] = ..., bytes_rewritten: _Optional[int] = ...) -> None: ...
+
+class ReadProfile(_message.Message):
+    __slots__ = ("reports", "recent_scans", "filtered_share", "kept_share", "columns", "column_sets", "summary")
+    REPORTS_FIELD_NUMBER: _ClassVar[int]
+    RECENT_SCANS_FIELD_NUMBER: _ClassVar[int]
+    FILTERED_SHARE_FIELD_NUMBER: _ClassVar[int]
+    KEPT_SHARE_FIELD_NUMBER: _ClassVar[int]
+    COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    COLUMN_SETS_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    reports: int
+    recent_scans: float
+    filtered_share: float
+    kept_share: float
+    columns: _containers.RepeatedCompositeFieldContainer[ColumnRead]
+    column_sets: _containers.RepeatedCompositeFieldContainer[ColumnSetRead]
+    summary: str
+    def __init__(self, reports: _Optional[int] = ..., recent_scans: _Optional[float] = ..., filtered_share: _Optional[float] = ..., kept_share: _Optional[float] = ..., columns: _Optional[_Iterable[_Union[ColumnRead, _Mapping]]] = ..., column_sets: _Optional[_Iterable[_Union[ColumnSetRead, _Mapping]]] = ..., summary: _Optional[str] = ...) -> None: ...
+
+class ColumnRead(_message.Message):
+    __slots__ = ("column", "operator", "share", "weight")
+    COLUMN_FIELD_NUMBER: _ClassVar[int]
+    OPERATOR_FIELD_NUMBER: _ClassVar[int]
+    SHARE_FIELD_NUMBER: _ClassVar[int]
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    column: str
+    operator: str
+    share: float
+    weight: float
+    def __init__(self, column: _Optional[str] = ..., operator: _Optional[str] = ..., share: _Optional[float] = ..., weight: _Optional[float] = ...) -> None: ...
+
+class ColumnSetRead(_message.Message):
+    __slots__ = ("columns", "share")
+    COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    SHARE_FIELD_NUMBER: _ClassVar[int]
+    columns: _containers.RepeatedScalarFieldContainer[str]
+    share: float
+    def __init__(self, columns: _Optional[_Iterable[str]] = ..., share: _Optional[float] = ...) -> None: ...

@@ -31,7 +31,8 @@ class TableManagementServiceStub:
     server has tokens configured. Roles: `reader` may call Get*, List* and ExplainTable;
     `writer` may call NotifyCommit(s); `owner` may manage the tables in its scope (register them
     in a catalog that admits it, update their policy, pause, trigger, cancel, retry);
-    `admin` may call everything, and alone manages catalogs and queues. A token may be limited
+    `admin` may call everything, and alone manages catalogs and queues; `reporter` calls no RPC: it
+    may only post engines' Iceberg reports to the report intake (docs/reads.md). A token may be limited
     to table ids (glob patterns) or owners. Health and reflection need no token.
     """
 
@@ -183,7 +184,8 @@ class TableManagementServiceServicer:
     server has tokens configured. Roles: `reader` may call Get*, List* and ExplainTable;
     `writer` may call NotifyCommit(s); `owner` may manage the tables in its scope (register them
     in a catalog that admits it, update their policy, pause, trigger, cancel, retry);
-    `admin` may call everything, and alone manages catalogs and queues. A token may be limited
+    `admin` may call everything, and alone manages catalogs and queues; `reporter` calls no RPC: it
+    may only post engines' Iceberg reports to the report intake (docs/reads.md). A token may be limited
     to table ids (glob patterns) or owners. Health and reflection need no token.
     """
 
@@ -560,7 +562,8 @@ class TableManagementService:
     server has tokens configured. Roles: `reader` may call Get*, List* and ExplainTable;
     `writer` may call NotifyCommit(s); `owner` may manage the tables in its scope (register them
     in a catalog that admits it, update their policy, pause, trigger, cancel, retry);
-    `admin` may call everything, and alone manages catalogs and queues. A token may be limited
+    `admin` may call everything, and alone manages catalogs and queues; `reporter` calls no RPC: it
+    may only post engines' Iceberg reports to the report intake (docs/reads.md). A token may be limited
     to table ids (glob patterns) or owners. Health and reflection need no token.
     """
 

@@ -37,7 +37,12 @@ from tms.formats.iceberg import stats as iceberg_stats
 from tms.formats.iceberg.discovery import list_tables
 from tms.formats.iceberg.params import PARAM_BOUNDS, PARAMS
 from tms.formats.iceberg.policy import RULES, K, Measured, level_problems, write_codec
-from tms.formats.iceberg.policy_keys import POLICY_BOUNDS
+from tms.formats.iceberg.policy_keys import (
+    POLICY_BOUNDS,
+    TABLE_TARGET_METRIC,
+    table_target,
+    with_table_target,
+)
 from tms.formats.iceberg.unchanged import (
     MAX_UNCHANGED_ENTRIES,
     VALID_UNTIL,
@@ -320,8 +325,10 @@ class IcebergFormat(TableFormatPlugin):
         summary cannot rule compaction out, give per-partition statistics (``_partitions``,
         see ``stats``) from which compaction is planned partition by partition."""
         snap = tbl.current_snapshot()
-        small_limit = K["compaction.small-file-bytes"].as_int(table.policy)
-        min_small = K["compaction.min-small-files"].as_int(table.policy)
+        own_target = table_target(tbl.properties)
+        pol = with_table_target(table.policy, own_target)
+        small_limit = K["compaction.small-file-bytes"].as_int(pol)
+        min_small = K["compaction.min-small-files"].as_int(pol)
         times = [s.timestamp_ms for s in tbl.metadata.snapshots]
         metrics: dict[str, Any] = {"snapshot_id": None, "data_files": 0, "delete_files": 0,
                                    "total_bytes": 0, "records": 0, "small_files": 0,
@@ -332,6 +339,8 @@ class IcebergFormat(TableFormatPlugin):
                                    "snapshots": len(times), "_snapshot_times_ms": times,
                                    "oldest_snapshot_ms": min(times, default=None)}
         metrics["write_codec"] = write_codec(table.policy, tbl.properties)
+        if own_target is not None:
+            metrics[TABLE_TARGET_METRIC] = own_target
         metrics["delete_granularity"] = iceberg_deletes.granularity(tbl.properties)
         if snap is None:
             metrics["partitions"] = 0
@@ -349,15 +358,15 @@ class IcebergFormat(TableFormatPlugin):
             records=int(summary.get("total-records", 0)),
         )
         metrics["last_commit_ms"] = snap.timestamp_ms
-        quiet_s = K["compaction.quiet-s"].as_int(table.policy)
+        quiet_s = K["compaction.quiet-s"].as_int(pol)
         quiet = bool(quiet_s) and time.time() - snap.timestamp_ms / 1000 >= quiet_s
         if (metrics["data_files"] < min_small and not (quiet and metrics["data_files"] >= 2)
                 and not metrics["delete_files"]):
             # fewer files than any threshold and no deletes: no need to know which are small
             metrics.update(small_files=None, mergeable_small_files=None)
             return metrics
-        target = K["compaction.target-file-size-bytes"].as_int(table.policy)
-        ratio = float(K["compaction.min-file-ratio"].get(table.policy))
+        target = K["compaction.target-file-size-bytes"].as_int(pol)
+        ratio = float(K["compaction.min-file-ratio"].get(pol))
         limits = iceberg_stats.Limits(small_limit, int(ratio * target))
         parts = iceberg_stats.table_partitions(manifests, io, limits)
         metrics.update(
@@ -379,7 +388,8 @@ class IcebergFormat(TableFormatPlugin):
                  last_runs: Mapping[str, Operation | None], now: datetime
                  ) -> list[Decision]:
         measured = metrics if isinstance(metrics, Measured) else Measured(metrics)
-        return [rule(table.policy, measured, last_runs.get(action), now)
+        pol = with_table_target(table.policy, measured.get(TABLE_TARGET_METRIC))
+        return [rule(pol, measured, last_runs.get(action), now)
                 for action, rule in RULES.items()]
 
     # execution ------------------------------------------------------------------------------

@@ -44,9 +44,11 @@ def _on(key: str, default: bool, doc: str) -> PolicyKey:
 K = by_key((
     _on("compaction.enabled", True, "bin-pack small data files"),
     _int("compaction.target-file-size-bytes", 128 * MIB, KIB, MAX_FILE_BYTES, "bytes",
-         "size of the files compaction and clustering write"),
+         "size of the files compaction and clustering write; unset, the table's own "
+         "write.target-file-size-bytes when it sets one"),
     _int("compaction.small-file-bytes", 16 * MIB, KIB, MAX_FILE_BYTES, "bytes",
-         "a data file below this size counts as small"),
+         "a data file below this size counts as small; unset while the target comes from "
+         "the table's write.target-file-size-bytes, 3/4 of that target (at most the default)"),
     _int("compaction.min-small-files", 12, 2, MAX_COUNT, "count",
          "small files that trigger a compaction; a partition's smaller files are merged once "
          "they fill a size tier (compaction.tier-fanout, at most this many), or from twice "
@@ -176,3 +178,43 @@ def level_problems(codec: str | None, level: str | None, field: str, codec_key: 
         return []
     return [(field, f"{level} does not fit {codec_key} {codec}: expected {bounds[0]} to "
                     f"{bounds[1]}")]
+
+
+TARGET_KEY = "compaction.target-file-size-bytes"
+SMALL_KEY = "compaction.small-file-bytes"
+# Iceberg's own planner calls a file too small below 3/4 of the target (its
+# min-file-size-bytes default): with a target taken from the table, so does TMS unless its
+# policy names a small-file size.
+SMALL_SHARE_OF_TARGET = 0.75
+# The table's own write.target-file-size-bytes, as inspection read it (a metric: ExplainTable
+# shows it, evaluation takes it as the target when no TMS policy sets one).
+TABLE_TARGET_METRIC = "table_target_file_size_bytes"
+
+
+def table_target(props: Mapping[str, str]) -> int | None:
+    """The table's ``write.target-file-size-bytes`` when it sets one TMS can write to (within
+    the policy key's range, parsed strictly); None otherwise (unset, or a value the owner set
+    that no writer takes: the rewrite itself refuses such a table, naming the property)."""
+    raw = props.get(table_props.DATA_TARGET)
+    if raw is None:
+        return None
+    bounds = K[TARGET_KEY]
+    try:
+        return table_props.parse_int(table_props.DATA_TARGET, raw, int(bounds.minimum or 1),
+                                     int(bounds.maximum or table_props.JAVA_LONG_MAX))
+    except table_props.PropertyRefused:
+        return None
+
+
+def with_table_target(pol: Mapping[str, str], target: int | None) -> Mapping[str, str]:
+    """The policy in force, with the table's own target file size as the compaction target
+    when neither the table's TMS policy nor its catalog's sets one; the small-file size then
+    follows it (3/4 of the target, never above the policy's default) unless set too. What
+    the table's owner wrote into its properties is honoured; an explicit TMS policy wins."""
+    if target is None or TARGET_KEY in pol:
+        return pol
+    out = {**pol, TARGET_KEY: str(target)}
+    if SMALL_KEY not in pol:
+        small = min(K[SMALL_KEY].as_int({}), int(target * SMALL_SHARE_OF_TARGET))
+        out[SMALL_KEY] = str(max(small, int(K[SMALL_KEY].minimum or 1)))
+    return out

@@ -13,12 +13,13 @@ from tms.storage.postgres.health import HealthMixin
 from tms.storage.postgres.holds import HoldsMixin
 from tms.storage.postgres.maintenance import MaintenanceMixin
 from tms.storage.postgres.operations import OperationsMixin
+from tms.storage.postgres.reads import ReadsMixin
 from tms.storage.postgres.reports import ReportsMixin
 from tms.storage.postgres.tables import TablesMixin
 
 
 class PostgresStore(CatalogsMixin, TablesMixin, OperationsMixin, ExecutionMixin, MaintenanceMixin,
-                    DiscoveryMixin, ReportsMixin, HoldsMixin, HealthMixin):
+                    DiscoveryMixin, ReportsMixin, HoldsMixin, HealthMixin, ReadsMixin):
     """Every role of :mod:`tms.storage.roles` over one pool. Thread-safe."""
 
 

@@ -327,6 +327,56 @@ CREATE TABLE public.tms_queues (
 );
 
 --
+-- Name: tms_read_column_sets; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.tms_read_column_sets (
+    table_pk bigint NOT NULL,
+    columns text[] NOT NULL,
+    weight double precision NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT tms_read_column_sets_columns_check CHECK (((cardinality(columns) >= 1) AND (cardinality(columns) <= 4))),
+    CONSTRAINT tms_read_column_sets_weight_check CHECK ((weight >= (0)::double precision))
+);
+
+--
+-- Name: tms_read_predicates; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.tms_read_predicates (
+    table_pk bigint NOT NULL,
+    column_name text NOT NULL,
+    operator text NOT NULL,
+    weight double precision NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT tms_read_predicates_column_name_check CHECK (((length(column_name) >= 1) AND (length(column_name) <= 256))),
+    CONSTRAINT tms_read_predicates_operator_check CHECK ((operator = ANY (ARRAY['eq'::text, 'range'::text, 'in'::text, 'null'::text, 'other'::text, 'projected'::text]))),
+    CONSTRAINT tms_read_predicates_weight_check CHECK ((weight >= (0)::double precision))
+);
+
+--
+-- Name: tms_read_scans; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.tms_read_scans (
+    table_pk bigint NOT NULL,
+    scans double precision NOT NULL,
+    filtered_scans double precision NOT NULL,
+    result_files double precision NOT NULL,
+    skipped_files double precision NOT NULL,
+    result_bytes double precision NOT NULL,
+    reports bigint DEFAULT 0 NOT NULL,
+    first_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT tms_read_scans_filtered_scans_check CHECK ((filtered_scans >= (0)::double precision)),
+    CONSTRAINT tms_read_scans_reports_check CHECK ((reports >= 0)),
+    CONSTRAINT tms_read_scans_result_bytes_check CHECK ((result_bytes >= (0)::double precision)),
+    CONSTRAINT tms_read_scans_result_files_check CHECK ((result_files >= (0)::double precision)),
+    CONSTRAINT tms_read_scans_scans_check CHECK ((scans >= (0)::double precision)),
+    CONSTRAINT tms_read_scans_skipped_files_check CHECK ((skipped_files >= (0)::double precision))
+);
+
+--
 -- Name: tms_requests; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -559,6 +609,27 @@ ALTER TABLE ONLY public.tms_queues
     ADD CONSTRAINT tms_queues_pkey PRIMARY KEY (name);
 
 --
+-- Name: tms_read_column_sets tms_read_column_sets_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.tms_read_column_sets
+    ADD CONSTRAINT tms_read_column_sets_pkey PRIMARY KEY (table_pk, columns);
+
+--
+-- Name: tms_read_predicates tms_read_predicates_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.tms_read_predicates
+    ADD CONSTRAINT tms_read_predicates_pkey PRIMARY KEY (table_pk, column_name, operator);
+
+--
+-- Name: tms_read_scans tms_read_scans_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.tms_read_scans
+    ADD CONSTRAINT tms_read_scans_pkey PRIMARY KEY (table_pk);
+
+--
 -- Name: tms_requests tms_requests_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -773,6 +844,27 @@ ALTER TABLE ONLY public.tms_operations
 
 ALTER TABLE ONLY public.tms_operations
     ADD CONSTRAINT tms_operations_table_pk_fkey FOREIGN KEY (table_pk) REFERENCES public.tms_tables(id) ON DELETE CASCADE;
+
+--
+-- Name: tms_read_column_sets tms_read_column_sets_table_pk_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.tms_read_column_sets
+    ADD CONSTRAINT tms_read_column_sets_table_pk_fkey FOREIGN KEY (table_pk) REFERENCES public.tms_tables(id) ON DELETE CASCADE;
+
+--
+-- Name: tms_read_predicates tms_read_predicates_table_pk_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.tms_read_predicates
+    ADD CONSTRAINT tms_read_predicates_table_pk_fkey FOREIGN KEY (table_pk) REFERENCES public.tms_tables(id) ON DELETE CASCADE;
+
+--
+-- Name: tms_read_scans tms_read_scans_table_pk_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.tms_read_scans
+    ADD CONSTRAINT tms_read_scans_table_pk_fkey FOREIGN KEY (table_pk) REFERENCES public.tms_tables(id) ON DELETE CASCADE;
 
 --
 -- Name: tms_table_health tms_table_health_table_pk_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
