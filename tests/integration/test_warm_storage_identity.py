@@ -21,7 +21,7 @@ from tests.servers.moto import MotoServer, moto_server
 from tests.unit.fakes import make_catalog, make_op, make_table
 from tms import catalogs
 from tms.domain import CatalogType, JobSpec
-from tms.formats.iceberg import IcebergFormat
+from tms.formats.iceberg.plugin import IcebergFormat
 from tms.local import iceberg_data
 from tms.spark.settings import SparkSettings
 
