@@ -34,6 +34,7 @@ pytestmark = pytest.mark.integration
 KUBERNETES_VERSIONS = ("1.27.0", "1.37.0")
 METRICS_PORT = 9464
 API_PORT = 50051
+REPORT_PORT = 50052  # the report intake (docs/reads.md)
 DEPLOYMENTS = {"tms-api": 2, "tms-scheduler": 3, "tms-executor": 2}
 OVERLAY_REPLICAS = {"tms-api": 3, "tms-scheduler": 3, "tms-executor": 4}
 OVERLAY_IMAGE = "example.org/tms:0.1.0"
@@ -201,8 +202,10 @@ def test_api_probes_are_native_grpc_and_the_service_routes_both_ports() -> None:
     for probe in ("readinessProbe", "livenessProbe"):
         assert api[probe]["grpc"] == {"port": API_PORT}, probe
     assert api["args"][api["args"].index("--listen") + 1] == f"0.0.0.0:{API_PORT}"
+    assert api["args"][api["args"].index("--report-listen") + 1] == f"0.0.0.0:{REPORT_PORT}"
+    assert {p["containerPort"] for p in api["ports"]} == {API_PORT, REPORT_PORT, METRICS_PORT}
     service = find(objs, "Service", "tms-api")
-    assert {p["port"] for p in service["spec"]["ports"]} == {API_PORT, METRICS_PORT}
+    assert {p["port"] for p in service["spec"]["ports"]} == {API_PORT, REPORT_PORT, METRICS_PORT}
     pod_labels = find(objs, "Deployment", "tms-api")["spec"]["template"]["metadata"]["labels"]
     assert service["spec"]["selector"].items() <= pod_labels.items()
 
