@@ -204,3 +204,12 @@ def test_a_failed_discovery_shows_in_the_catalog_row() -> None:
     ok = tms_pb2.CatalogDiscovery(enabled=True, last_registered=1200, last_missing=2)
     ok.last_run_time.FromDatetime(NOW)
     assert last_discovery_cell(ok) == "2026-11-28 12:00:00: +1,200 registered, 2 missing"
+
+
+def test_explain_prints_the_read_profile_when_engines_report() -> None:
+    r = _explained()
+    assert "reads:" not in explain_text(r, {}, show_policy=False)
+    r.read_profile.reports = 12
+    r.read_profile.summary = "12 scans reported (10 recent); 78% filter on ts (range)"
+    assert ("reads: 12 scans reported (10 recent); 78% filter on ts (range)"
+            in explain_text(r, {}, show_policy=False))

@@ -94,6 +94,8 @@ def explain_text(r: tms_pb2.ExplainTableResponse, states: dict[str, str],
         parts.append(f"metrics: {pairs(metrics)}")
     parts += ["", table(["ACTION", "DECIDED (UTC)", "RUN", "OPERATION", "BENEFIT", "REASON"],
                         rows)]
+    if r.HasField("read_profile"):  # from engines' scan reports (docs/reads.md)
+        parts += ["", f"reads: {r.read_profile.summary}"]
     held = [a for a in r.actions if a.HasField("hold")]
     if held:
         parts += ["", "held (failed too often in a row; nothing queued until released):"]
