@@ -115,7 +115,7 @@ def test_tables_human_and_json(tms: Cli) -> None:
     out = tms.ok("tables", "list")
     header = out.splitlines()[0].split()
     assert header[:3] == ["TABLE", "FORMAT", "STATE"]
-    assert row(out, "sales.orders")[:5] == ["sales.orders", "iceberg", "ACTIVE", "batch", "7"]
+    assert row(out, "sales.orders")[:6] == ["sales.orders", "iceberg", "ACTIVE", "-", "batch", "7"]
     listed = tms.json("tables", "list", "--queue", "batch")
     assert [t["name"] for t in listed["tables"]] == ["tables/sales.orders"]
     assert listed["tables"][0]["commit_count"] == "0"  # proto3 JSON: int64 as a string

@@ -54,7 +54,10 @@ class FleetMixin(ServicerBase):
         end = now
         if request.HasField("end_time"):
             end = v.timestamp(p, "end_time", request.end_time) or now
-        start = end - timedelta(seconds=DEFAULT_HISTORY_S)
+        try:
+            start = end - timedelta(seconds=DEFAULT_HISTORY_S)
+        except OverflowError:  # an end_time in the first days of year 1
+            start = datetime.min.replace(tzinfo=UTC)
         if request.HasField("start_time"):
             start = v.timestamp(p, "start_time", request.start_time) or start
         if not p and start >= end:
