@@ -146,8 +146,11 @@ def test_hudi_compaction_and_clean_decisions_end_to_end(make_stack, tmp_path: Pa
     assert not explained["clean"].should_run  # the retention is known; the count is not met
     assert explained["clean"].reason.startswith(
         "2 commits with no clean on the active timeline (threshold 10)")
-    assert explained["clustering"].reason == ("clustering is disabled by policy "
-                                              "(clustering.enabled=false)")
+    assert explained["clustering"].reason.startswith(
+        "clustering is disabled by policy (clustering.enabled=false)")
+    # the catalog's writer configuration locks under 'trips', the table is named otherwise:
+    # every decision says so (issue 31's lock_key leftover)
+    assert "hoodie.write.lock.zookeeper.lock_key is 'trips'" in explained["clustering"].reason
     unknown = wait_for(lambda: _explained(stub, "bare.trips"), "decisions on bare.trips")
     clean = unknown["clean"]
     assert not clean.should_run and not clean.operation
